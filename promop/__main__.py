@@ -1,0 +1,3 @@
+from promop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,47 @@
+"""The `promop` command: one subcommand per module in promop.commands.
+
+Each module exposes `register(subparsers)`, which adds its parser and sets
+`func(args) -> int`. Modules import their heavy dependencies inside `func`, so
+`promop --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from promop import __version__
+
+# Order is the order shown in --help.
+COMMANDS = ("demo", "run", "sandbox", "render", "explain", "manifests")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="promop",
+        description="A Prometheus Operator for Kubernetes (monitoring.coreos.com/v1).",
+    )
+    parser.add_argument("--version", action="version", version=f"promop {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"promop.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"promop.commands.{name}":
+                raise
+            continue  # not built yet
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
