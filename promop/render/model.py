@@ -1,0 +1,149 @@
+"""The shapes that go into and come out of the renderer.
+
+The renderer is pure: a RenderInputs in, a RenderResult out, nothing read from
+the cluster, the clock or the environment. The operator fills RenderInputs from
+its caches (plus direct GETs for referenced Secret/ConfigMap content); the
+`promop render` CLI fills it from YAML files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+MONITORING_GROUP = "monitoring.coreos.com"
+MONITORING_VERSION = "v1"
+
+# Default images. The reloader image holds both `promop` and `promop-config-reloader`.
+DEFAULT_PROMETHEUS_VERSION = "v3.13.2"
+DEFAULT_PROMETHEUS_BASE_IMAGE = "quay.io/prometheus/prometheus"
+DEFAULT_RELOADER_IMAGE = "ghcr.io/promop/promop:0.1.0"
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """A namespaced reference to a Kubernetes object, e.g. a Secret a monitor reads."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A rejection (the object is skipped) or a warning (it is used, with a caveat).
+
+    `field` is a path into the object, e.g. `spec.endpoints[0].relabelings[1].regex`.
+    """
+
+    kind: str
+    namespace: str
+    name: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}: {self.field}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether a Prometheus selects one ServiceMonitor/PodMonitor/PrometheusRule, and why not.
+
+    `reason` is empty when selected, else a sentence a user can act on, e.g.
+    `serviceMonitorSelector matchLabels team=web: label team missing` or
+    `namespace 'x' not matched by serviceMonitorNamespaceSelector ...`.
+    A selected object may still be rejected; see RenderResult.rejected.
+    """
+
+    kind: str
+    namespace: str
+    name: str
+    selected: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """Operator-level settings (command-line flags), not per-Prometheus spec."""
+
+    labels: Mapping[str, str] = field(default_factory=dict)  # --labels: added to every object we create
+    annotations: Mapping[str, str] = field(default_factory=dict)  # --annotations
+    config_reloader_image: str = DEFAULT_RELOADER_IMAGE
+    prometheus_default_base_image: str = DEFAULT_PROMETHEUS_BASE_IMAGE
+    endpointslice_supported: bool = True  # the cluster serves discovery.k8s.io/v1 EndpointSlices
+    shard_retention_policy: bool = True  # upstream's PrometheusShardRetentionPolicy gate (on by default)
+    operator_version: str = "0.1.0"
+
+
+@dataclass
+class RenderInputs:
+    """Everything one Prometheus's render depends on.
+
+    Monitors and rules are *candidates*: every object the operator knows of; the
+    renderer selects. `namespaces` are Namespace objects (for namespace selectors);
+    when empty, namespaces are inferred from the candidates' namespaces with no
+    labels. `secrets`/`configmaps` hold full objects (with `data`) keyed by
+    (namespace, name): only those referenced need to be present (see
+    promop.render.references).
+    """
+
+    prometheus: dict
+    service_monitors: Sequence[dict] = ()
+    pod_monitors: Sequence[dict] = ()
+    prometheus_rules: Sequence[dict] = ()
+    namespaces: Sequence[dict] = ()
+    secrets: Mapping[tuple[str, str], dict] = field(default_factory=dict)
+    configmaps: Mapping[tuple[str, str], dict] = field(default_factory=dict)
+    options: RenderOptions = field(default_factory=RenderOptions)
+
+
+@dataclass
+class RenderResult:
+    """What one Prometheus renders to.
+
+    `objects()` lists every Kubernetes object to write, in write order. `config`
+    is the decoded Prometheus config (with `$(POD_NAME)`/`$(SHARD)` left as is).
+    """
+
+    config: dict
+    config_secret: dict  # Secret prometheus-<name>, key prometheus.yaml.gz
+    tls_secrets: list[dict]  # prometheus-<name>-tls-assets-<n>
+    rule_configmaps: list[dict]  # prometheus-<name>-rulefiles-<i>
+    service: dict  # governing Service prometheus-operated
+    statefulsets: list[dict]  # one per shard
+    selection: list[Decision]
+    rejected: list[Problem]
+    warnings: list[Problem]
+    # (kind, namespace, name) of each accepted monitor -> its scrape job names
+    jobs: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
+    # (namespace, name) of each accepted PrometheusRule -> (configmap name, file key)
+    rule_files: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    input_hash: str = ""
+
+    def objects(self) -> list[dict]:
+        return [
+            *self.rule_configmaps,
+            self.config_secret,
+            *self.tls_secrets,
+            self.service,
+            *self.statefulsets,
+        ]
+
+    def accepted(self, kind: str) -> list[tuple[str, str]]:
+        """(namespace, name) of selected, not rejected objects of `kind`."""
+        bad = {(p.kind, p.namespace, p.name) for p in self.rejected}
+        return [
+            (d.namespace, d.name)
+            for d in self.selection
+            if d.kind == kind and d.selected and (kind, d.namespace, d.name) not in bad
+        ]
+
+
+def obj_meta(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, name) of an object dict."""
+    md = obj.get("metadata") or {}
+    return md.get("namespace") or "", md.get("name") or ""
