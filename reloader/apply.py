@@ -1,0 +1,146 @@
+"""One pass: render the config, hash inputs, reload Prometheus if something changed.
+
+Upstream-compatible rule: reload only when the hash of the config and the
+watched directories differs from the last successfully reloaded one, or when
+the previous reload failed. Bad input never clobbers the last good output.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from dataclasses import dataclass
+from enum import Enum
+
+from .atomic import OutputError, write_atomically
+from .envsubst import Expansion, environment, expand_chunks
+from .flags import Options
+from .hashing import add_stream, dirs_digest
+from .logs import Log
+from .metrics import Metrics
+from .reloaders import ReloadError, Reloader
+from .source import InputError, decoded_chunks
+
+
+class Result(Enum):
+    OK = "ok"
+    RETRY = "retry"
+
+
+@dataclass
+class _Rendered:
+    digest: str | None
+    error: str | None = None
+
+
+class Applier:
+    def __init__(self, opts: Options, reload: Reloader | None, metrics: Metrics, log: Log):
+        self.opts = opts
+        self.reload = reload
+        self.metrics = metrics
+        self.log = log
+        self.env = environment(opts.statefulset_ordinal_from_envvar)
+        self.written_digest: str | None = None
+        self.reloaded_state: tuple[str | None, str] | None = None
+        self.force_reload = False
+        self.warned_vars: set[str] = set()
+        self.last_error: str | None = None
+
+    def apply(self, stop: threading.Event, reload: bool = True) -> Result:
+        """Run one pass; RETRY means try again after --retry-interval."""
+        self.metrics.apply_operations.inc()
+        rendered = self._render()
+        if rendered.error is not None:
+            self.metrics.apply_operations_failed.inc()
+            self._log_error(rendered.error)
+        else:
+            self.last_error = None
+        if not reload or self.reload is None:
+            return Result.RETRY if rendered.error else Result.OK
+        if self.opts.config_envsubst_file and self.written_digest is None:
+            # Nothing valid has been written yet: Prometheus has nothing new to load.
+            return Result.RETRY
+        state = (rendered.digest, dirs_digest(self.opts.watched_dirs))
+        if state == self.reloaded_state and not self.force_reload:
+            return Result.RETRY if rendered.error else Result.OK
+        if not self._reload(stop, state):
+            return Result.RETRY
+        return Result.RETRY if rendered.error else Result.OK
+
+    def _log_error(self, message: str) -> None:
+        # Logged at error level once per distinct problem; repeats go to debug.
+        if message != self.last_error:
+            self.log.error("cannot apply config", err=message)
+        else:
+            self.log.debug("cannot apply config (unchanged)", err=message)
+        self.last_error = message
+
+    def _render(self) -> _Rendered:
+        """Hash the input; when it changed, write the output. Returns the digest in effect."""
+        path = self.opts.config_file
+        if not path:
+            return _Rendered(digest=None)
+        out = self.opts.config_envsubst_file
+        try:
+            stream = open(path, "rb")
+        except FileNotFoundError:
+            return _Rendered(self.written_digest, f"config file {path} does not exist (yet); waiting for it")
+        except OSError as exc:
+            return _Rendered(self.written_digest, f"cannot open config file {path}: {exc.strerror}")
+        with stream:
+            h = hashlib.sha256()
+            try:
+                add_stream(h, path, stream)
+            except OSError as exc:
+                return _Rendered(self.written_digest, f"cannot read config file {path}: {exc.strerror}")
+            digest = h.hexdigest()
+            if not out:
+                return _Rendered(digest)
+            if digest == self.written_digest and os.path.exists(out):
+                return _Rendered(digest)
+            stream.seek(0)
+            expansion = Expansion()
+            started = time.monotonic()
+            try:
+                size = write_atomically(out, expand_chunks(decoded_chunks(stream, path), self.env, expansion))
+            except (InputError, OutputError) as exc:
+                return _Rendered(self.written_digest, str(exc))
+            except OSError as exc:
+                return _Rendered(self.written_digest, f"cannot read config file {path}: {exc.strerror}")
+        self.written_digest = digest
+        self._report_expansion(expansion)
+        self.log.info(
+            "config written", cfg_in=path, cfg_out=out, bytes=size,
+            seconds=round(time.monotonic() - started, 4),
+        )
+        return _Rendered(digest)
+
+    def _report_expansion(self, expansion: Expansion) -> None:
+        self.metrics.envvar_expansion_errors.set(expansion.error_count)
+        for name, count in sorted(expansion.missing.items()):
+            if name not in self.warned_vars:
+                self.warned_vars.add(name)
+                self.log.warning(
+                    "environment variable not set; $(...) left as is", var=name, occurrences=count
+                )
+
+    def _reload(self, stop: threading.Event, state: tuple[str | None, str]) -> bool:
+        assert self.reload is not None
+        self.metrics.reloads.inc()
+        started = time.monotonic()
+        try:
+            self.reload(stop)
+        except ReloadError as exc:
+            self.force_reload = True
+            self.metrics.reloads_failed.inc()
+            self.metrics.last_reload_successful.set(0)
+            self.log.error("reload failed; will retry", err=str(exc), retry_in=self.opts.retry_interval)
+            return False
+        self.force_reload = False
+        self.reloaded_state = state
+        self.metrics.last_reload_successful.set(1)
+        self.metrics.last_reload_success_timestamp.set(time.time())
+        self.log.info("reload triggered", method=self.opts.reload_method,
+                      seconds=round(time.monotonic() - started, 4))
+        return True

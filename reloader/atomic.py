@@ -1,0 +1,81 @@
+"""Atomic output: a reader (Prometheus) sees the old file or the new one, never half."""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Iterable
+
+OUTPUT_MODE = 0o644
+
+
+class OutputError(Exception):
+    """The output could not be written; the previous output is unchanged."""
+
+
+def write_atomically(path: str, chunks: Iterable[bytes], mode: int = OUTPUT_MODE) -> int:
+    """Write chunks to a temp file next to `path`, fsync, rename; return the size.
+
+    Exceptions raised by `chunks` itself (e.g. bad input) propagate unchanged
+    after the temp file is removed.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    name = os.path.basename(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot create a temporary file in {directory} for {path}: {exc.strerror}; "
+            f"check that the directory exists and is writable, the previous output is kept"
+        ) from exc
+    size = 0
+    try:
+        with os.fdopen(fd, "wb") as out:
+            os.fchmod(out.fileno(), mode)
+            for chunk in chunks:
+                try:
+                    out.write(chunk)
+                except OSError as exc:
+                    raise OutputError(f"cannot write {tmp}: {exc.strerror}; the previous output is kept") from exc
+                size += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        _discard(tmp)
+        raise OutputError(f"cannot replace {path}: {exc.strerror}; the previous output is kept") from exc
+    except BaseException:
+        _discard(tmp)
+        raise
+    _fsync_dir(directory)
+    return size
+
+
+def is_temp_of(path: str, candidate: str) -> bool:
+    """True when `candidate` is one of the temp files write_atomically makes for `path`."""
+    name = os.path.basename(path)
+    other = os.path.basename(candidate)
+    return (
+        os.path.dirname(os.path.abspath(candidate)) == os.path.dirname(os.path.abspath(path))
+        and other.startswith(f".{name}.")
+        and other.endswith(".tmp")
+    )
+
+
+def _discard(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

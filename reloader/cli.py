@@ -1,0 +1,99 @@
+"""Entry point of `promop-config-reloader`: flags, logging, signals, server, run loop."""
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Sequence
+
+from prometheus_client import disable_created_metrics
+
+from . import logs, server
+from .apply import Applier
+from .durations import format_duration
+from .flags import Options, parse
+from .metrics import create as create_metrics
+from .reloaders import HttpReloader, Reloader, SignalReloader
+from .runner import Runner
+
+# After SIGTERM, how long the loop thread may take to notice before we exit anyway
+# (it may be blocked in an HTTP reload with a long --reload-timeout).
+SHUTDOWN_GRACE = 1.0
+
+
+def _reloader(opts: Options) -> Reloader:
+    if opts.reload_method == "signal":
+        return SignalReloader(opts.process_executable_name, opts.runtimeinfo_url, opts.reload_timeout)
+    return HttpReloader(opts.reload_url, opts.reload_timeout)
+
+
+def _usage_problem(opts: Options) -> str | None:
+    if opts.config_envsubst_file and not opts.config_file:
+        return "--config-envsubst-file needs --config-file"
+    if not opts.config_file and not opts.watched_dirs:
+        return "nothing to do: give --config-file and/or --watched-dir"
+    if opts.listen_address:
+        try:
+            server.split_address(opts.listen_address)
+        except ValueError as exc:
+            return str(exc)
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    opts = parse(list(argv) if argv is not None else None)
+    log = logs.setup(opts.log_format, opts.log_level)
+    problem = _usage_problem(opts)
+    if problem:
+        log.error("invalid flags", err=problem)
+        return 2
+    disable_created_metrics()
+    metrics = create_metrics(opts.reload_method)
+    applier = Applier(opts, _reloader(opts), metrics, log)
+    runner = Runner(opts, applier, metrics, log)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.info("received signal; shutting down", signal=signal.Signals(signum).name)
+        runner.stop.set()
+        runner.wake.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        log.info(
+            "starting", cfg_in=opts.config_file, cfg_out=opts.config_envsubst_file,
+            watched_dirs=",".join(opts.watched_dirs), watch_interval=format_duration(opts.watch_interval),
+            delay_interval=format_duration(opts.delay_interval), method=opts.reload_method,
+        )
+        if opts.web_config_file:
+            log.warning("--web-config-file is accepted but not implemented; serving plain HTTP",
+                        file=opts.web_config_file)
+        if opts.init_mode:
+            return runner.run_once()
+        if opts.listen_address:
+            try:
+                http = server.start(opts.listen_address, metrics.registry)
+            except OSError as exc:
+                log.error("cannot listen", address=opts.listen_address, err=exc.strerror or str(exc))
+                return 1
+            log.info("listening", address=opts.listen_address, port=server.bound_port(http))
+        return _run_until_stopped(runner)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run_until_stopped(runner: Runner) -> int:
+    outcome: dict[str, int] = {}
+
+    def work() -> None:
+        try:
+            outcome["rc"] = runner.run()
+        except Exception as exc:  # a bug: say so and exit non-zero so kubelet restarts us
+            runner.log.error("run loop crashed", err=repr(exc))
+            outcome["rc"] = 1
+
+    worker = threading.Thread(target=work, name="reloader", daemon=True)
+    worker.start()
+    while worker.is_alive() and not runner.stop.is_set():
+        runner.stop.wait(0.5)
+    worker.join(SHUTDOWN_GRACE)
+    return outcome.get("rc", 0)

@@ -1,0 +1,76 @@
+"""HTTP endpoints of the sidecar: /metrics and /healthz."""
+from __future__ import annotations
+
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+HEALTHY = b'{"status":"up"}'
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """Parse Go-style listen addresses: ":8080", "0.0.0.0:8080", "[::1]:8080"."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"invalid --listen-address {address!r}: expected [host]:port, e.g. :8080")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    dual_stack = False
+
+    def server_bind(self) -> None:
+        if self.dual_stack:
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+
+def _handler(registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._reply(200, CONTENT_TYPE_LATEST, generate_latest(registry))
+            elif path == "/healthz":
+                self._reply(200, "application/json", HEALTHY)
+            else:
+                self._reply(404, "text/plain; charset=utf-8", b"not found; try /metrics or /healthz\n")
+
+        def _reply(self, code: int, ctype: str, body: bytes) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # silence access logs
+            return
+
+    return Handler
+
+
+def start(address: str, registry: CollectorRegistry) -> ThreadingHTTPServer:
+    """Bind and serve in a daemon thread; an empty host means every interface."""
+    host, port = split_address(address)
+    handler = _handler(registry)
+    if host == "":
+        try:
+            server_cls = type("DualStack", (_Server,), {"address_family": socket.AF_INET6, "dual_stack": True})
+            server: ThreadingHTTPServer = server_cls(("::", port), handler)
+        except OSError:
+            server = _Server(("0.0.0.0", port), handler)
+    elif ":" in host:
+        server = type("V6", (_Server,), {"address_family": socket.AF_INET6})((host, port), handler)
+    else:
+        server = _Server((host, port), handler)
+    threading.Thread(target=server.serve_forever, name="metrics-server", daemon=True).start()
+    return server
+
+
+def bound_port(server: ThreadingHTTPServer) -> int:
+    return int(server.server_address[1])
