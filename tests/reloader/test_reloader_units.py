@@ -1,0 +1,239 @@
+"""Unit tests of the reloader's pure parts: durations, envsubst, input, output, hashing, flags."""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import stat
+
+import pytest
+import requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reloader import server, source
+from reloader.atomic import OutputError, write_atomically
+from reloader.durations import parse_duration
+from reloader.envsubst import ORDINAL_VAR, Expansion, environment, expand, expand_chunks, ordinal_from
+from reloader.flags import parse
+from reloader.hashing import dirs_digest
+from reloader.metrics import create
+from reloader.process import find_pids
+from reloader.source import InputError, decoded_chunks
+from reloader_testlib import KubeletDir
+
+
+@pytest.mark.parametrize(
+    "text,seconds",
+    [("0", 0.0), ("3m", 180.0), ("1s", 1.0), ("500ms", 0.5), ("1m30s", 90.0), ("1h", 3600.0),
+     ("1.5s", 1.5), ("250us", 0.00025), ("2h45m", 9900.0)],
+)
+def test_durations_parse_like_go(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "3", "1x", "m", "1s2", "s1"])
+def test_bad_durations_are_rejected(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid duration"):
+        parse_duration(text)
+
+
+ENV = {b"POD_NAME": b"prometheus-k8s-12", b"SHARD": b"3", b"EMPTY": b""}
+
+
+def test_envsubst_expands_and_leaves_unset_literally() -> None:
+    out, result = expand(b"a $(POD_NAME) b $(SHARD) $(NOPE) $(NOPE) $(EMPTY). $POD_NAME $( x) $()", ENV)
+    assert out == b"a prometheus-k8s-12 b 3 $(NOPE) $(NOPE) . $POD_NAME $( x) $()"
+    assert result.missing == {"NOPE": 2}
+    assert result.error_count == 2
+
+
+@pytest.mark.parametrize("pod,ordinal", [("prometheus-k8s-12", "12"), ("web-0", "0"), ("web", None), ("web-x", None), (None, None)])
+def test_ordinal_is_trailing_number(pod: str | None, ordinal: str | None) -> None:
+    assert ordinal_from(pod) == ordinal
+
+
+def test_environment_derives_ordinal_from_named_var() -> None:
+    env = environment("MY_POD", {b"MY_POD": b"prom-main-4"})
+    assert env[ORDINAL_VAR.encode()] == b"4"
+    assert ORDINAL_VAR.encode() not in environment("POD_NAME", {b"MY_POD": b"prom-main-4"})
+
+
+_ALPHABET = st.sampled_from([b"$", b"(", b")", b"POD_NAME", b"SHARD", b"NOPE", b"x", b" ", b"\n", "é".encode()])
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(_ALPHABET, max_size=40), cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6))
+def test_streamed_envsubst_equals_whole_buffer(parts: list[bytes], cuts: list[int]) -> None:
+    data = b"".join(parts)
+    bounds = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
+    chunks = [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    streamed = Expansion()
+    got = b"".join(expand_chunks(chunks, ENV, streamed))
+    whole, result = expand(data, ENV)
+    assert got == whole
+    assert streamed.missing == result.missing
+    expected = re.sub(rb"\$\(([a-zA-Z_0-9]+)\)", lambda m: ENV.get(m.group(1), m.group(0)), data)
+    assert got == expected
+
+
+def _decode(path) -> bytes:
+    with open(path, "rb") as f:
+        return b"".join(decoded_chunks(f, str(path)))
+
+
+def test_plain_input_passes_through(tmp_path) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_bytes(b"global: {}\n")
+    assert _decode(p) == b"global: {}\n"
+
+
+def test_gzip_input_is_decompressed(tmp_path) -> None:
+    p = tmp_path / "c.yaml.gz"
+    p.write_bytes(gzip.compress("héllo $(POD_NAME)\n".encode()))
+    assert _decode(p) == "héllo $(POD_NAME)\n".encode()
+
+
+def test_corrupt_gzip_is_a_clear_error(tmp_path) -> None:
+    p = tmp_path / "c.yaml.gz"
+    good = gzip.compress(b"scrape_configs: []\n" * 100)
+    p.write_bytes(good[:10] + b"garbage" * 5 + good[-8:])
+    with pytest.raises(InputError, match=r"c\.yaml\.gz starts with the gzip magic bytes but cannot be decompressed"):
+        _decode(p)
+
+
+def test_truncated_gzip_is_a_clear_error(tmp_path) -> None:
+    p = tmp_path / "c.yaml.gz"
+    p.write_bytes(gzip.compress(b"x" * 10000)[:-12])
+    with pytest.raises(InputError, match="cannot be decompressed"):
+        _decode(p)
+
+
+def test_invalid_utf8_names_the_offset(tmp_path) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_bytes(b"abc\xff\xfe")
+    with pytest.raises(InputError, match=r"not valid UTF-8 .* near byte 3"):
+        _decode(p)
+
+
+def test_utf8_character_split_across_chunks_is_fine(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(source, "CHUNK_SIZE", 3)
+    p = tmp_path / "c.yaml"
+    text = "aé€😀b" * 5
+    p.write_bytes(text.encode())
+    assert _decode(p) == text.encode()
+    p.write_bytes("a€".encode()[:-1])  # ends in the middle of a 3-byte character
+    with pytest.raises(InputError, match="not valid UTF-8"):
+        _decode(p)
+
+
+def test_atomic_write_sets_mode_0644_regardless_of_umask(tmp_path) -> None:
+    out = tmp_path / "out.yaml"
+    old = os.umask(0o077)
+    try:
+        assert write_atomically(str(out), [b"a", b"b"]) == 2
+    finally:
+        os.umask(old)
+    assert out.read_bytes() == b"ab"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+
+
+def test_failed_stream_keeps_previous_output_and_no_temp_files(tmp_path) -> None:
+    out = tmp_path / "out.yaml"
+    out.write_bytes(b"good")
+
+    def broken():
+        yield b"partial"
+        raise InputError("bad input")
+
+    with pytest.raises(InputError):
+        write_atomically(str(out), broken())
+    assert out.read_bytes() == b"good"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.yaml"]
+
+
+def test_unwritable_output_dir_is_an_output_error(tmp_path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    with pytest.raises(OutputError, match="cannot create a temporary file in .*not-a-dir"):
+        write_atomically(str(blocker / "out.yaml"), [b"x"])
+
+
+def test_dir_hash_sees_content_and_ignores_identical_kubelet_swaps(tmp_path) -> None:
+    rules = KubeletDir(tmp_path / "rules")
+    rules.publish({"a.yaml": "groups: []\n"})
+    first = dirs_digest([str(rules.root)])
+    rules.publish({"a.yaml": "groups: []\n"})
+    assert dirs_digest([str(rules.root)]) == first
+    rules.publish({"a.yaml": "groups: [x]\n"})
+    assert dirs_digest([str(rules.root)]) != first
+
+
+def test_dir_hash_covers_names_nesting_and_skips_dangling(tmp_path) -> None:
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    (d / "sub" / "x").write_text("1")
+    base = dirs_digest([str(d)])
+    os.symlink(d / "missing", d / "dangling")
+    assert dirs_digest([str(d)]) == base
+    os.rename(d / "sub" / "x", d / "sub" / "y")
+    assert dirs_digest([str(d)]) != base
+    assert dirs_digest([str(tmp_path / "absent")]) == dirs_digest([])
+
+
+def test_flag_defaults_match_upstream() -> None:
+    opts = parse([])
+    assert (opts.watch_interval, opts.delay_interval, opts.retry_interval, opts.reload_timeout) == (180, 1, 5, 30)
+    assert opts.reload_url == "http://127.0.0.1:9090/-/reload"
+    assert opts.runtimeinfo_url == "http://127.0.0.1:9090/api/v1/status/runtimeinfo"
+    assert (opts.reload_method, opts.process_executable_name) == ("http", "prometheus")
+    assert opts.statefulset_ordinal_from_envvar == "POD_NAME"
+    assert opts.listen_address == "" and not opts.init_mode
+
+
+def test_operator_flags_parse() -> None:
+    opts = parse([
+        "--listen-address=:8080", "--reload-url=http://localhost:9090/-/reload",
+        "--config-file=/etc/prometheus/config/prometheus.yaml.gz",
+        "--config-envsubst-file=/etc/prometheus/config_out/prometheus.env.yaml",
+        "--watched-dir=/etc/prometheus/rules/a", "--watched-dir", "/etc/prometheus/config",
+        "--watch-interval=0", "--delay-interval=500ms", "--web-config-file=/w.yaml", "--auto-gomemlimit-ratio=0.9",
+    ])
+    assert opts.watched_dirs == ["/etc/prometheus/rules/a", "/etc/prometheus/config"]
+    assert opts.init_mode and opts.delay_interval == 0.5
+    assert server.split_address(opts.listen_address) == ("", 8080)
+    assert server.split_address("[::1]:9") == ("::1", 9)
+
+
+def test_bad_flag_value_is_a_usage_error(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse(["--watch-interval=3 minutes"])
+    assert exc.value.code == 2
+    assert "invalid duration" in capsys.readouterr().err
+
+
+def test_find_pids_matches_comm_truncated_to_15(tmp_path) -> None:
+    for pid, comm in [(10, "prometheus"), (11, "prometheus-confi"[:15]), (12, "bash"), (13, "prometheus")]:
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "comm").write_text(comm + "\n")
+    (tmp_path / "self").mkdir()
+    assert find_pids("prometheus", proc=str(tmp_path)) == [10, 13]
+    assert find_pids("prometheus-config-reloader", proc=str(tmp_path)) == [11]
+
+
+@pytest.mark.parametrize("address,probe", [("127.0.0.1:0", "127.0.0.1"), (":0", "127.0.0.1")])
+def test_server_serves_metrics_and_health(address: str, probe: str) -> None:
+    m = create("http")
+    m.reloads.inc()
+    srv = server.start(address, m.registry)
+    try:
+        base = f"http://{probe}:{server.bound_port(srv)}"
+        health = requests.get(f"{base}/healthz", timeout=5)
+        assert (health.status_code, health.json()) == (200, {"status": "up"})
+        text = requests.get(f"{base}/metrics", timeout=5).text
+        assert "reloader_reloads_total 1.0" in text
+        assert 'reloader_info{method="http"} 1.0' in text
+        assert requests.get(f"{base}/nope", timeout=5).status_code == 404
+    finally:
+        srv.shutdown()
+        srv.server_close()
