@@ -1,15 +1,35 @@
-"""Rule ConfigMaps: selected PrometheusRules -> validated, sanitised rule files, sharded into ConfigMaps.
+"""Rule ConfigMaps: selected PrometheusRules -> validated rule files, sharded into ConfigMaps.
 
-STUB with the real signature; the implementation follows.
+As upstream (reference §2): one file per PrometheusRule, keyed
+`<namespace>-<name>-<uid>.yaml`, holding the sanitised spec with alphabetical
+keys; files sorted by name and packed into ConfigMaps of at most 524,288 bytes
+of data, named `prometheus-<name>-rulefiles-<i>`. Unlike upstream, an invalid
+PrometheusRule is reported with the field and reason (RulesResult.rejected),
+and every other rule still renders.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Mapping, Sequence
+
+import yaml
 
 from promop.render.meta import managed_metadata, prefixed_name
-from promop.render.model import Problem, RenderOptions
+from promop.render.model import MONITORING_GROUP, Problem, RenderOptions, obj_meta
+from promop.render.namespace_label import EnforceError, enforce_namespace_label
+from promop.render.rule_validation import validate_rule_spec
+from promop.render.versions import Version, VersionError
+
+KIND = "PrometheusRule"
+MAX_CONFIGMAP_DATA_SIZE = 524_288  # upstream MaxConfigMapDataSize = MaxSecretSize / 2
+MIN_RULE_CONFIGMAP_NAMES = 3  # upstream AppendConfigMapNames(names, 3): mounts survive 1<->3 ConfigMaps
+RULES_MOUNT_DIR = "/etc/prometheus/rules"
+
+# Field -> first Prometheus version that understands it (`sanitizePrometheusRulesSpec`).
+GROUP_FIELD_MIN_VERSION = {"limit": "2.31.0", "query_offset": "2.53.0", "labels": "3.0.0"}
+RULE_FIELD_MIN_VERSION = {"keep_firing_for": "2.42.0"}
 
 
 @dataclass
@@ -18,12 +38,157 @@ class RulesResult:
     names: list[str]  # sorted real names padded to >= 3 with virtual names
     rejected: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
-    rule_files: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    rule_files: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (ns, name) -> (cm, key)
+
+
+class _RuleDumper(yaml.CSafeDumper if hasattr(yaml, "CSafeDumper") else yaml.SafeDumper):  # type: ignore[misc]
+    """Block style with `|` for multi-line strings, as rule files are usually written."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_RuleDumper.add_representer(str, _str_representer)
+
+
+def dump_rule_file(spec: Mapping[str, Any]) -> str:
+    """A rule file's text: the spec with alphabetically sorted keys (as sigs.k8s.io/yaml does)."""
+    return yaml.dump(dict(spec), Dumper=_RuleDumper, sort_keys=True, default_flow_style=False,
+                     allow_unicode=True, width=1 << 30)
+
+
+def rule_file_key(rule: Mapping[str, Any]) -> str:
+    md = rule.get("metadata") or {}
+    return f"{md.get('namespace', '')}-{md.get('name', '')}-{md.get('uid', '')}.yaml"
+
+
+def configmap_names(prometheus: Mapping[str, Any], count: int) -> list[str]:
+    """`prometheus-<name>-rulefiles-<i>` for i < max(count, 3): real names, then virtual ones."""
+    base = f"{prefixed_name(prometheus)}-rulefiles-"
+    return [f"{base}{i}" for i in range(max(count, MIN_RULE_CONFIGMAP_NAMES))]
+
+
+def _prometheus_version(prometheus: Mapping[str, Any]) -> Version:
+    try:
+        return Version((prometheus.get("spec") or {}).get("version"))
+    except VersionError:
+        return Version(None)  # the config half reports the bad version
+
+
+def _sanitize(spec: dict, version: Version, ns: str, name: str, warnings: list[Problem]) -> dict:
+    """Drop fields this Prometheus version does not understand, with a warning each."""
+    for i, group in enumerate(spec.get("groups") or []):
+        group.pop("partial_response_strategy", None)  # Thanos-only field
+        for key, minimum in GROUP_FIELD_MIN_VERSION.items():
+            if key in group and not version.at_least(minimum):
+                del group[key]
+                warnings.append(Problem(KIND, ns, name, f"spec.groups[{i}].{key}",
+                                        f"dropped: needs Prometheus >= {minimum}, this Prometheus is {version}"))
+        for j, rule in enumerate(group.get("rules") or []):
+            for key, minimum in RULE_FIELD_MIN_VERSION.items():
+                if key in rule and not version.at_least(minimum):
+                    del rule[key]
+                    warnings.append(Problem(KIND, ns, name, f"spec.groups[{i}].rules[{j}].{key}",
+                                            f"dropped: needs Prometheus >= {minimum}, this Prometheus is {version}"))
+    return spec
+
+
+def _excluded_from_enforcement(prometheus: Mapping[str, Any], ns: str, name: str) -> bool:
+    spec = prometheus.get("spec") or {}
+    for ref in spec.get("excludedFromEnforcement") or []:
+        if (ref.get("resource") == "prometheusrules" and ref.get("group", MONITORING_GROUP) == MONITORING_GROUP
+                and ref.get("namespace") == ns and ref.get("name") in (None, "", name)):
+            return True
+    for ref in spec.get("prometheusRulesExcludedFromEnforce") or []:
+        if ref.get("ruleNamespace") == ns and ref.get("ruleName") in (None, "", name):
+            return True
+    return False
+
+
+def _enforce(spec: dict, label: str, ns: str) -> list[tuple[str, str]]:
+    """Add `<label>: <ns>` to every rule and its selectors; (field, message) for each failure."""
+    issues = []
+    for i, group in enumerate(spec.get("groups") or []):
+        for j, rule in enumerate(group.get("rules") or []):
+            rule["labels"] = {**(rule.get("labels") or {}), label: ns}
+            try:
+                rule["expr"] = enforce_namespace_label(str(rule["expr"]), label, ns)
+            except EnforceError as exc:
+                issues.append((f"spec.groups[{i}].rules[{j}].expr", f"enforcedNamespaceLabel {label}: {exc}"))
+    return issues
+
+
+def _render_one(prometheus: Mapping[str, Any], rule: Mapping[str, Any], version: Version,
+                result: RulesResult) -> str | None:
+    """The rule file content for one PrometheusRule, or None when it is rejected."""
+    ns, name = obj_meta(rule)
+    spec = copy.deepcopy(rule.get("spec"))
+    issues = validate_rule_spec(spec, version)
+    if issues:
+        result.rejected.extend(Problem(KIND, ns, name, path, msg) for path, msg in issues)
+        return None
+    spec = _sanitize(spec, version, ns, name, result.warnings)
+    label = (prometheus.get("spec") or {}).get("enforcedNamespaceLabel")
+    if label and not _excluded_from_enforcement(prometheus, ns, name):
+        issues = _enforce(spec, label, ns)
+        if issues:
+            result.rejected.extend(Problem(KIND, ns, name, path, msg) for path, msg in issues)
+            return None
+    content = dump_rule_file(spec)
+    size = len(content.encode())
+    if size > MAX_CONFIGMAP_DATA_SIZE:
+        result.rejected.append(Problem(
+            KIND, ns, name, "spec",
+            f"the rendered rule file is {size} bytes, over the {MAX_CONFIGMAP_DATA_SIZE}-byte ConfigMap limit; "
+            "split it into several PrometheusRules"))
+        return None
+    return content
+
+
+def shard_rule_files(files: Mapping[str, str]) -> list[dict[str, str]]:
+    """Files sorted by name, packed in order; a new bucket starts when the next would overflow."""
+    buckets: list[dict[str, str]] = [{}]
+    size = 0
+    for key in sorted(files):
+        length = len(files[key].encode())
+        if buckets[-1] and size + length > MAX_CONFIGMAP_DATA_SIZE:
+            buckets.append({})
+            size = 0
+        buckets[-1][key] = files[key]
+        size += length
+    return buckets
 
 
 def build_rule_configmaps(prometheus: dict, rules: Sequence[dict], options: RenderOptions) -> RulesResult:
-    name = f"{prefixed_name(prometheus)}-rulefiles-0"
-    md = managed_metadata(prometheus, name, options, labels={"prometheus-name": prometheus["metadata"]["name"]})
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": {}}
-    base = prefixed_name(prometheus) + "-rulefiles-"
-    return RulesResult(configmaps=[cm], names=[base + str(i) for i in range(3)])
+    """The rule ConfigMaps for the already selected `rules`; invalid ones are rejected, not fatal."""
+    version = _prometheus_version(prometheus)
+    result = RulesResult(configmaps=[], names=[])
+    files: dict[str, str] = {}
+    owners: dict[str, tuple[str, str]] = {}
+    for rule in sorted(rules, key=obj_meta):
+        content = _render_one(prometheus, rule, version, result)
+        if content is not None:
+            key = rule_file_key(rule)
+            files[key] = content
+            owners[key] = obj_meta(rule)
+    buckets = shard_rule_files(files)
+    names = configmap_names(prometheus, len(buckets))
+    prom_name = prometheus["metadata"]["name"]
+    for cm_name, data in zip(names, buckets):
+        result.configmaps.append({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": managed_metadata(prometheus, cm_name, options, labels={"prometheus-name": prom_name}),
+            "data": data,
+        })
+        for key in data:
+            result.rule_files[owners[key]] = (cm_name, key)
+    result.names = names
+    return result
+
+
+def rule_file_globs(names: Sequence[str]) -> list[str]:
+    """The config's `rule_files`: one glob per (real or virtual) rule ConfigMap."""
+    return [f"{RULES_MOUNT_DIR}/{name}/*.yaml" for name in names]

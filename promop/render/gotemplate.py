@@ -1,0 +1,255 @@
+"""A syntax checker for Go text/template, as Prometheus uses in alert labels and annotations.
+
+Prometheus refuses a whole rule file when one template does not parse, so a
+PrometheusRule with a broken template must be rejected before it reaches the
+ConfigMap. This checks what Go's template parser checks at parse time: closed
+actions and comments, balanced parentheses and control blocks, known functions
+and declared variables. It does not type-check (neither does Go at parse time).
+"""
+
+from __future__ import annotations
+
+import re
+
+# Go's builtins plus Prometheus's template functions (union over 2.x and 3.x).
+KNOWN_FUNCTIONS = frozenset(
+    """
+    and call html index slice js len not or print printf println urlquery eq ge gt le lt ne
+    query first label value strvalue args reReplaceAll safeHtml match title toUpper toLower
+    graphLink tableLink sortByLabel humanize humanize1024 humanizeDuration humanizePercentage
+    humanizeTimestamp toTime toDuration now pathPrefix externalURL parseDuration stripPort
+    stripDomain urlQueryEscape
+    """.split()
+)
+CONSTANTS = frozenset({"true", "false", "nil"})
+# Variables Prometheus defines before expanding an alert's labels and annotations.
+PREDEFINED_VARIABLES = frozenset({"$", "$labels", "$externalLabels", "$externalURL", "$value"})
+
+_BLOCK_OPENERS = frozenset({"if", "range", "with", "define", "block"})
+_KEYWORDS = _BLOCK_OPENERS | {"else", "end", "template", "break", "continue"}
+
+_TOKEN = re.compile(
+    r"""
+    (?P<space>\s+)
+  | (?P<string>"(?:[^"\\\n]|\\.)*")
+  | (?P<raw>`[^`]*`)
+  | (?P<char>'(?:[^'\\\n]|\\.)+')
+  | (?P<decl>:=)
+  | (?P<assign>=)
+  | (?P<pipe>\|)
+  | (?P<lparen>\()
+  | (?P<rparen>\))
+  | (?P<comma>,)
+  | (?P<var>\$[A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)
+  | (?P<field>(?:\.[A-Za-z_][A-Za-z0-9_]*)+)
+  | (?P<dot>\.)
+  | (?P<number>[-+]?(?:0[xXbBoO][0-9a-fA-F_]+|[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+)i?)
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
+    """,
+    re.VERBOSE,
+)
+
+
+class TemplateError(ValueError):
+    """A template Go's text/template would refuse to parse."""
+
+
+def _split_actions(text: str) -> list[tuple[int, str]]:
+    """(line, inner text) of each non-comment action; raises on unclosed actions/comments."""
+    actions = []
+    pos = 0
+    while True:
+        start = text.find("{{", pos)
+        if start < 0:
+            return actions
+        line = text.count("\n", 0, start) + 1
+        i = start + 2
+        if text.startswith("- ", i) or text.startswith("-\t", i) or text.startswith("-\n", i):
+            i += 2
+        if text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise TemplateError(f"line {line}: unclosed comment")
+            rest = text[end + 2 :]
+            trimmed = rest.lstrip(" \t\n") if rest[:1] in (" ", "\t", "\n") else rest
+            if trimmed.startswith("-}}") and rest[:1] in (" ", "\t", "\n"):
+                pos = len(text) - len(trimmed) + 3
+            elif rest.startswith("}}"):
+                pos = end + 4
+            else:
+                raise TemplateError(f"line {line}: comment ends before closing delimiter")
+            continue
+        j = i
+        quote = ""
+        while True:
+            if j >= len(text):
+                raise TemplateError(f"line {line}: unclosed action")
+            c = text[j]
+            if quote:
+                if c == "\\" and quote != "`":
+                    j += 2
+                    continue
+                if c == "\n" and quote != "`":
+                    raise TemplateError(f"line {line}: unterminated quoted string")
+                if c == quote:
+                    quote = ""
+            elif c in "\"'`":
+                quote = c
+            elif text.startswith("}}", j):
+                break
+            j += 1
+        inner = text[i:j]
+        if inner.endswith((" -", "\t-", "\n-")):
+            inner = inner[:-2]
+        actions.append((line, inner))
+        pos = j + 2
+
+
+def _tokens(line: int, inner: str) -> list[tuple[str, str]]:
+    out = []
+    pos = 0
+    while pos < len(inner):
+        m = _TOKEN.match(inner, pos)
+        if not m or m.end() == pos:
+            raise TemplateError(f"line {line}: unexpected {inner[pos]!r} in action {{{{{inner.strip()}}}}}")
+        kind = m.lastgroup or ""
+        if kind != "space":
+            out.append((kind, m.group()))
+        pos = m.end()
+    return out
+
+
+class _Checker:
+    def __init__(self, variables: frozenset[str]):
+        self.scopes: list[set[str]] = [set(variables)]
+        self.blocks: list[str] = []
+
+    def declared(self, var: str) -> bool:
+        return any(var in s for s in self.scopes)
+
+    def check_action(self, line: int, inner: str) -> None:
+        toks = _tokens(line, inner)
+        where = f"line {line}: {{{{{inner.strip()}}}}}"
+        if not toks:
+            raise TemplateError(f"{where}: missing value for command")
+        kind, word = toks[0]
+        if kind == "ident" and word in _KEYWORDS:
+            self._keyword(where, word, toks[1:])
+        else:
+            self._pipeline(where, toks, allow_decl=True)
+
+    def _keyword(self, where: str, word: str, rest: list[tuple[str, str]]) -> None:
+        if word == "end":
+            if rest:
+                raise TemplateError(f"{where}: unexpected {rest[0][1]!r} in end")
+            if not self.blocks:
+                raise TemplateError(f"{where}: unexpected {{{{end}}}}")
+            self.blocks.pop()
+            self.scopes.pop()
+        elif word == "else":
+            if not self.blocks or self.blocks[-1] not in ("if", "with", "range"):
+                raise TemplateError(f"{where}: unexpected {{{{else}}}}")
+            if rest:
+                if rest[0] != ("ident", "if") and rest[0] != ("ident", "with"):
+                    raise TemplateError(f"{where}: unexpected {rest[0][1]!r} after else")
+                self._pipeline(where, rest[1:], allow_decl=True, required=rest[0][1])
+        elif word in ("break", "continue"):
+            if "range" not in self.blocks:
+                raise TemplateError(f"{where}: {{{{{word}}}}} outside {{{{range}}}}")
+            if rest:
+                raise TemplateError(f"{where}: unexpected {rest[0][1]!r} in {word}")
+        elif word in ("define", "block", "template"):
+            if not rest or rest[0][0] not in ("string", "raw"):
+                raise TemplateError(f"{where}: {word} needs a quoted template name")
+            if word == "block":
+                self._pipeline(where, rest[1:], allow_decl=False, required=word)
+            elif word == "template" and len(rest) > 1:
+                self._pipeline(where, rest[1:], allow_decl=False)
+            elif word == "define" and len(rest) > 1:
+                raise TemplateError(f"{where}: unexpected {rest[1][1]!r} in define clause")
+            if word in ("define", "block"):
+                self.blocks.append(word)
+                self.scopes.append(set())
+        else:  # if, range, with
+            self.scopes.append(set())
+            self._pipeline(where, rest, allow_decl=True, required=word)
+            self.blocks.append(word)
+
+    def _pipeline(
+        self, where: str, toks: list[tuple[str, str]], allow_decl: bool, required: str = ""
+    ) -> None:
+        if not toks:
+            raise TemplateError(f"{where}: missing value for {required or 'command'}")
+        # Declarations: $x := ..., $x = ..., $i, $e := range ...
+        decl_end = next((i for i, t in enumerate(toks) if t[0] in ("decl", "assign")), -1)
+        if decl_end > 0 and allow_decl:
+            names = toks[:decl_end]
+            if not all(k in ("var", "comma") for k, _ in names):
+                raise TemplateError(f"{where}: unexpected {toks[decl_end][1]!r}")
+            declared = [v for k, v in names if k == "var"]
+            if toks[decl_end][0] == "assign":
+                for v in declared:
+                    if not self.declared(v):
+                        raise TemplateError(f"{where}: undefined variable {v!r}")
+            toks = toks[decl_end + 1 :]
+            if not toks:
+                raise TemplateError(f"{where}: missing value for {required or 'command'}")
+            if toks[0][0] in ("decl", "assign"):
+                raise TemplateError(f"{where}: unexpected {toks[0][1]!r}")
+            self._commands(where, toks)
+            self.scopes[-1].update(declared)
+            return
+        self._commands(where, toks)
+
+    def _commands(self, where: str, toks: list[tuple[str, str]]) -> None:
+        depth = 0
+        command_len = 0
+        for kind, text in toks:
+            if kind in ("decl", "assign", "comma"):
+                raise TemplateError(f"{where}: unexpected {text!r} in command")
+            if kind == "pipe":
+                if command_len == 0:
+                    raise TemplateError(f"{where}: missing value for command")
+                command_len = 0
+                continue
+            if kind == "lparen":
+                depth += 1
+                command_len = 0
+                continue
+            if kind == "rparen":
+                if depth == 0:
+                    raise TemplateError(f"{where}: unexpected right paren")
+                if command_len == 0:
+                    raise TemplateError(f"{where}: missing value for command")
+                depth -= 1
+                command_len = 1
+                continue
+            command_len += 1
+            if kind == "ident":
+                base = text.split(".", 1)[0]
+                if base in _KEYWORDS:
+                    raise TemplateError(f"{where}: unexpected keyword {base!r} in command")
+                if base not in KNOWN_FUNCTIONS and base not in CONSTANTS:
+                    raise TemplateError(f"{where}: function {base!r} not defined")
+            elif kind == "var":
+                base = text.split(".", 1)[0]
+                if not self.declared(base):
+                    raise TemplateError(f"{where}: undefined variable {base!r}")
+        if depth:
+            raise TemplateError(f"{where}: unclosed left paren")
+        if command_len == 0:
+            raise TemplateError(f"{where}: missing value for command")
+
+    def finish(self) -> None:
+        if self.blocks:
+            raise TemplateError(f"unexpected EOF: {{{{{self.blocks[-1]}}}}} has no matching {{{{end}}}}")
+
+
+def check_template(text: str, variables: frozenset[str] = PREDEFINED_VARIABLES) -> None:
+    """Raise TemplateError (with line and action) if Go's text/template would refuse `text`."""
+    if "{{" not in text:
+        return
+    checker = _Checker(variables)
+    for line, inner in _split_actions(text):
+        checker.check_action(line, inner)
+    checker.finish()
