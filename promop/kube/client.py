@@ -1,0 +1,490 @@
+"""An untyped Kubernetes API client: plain dicts in, plain dicts out.
+
+It rides on the official client's `ApiClient` only for configuration, auth
+(bearer tokens with refresh hooks, client certificates) and its urllib3
+connection pool; every request goes through `param_serialize` + `call_api`
+and the raw bytes are decoded with `json.loads`. The generated pydantic models
+are never built: they cost several times the time and memory of dicts
+(see bench/informer) and cannot express PartialObjectMetadata.
+
+One `KubeClient` is meant to be shared by every thread of the process. Size
+its pool (`pool_size`) for every open watch plus every worker: urllib3
+discards connections beyond it, which turns into reconnect churn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from collections import deque
+from typing import Any, Iterator, Mapping
+from urllib.parse import quote, urlencode
+
+import urllib3
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.client import rest
+from kubernetes.client.exceptions import ApiException
+
+from promop.kube.client_metrics import ClientMetrics, client_metrics
+from promop.kube.client_ratelimit import TokenBucket
+from promop.kube.errors import ApiUnreachable, Gone, WatchIdleTimeout, error_from_response, error_from_status
+from promop.kube.resources import Resource
+
+JSON = "application/json"
+_META = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+_META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+PATCH_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+_NO_RESPONSE = (urllib3.exceptions.HTTPError, OSError, ApiException)
+
+
+def partial_metadata(obj: dict) -> dict:
+    """`obj` reduced to a PartialObjectMetadata (what `as=PartialObjectMetadata` returns)."""
+    if obj.get("kind") == "PartialObjectMetadata":
+        return obj
+    return {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata") or {}}
+
+
+def _fill_type(items: list[dict], list_kind: str, api_version: str) -> None:
+    """List items come without apiVersion/kind on the wire; give them back."""
+    kind = list_kind[:-4] if list_kind.endswith("List") else list_kind
+    for item in items:
+        if "kind" not in item:
+            item["kind"] = kind
+        if "apiVersion" not in item:
+            item["apiVersion"] = api_version
+
+
+class KubeClient:
+    """Raw-JSON get/list/watch/create/update/patch/delete of any resource.
+
+    Every request except the streaming part of a watch passes a client-side
+    token bucket (`qps`, `burst`), like client-go's rest.Config. Requests are
+    counted in `prometheus_operator_kubernetes_client_http_requests_total` and
+    timed per path template in `..._http_request_duration_seconds`.
+    """
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        qps: float = 50,
+        burst: int = 100,
+        pool_size: int | None = None,
+        request_timeout: tuple[float, float] = (10.0, 60.0),
+        registry: Any = None,
+    ) -> None:
+        self.api_client = api_client
+        if pool_size is not None and api_client.configuration.connection_pool_maxsize != pool_size:
+            api_client.configuration.connection_pool_maxsize = pool_size
+            api_client.rest_client = rest.RESTClientObject(api_client.configuration)
+        self.limiter = TokenBucket(qps, burst)
+        self.request_timeout = request_timeout
+        self.metrics: ClientMetrics = client_metrics(registry)
+
+    # ---- construction -------------------------------------------------------------------
+
+    @staticmethod
+    def _new_configuration(pool_size: int) -> Configuration:
+        cfg = Configuration()
+        cfg.connection_pool_maxsize = pool_size
+        return cfg
+
+    @classmethod
+    def from_kubeconfig(
+        cls, path: str | None = None, context: str | None = None, *, qps: float = 50, burst: int = 100,
+        pool_size: int = 32, **kw: Any,
+    ) -> "KubeClient":
+        """A client for `context` (default: current) of the kubeconfig at `path` (default: $KUBECONFIG, ~/.kube/config)."""
+        from kubernetes.config import load_kube_config
+        from kubernetes.config.config_exception import ConfigException
+
+        path = path or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+        cfg = cls._new_configuration(pool_size)
+        try:
+            load_kube_config(config_file=path, context=context, client_configuration=cfg, persist_config=False)
+        except (ConfigException, OSError) as exc:
+            where = f"context {context!r} of " if context else ""
+            raise ApiUnreachable(
+                f"cannot load {where}kubeconfig {path}: {exc}; pass --kubeconfig/--context or set KUBECONFIG"
+            ) from exc
+        cfg.connection_pool_maxsize = pool_size
+        return cls(ApiClient(cfg), qps=qps, burst=burst, **kw)
+
+    @classmethod
+    def in_cluster(cls, *, qps: float = 50, burst: int = 100, pool_size: int = 32, **kw: Any) -> "KubeClient":
+        """A client from the pod's service account (token file re-read as it rotates)."""
+        from kubernetes.config import load_incluster_config
+        from kubernetes.config.config_exception import ConfigException
+
+        cfg = cls._new_configuration(pool_size)
+        try:
+            load_incluster_config(client_configuration=cfg)
+        except ConfigException as exc:
+            raise ApiUnreachable(
+                f"cannot load the in-cluster configuration: {exc}; run in a pod with a service account, or pass a kubeconfig"
+            ) from exc
+        cfg.connection_pool_maxsize = pool_size
+        return cls(ApiClient(cfg), qps=qps, burst=burst, **kw)
+
+    @classmethod
+    def from_config(cls, kubeconfig: str | None = None, context: str | None = None, **kw: Any) -> "KubeClient":
+        """In-cluster when no kubeconfig is given and KUBERNETES_SERVICE_HOST is set, else the kubeconfig."""
+        if kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+            return cls.in_cluster(**kw)
+        return cls.from_kubeconfig(kubeconfig, context, **kw)
+
+    @property
+    def host(self) -> str:
+        return self.api_client.configuration.host
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    # ---- the one request path ---------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        endpoint: str,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        accept: str = JSON,
+        timeout: tuple[float, float] | None = None,
+        stream: bool = False,
+    ) -> Any:
+        waited = self.limiter.wait()
+        if waited:
+            self.metrics.rate_limited.observe(waited)
+        target = path + ("?" + urlencode(query, quote_via=quote) if query else "")
+        headers = {"Accept": accept}
+        if content_type:
+            headers["Content-Type"] = content_type
+        _, url, headers, _, _ = self.api_client.param_serialize(
+            method, target, header_params=headers, auth_settings=["BearerToken"]
+        )
+        started = time.monotonic()
+        try:
+            response = self.api_client.call_api(
+                method, url, header_params=headers, body=body, _request_timeout=timeout or self.request_timeout
+            ).response
+        except _NO_RESPONSE as exc:
+            self.metrics.observe(endpoint, None, time.monotonic() - started)
+            raise ApiUnreachable(f"no response from {self.host}: {exc}", method=method, path=path) from exc
+        status = response.status
+        if stream and 200 <= status < 300:
+            self.metrics.observe(endpoint, status, time.monotonic() - started)
+            return response
+        try:
+            data = response.data
+        except _NO_RESPONSE as exc:
+            response.close()
+            self.metrics.observe(endpoint, None, time.monotonic() - started)
+            raise ApiUnreachable(f"response from {self.host} cut short: {exc}", method=method, path=path) from exc
+        finally:
+            response.release_conn()
+        self.metrics.observe(endpoint, status, time.monotonic() - started)
+        if not 200 <= status < 300:
+            raise error_from_response(status, data, headers=response.headers, method=method, path=path)
+        return json.loads(data) if data else {}
+
+    # ---- reads ------------------------------------------------------------------------
+
+    def get(
+        self, res: Resource, name: str, namespace: str | None = None, *, subresource: str | None = None,
+        metadata_only: bool = False,
+    ) -> dict:
+        """GET one object (or its subresource)."""
+        self._need_namespace(res, namespace, "get")
+        obj = self._request(
+            "GET", res.path(namespace, name, subresource), endpoint=res.endpoint(namespace, name, subresource),
+            accept=f"{_META},{JSON}" if metadata_only else JSON,
+        )
+        return partial_metadata(obj) if metadata_only else obj
+
+    def list(
+        self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
+        field_selector: str | None = None, limit: int | None = None, continue_token: str | None = None,
+        resource_version: str | None = None, metadata_only: bool = False,
+    ) -> dict:
+        """One LIST page as the raw List dict; all namespaces when `namespace` is None."""
+        query: dict[str, Any] = {}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        if limit:
+            query["limit"] = int(limit)
+        if continue_token:
+            query["continue"] = continue_token
+        if resource_version is not None:
+            query["resourceVersion"] = resource_version
+        page = self._request(
+            "GET", res.path(namespace), endpoint=res.endpoint(namespace), query=query,
+            accept=f"{_META_LIST},{JSON}" if metadata_only else JSON,
+        )
+        items = page.get("items")
+        if items is None:
+            page["items"] = items = []
+        if metadata_only:
+            page["items"] = [partial_metadata(o) for o in items]
+        else:
+            _fill_type(items, page.get("kind") or "", page.get("apiVersion") or res.api_version)
+        return page
+
+    def list_all(
+        self, res: Resource, namespace: str | None = None, *, page_size: int = 500, **kw: Any
+    ) -> tuple[list[dict], str]:
+        """Every object, paging by `page_size`; returns (items, the list's resourceVersion).
+
+        If the continue token expires mid-way (410), falls back to one
+        unpaginated LIST, as client-go's pager does with FullListIfExpired.
+        """
+        items: list[dict] = []
+        token: str | None = None
+        rv = ""
+        while True:
+            try:
+                page = self.list(res, namespace, limit=page_size, continue_token=token, **kw)
+            except Gone:
+                if token is None:
+                    raise
+                page = self.list(res, namespace, **kw)
+                return page["items"], (page.get("metadata") or {}).get("resourceVersion", "")
+            meta = page.get("metadata") or {}
+            if token is None:
+                rv = meta.get("resourceVersion", "")
+            items.extend(page["items"])
+            token = meta.get("continue") or None
+            if not token:
+                return items, rv
+
+    def watch(
+        self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,
+        timeout_seconds: int | None = None, allow_bookmarks: bool = True, label_selector: str | None = None,
+        field_selector: str | None = None, metadata_only: bool = False, idle_timeout: float = 90.0,
+        connect_timeout: float | None = None,
+    ) -> "WatchStream":
+        """Open a WATCH; iterate the returned stream for event dicts `{"type", "object"}`.
+
+        `idle_timeout` is the socket read timeout: a stream silent for longer
+        raises `WatchIdleTimeout` instead of hanging. An ERROR event raises the
+        mapped ApiError (`Gone` for 410). The stream ends when the server closes.
+        """
+        query: dict[str, Any] = {"watch": "true"}
+        if resource_version is not None:
+            query["resourceVersion"] = resource_version
+        if timeout_seconds:
+            query["timeoutSeconds"] = int(timeout_seconds)
+        if allow_bookmarks:
+            query["allowWatchBookmarks"] = "true"
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        path = res.path(namespace)
+        response = self._request(
+            "GET", path, endpoint=res.endpoint(namespace) + "?watch", query=query,
+            accept=f"{_META},{JSON}" if metadata_only else JSON,
+            timeout=(connect_timeout or self.request_timeout[0], idle_timeout), stream=True,
+        )
+        return WatchStream(response, metadata_only=metadata_only, path=path, idle_timeout=idle_timeout)
+
+    # ---- writes -----------------------------------------------------------------------
+
+    def create(self, res: Resource, body: dict, namespace: str | None = None) -> dict:
+        """POST `body`; the namespace defaults to body.metadata.namespace."""
+        namespace = namespace or (body.get("metadata") or {}).get("namespace")
+        self._need_namespace(res, namespace, "create")
+        return self._request(
+            "POST", res.path(namespace), endpoint=res.endpoint(namespace), body=body, content_type=JSON
+        )
+
+    def update(self, res: Resource, body: dict, namespace: str | None = None, *, subresource: str | None = None) -> dict:
+        """PUT `body` (a full object; its metadata.resourceVersion makes it a compare-and-swap)."""
+        meta = body.get("metadata") or {}
+        name = meta.get("name")
+        if not name:
+            raise ValueError(f"update of {res.label}: body has no metadata.name")
+        namespace = namespace or meta.get("namespace")
+        self._need_namespace(res, namespace, "update")
+        return self._request(
+            "PUT", res.path(namespace, name, subresource), endpoint=res.endpoint(namespace, name, subresource),
+            body=body, content_type=JSON,
+        )
+
+    def patch(
+        self, res: Resource, name: str, patch: Any, namespace: str | None = None, *, patch_type: str = "merge",
+        subresource: str | None = None, field_manager: str | None = None, force: bool = False,
+    ) -> dict:
+        """PATCH with `patch_type` "merge" (RFC 7386), "json" (RFC 6902 list), "strategic" or "apply"."""
+        if patch_type not in PATCH_TYPES:
+            raise ValueError(f"patch of {res.label}/{name}: patch_type {patch_type!r} is not one of {sorted(PATCH_TYPES)}")
+        if patch_type == "json" and not isinstance(patch, list):
+            raise ValueError(f"patch of {res.label}/{name}: a JSON patch is a list of operations, got {type(patch).__name__}")
+        query: dict[str, Any] = {}
+        if patch_type == "apply":
+            if not field_manager:
+                raise ValueError(f"server-side apply of {res.label}/{name} needs field_manager")
+            if force:
+                query["force"] = "true"
+        if field_manager:
+            query["fieldManager"] = field_manager
+        self._need_namespace(res, namespace, "patch")
+        return self._request(
+            "PATCH", res.path(namespace, name, subresource), endpoint=res.endpoint(namespace, name, subresource),
+            query=query, body=patch, content_type=PATCH_TYPES[patch_type],
+        )
+
+    def delete(
+        self, res: Resource, name: str, namespace: str | None = None, *, propagation_policy: str | None = None,
+        preconditions: Mapping[str, str] | None = None,
+    ) -> dict:
+        """DELETE; returns the server's answer (the object, or a Status)."""
+        body = None
+        if propagation_policy or preconditions:
+            body = {"kind": "DeleteOptions", "apiVersion": "v1"}
+            if propagation_policy:
+                body["propagationPolicy"] = propagation_policy
+            if preconditions:
+                body["preconditions"] = dict(preconditions)
+        self._need_namespace(res, namespace, "delete")
+        return self._request(
+            "DELETE", res.path(namespace, name), endpoint=res.endpoint(namespace, name), body=body,
+            content_type=JSON if body else None,
+        )
+
+    @staticmethod
+    def _need_namespace(res: Resource, namespace: str | None, verb: str) -> None:
+        if res.namespaced and not namespace:
+            raise ValueError(f"{verb} of {res.label}: a namespaced resource needs a namespace")
+
+
+class WatchStream:
+    """The events of one open WATCH, decoded line by line.
+
+    Iterating yields `{"type": ADDED|MODIFIED|DELETED|BOOKMARK, "object": dict}`.
+    `resource_version` is the RV of the last event seen (bookmarks included).
+    `close()` may be called from another thread to unblock a reader.
+    """
+
+    def __init__(self, response: Any, *, metadata_only: bool, path: str, idle_timeout: float) -> None:
+        self._response = response
+        self._metadata_only = metadata_only
+        self._path = path
+        self._idle_timeout = idle_timeout
+        self._lines: deque[bytes] = deque()
+        self._partial = b""
+        self._closed = False
+        self._eof = False
+        self._read_lock = threading.Lock()
+        self.resource_version: str | None = None
+        self.events = 0
+
+    def __iter__(self) -> Iterator[dict]:
+        return self
+
+    def __enter__(self) -> "WatchStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __next__(self) -> dict:
+        while True:
+            line = self._next_line()
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError as exc:
+                self.close()
+                raise ApiUnreachable(f"undecodable watch event {line[:200]!r}: {exc}", method="WATCH", path=self._path) from exc
+            obj = event.get("object") or {}
+            if event.get("type") == "ERROR":
+                self.close()
+                raise error_from_status(obj, method="WATCH", path=self._path)
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if rv:
+                self.resource_version = rv
+            if self._metadata_only and event.get("type") != "BOOKMARK":
+                event["object"] = partial_metadata(obj)
+            self.events += 1
+            return event
+
+    def _next_line(self) -> bytes:
+        while not self._lines:
+            if self._eof or self._closed:
+                raise StopIteration
+            self._fill()
+        return self._lines.popleft()
+
+    def _fill(self) -> None:
+        with self._read_lock:
+            if self._closed:
+                self._release()
+                raise StopIteration
+            try:
+                chunk = self._response.read1(65536)
+            except (urllib3.exceptions.ReadTimeoutError, socket.timeout, TimeoutError) as exc:
+                closed_by_us = self._closed
+                self._release()
+                if closed_by_us:
+                    raise StopIteration from None
+                raise WatchIdleTimeout(
+                    f"no data for {self._idle_timeout:g}s", method="WATCH", path=self._path
+                ) from exc
+            except _NO_RESPONSE as exc:
+                closed_by_us = self._closed
+                self._release()
+                if closed_by_us:
+                    raise StopIteration from None
+                raise ApiUnreachable(f"watch stream broken: {exc}", method="WATCH", path=self._path) from exc
+            if self._closed:
+                self._release()
+                raise StopIteration
+        if not chunk:
+            self._eof = True
+            if self._partial:
+                self._lines.append(self._partial)
+                self._partial = b""
+            self._release(clean=True)
+            return
+        parts = (self._partial + chunk).split(b"\n")
+        self._partial = parts.pop()
+        self._lines.extend(parts)
+
+    def _release(self, clean: bool = False) -> None:
+        try:
+            if clean:
+                self._response.release_conn()
+            else:
+                self._response.close()
+        except Exception:  # noqa: BLE001 - best effort on a dead connection
+            pass
+
+    def close(self) -> None:
+        """Stop the stream; safe from any thread, idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._read_lock.acquire(blocking=False):
+            try:
+                self._release()
+            finally:
+                self._read_lock.release()
+        else:
+            try:
+                self._response.shutdown()  # wakes the reader blocked in recv()
+            except Exception:  # noqa: BLE001 - already released or not shut-downable
+                pass

@@ -1,0 +1,281 @@
+"""Informers: a local, indexed cache of one resource kept current by LIST+WATCH, with event handlers.
+
+Threads, and why:
+
+* one reflector thread per resource (per namespace when `namespaces` is
+  given) reads the API and queues deltas; it never blocks on handlers;
+* one dispatch thread applies deltas to the store in order and turns them
+  into notifications (RealFIFO-style: every event, in order, no coalescing);
+* one thread per handler, each with its own unbounded queue, so a slow
+  handler delays only itself (client-go's processorListener).
+
+Handlers typically push `object_key(obj)` into a workqueue. Exceptions in
+handlers are logged and counted, never fatal. Objects handed to handlers and
+kept in `store` are shared plain dicts: read-only.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from typing import Any, Callable
+
+from promop.kube.backoff import Backoff
+from promop.kube.client import KubeClient
+from promop.kube.informer_metrics import informer_metrics
+from promop.kube.reflector import Reflector, Transform, logfmt
+from promop.kube.resources import Resource
+from promop.kube.store import NAMESPACE_INDEX, Store, Tombstone, object_key
+
+log = logging.getLogger("promop.kube.informer")
+
+_STOP = object()
+
+
+def strip_managed_fields(obj: dict) -> dict:
+    """The default transform: drop metadata.managedFields (large, and nobody reads it)."""
+    meta = obj.get("metadata")
+    if meta and "managedFields" in meta:
+        del meta["managedFields"]
+    return obj
+
+
+def _rv(obj: dict) -> str | None:
+    return (obj.get("metadata") or {}).get("resourceVersion")
+
+
+class _Listener:
+    """One handler set with its own queue and thread."""
+
+    def __init__(self, informer: "Informer", on_add: Any, on_update: Any, on_delete: Any, index: int) -> None:
+        self.informer = informer
+        self.calls = {"add": on_add, "update": on_update, "delete": on_delete}
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.name = f"informer-{informer.name}-handler-{index}"
+        self.thread: threading.Thread | None = None
+        self.delivered = 0
+
+    def start(self) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self.thread.start()
+
+    def _run(self) -> None:
+        get = self.queue.get
+        calls = self.calls
+        while True:
+            note = get()
+            if note is _STOP:
+                return
+            fn = calls[note[0]]
+            if fn is not None:
+                try:
+                    fn(*note[1:])
+                except Exception as exc:  # noqa: BLE001 - a handler bug must not stop the informer
+                    self.informer.handler_errors += 1
+                    self.informer.metrics.handler_errors.labels(self.informer.res.label).inc()
+                    log.exception(logfmt("informer handler raised", informer=self.informer.name, event=note[0], error=exc))
+            self.delivered += 1
+
+
+class Informer:
+    """A cache of `res` (optionally one namespace, or a list of them) plus event handlers.
+
+    Every timing is a parameter so tests run fast: `backoff_base`/`backoff_cap`
+    (watch/list failure backoff), `idle_timeout` (socket read timeout on
+    watches), `watch_timeout_range` (server-side timeoutSeconds) and
+    `resync_period` (0 = never).
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        namespaces: list[str] | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        metadata_only: bool = False,
+        transform: Transform | None = strip_managed_fields,
+        resync_period: float = 0,
+        name: str | None = None,
+        watch_timeout_range: tuple[float, float] = (300, 600),
+        idle_timeout: float = 90.0,
+        backoff_base: float = 0.8,
+        backoff_cap: float = 30.0,
+        backoff_reset: float = 120.0,
+        min_watch_duration: float = 1.0,
+        page_size: int = 500,
+        indexers: dict[str, Callable[[dict], list[str]]] | None = None,
+        registry: Any = None,
+    ) -> None:
+        if namespace is not None and namespaces is not None:
+            raise ValueError(f"informer for {res.label}: give namespace or namespaces, not both")
+        if (namespace or namespaces) and not res.namespaced:
+            raise ValueError(f"informer for {res.label}: a cluster-scoped resource has no namespaces")
+        scopes: list[str | None] = list(dict.fromkeys(namespaces)) if namespaces else [namespace]
+        if not scopes:
+            raise ValueError(f"informer for {res.label}: namespaces is empty")
+        self.client = client
+        self.res = res
+        self.name = name or res.label
+        self.resync_period = resync_period
+        self.metrics = informer_metrics(registry)
+        self.store = Store(indexers)
+        self.handler_errors = 0
+        self._deltas: queue.SimpleQueue = queue.SimpleQueue()
+        self._listeners: list[_Listener] = []
+        self._dispatch_lock = threading.Lock()
+        self._unsynced = set(scopes)
+        self._synced = threading.Event()
+        self._started = False
+        self._stopped = False
+        self._dispatch_thread: threading.Thread | None = None
+        self.reflectors = [
+            Reflector(
+                client, res, self._deltas.put, metrics=self.metrics, namespace=scope,
+                label_selector=label_selector, field_selector=field_selector, metadata_only=metadata_only,
+                transform=transform, page_size=page_size, watch_timeout_range=watch_timeout_range,
+                idle_timeout=idle_timeout, backoff=Backoff(backoff_base, backoff_cap, reset_after=backoff_reset),
+                min_watch_duration=min_watch_duration, name=f"{self.name}/{scope}" if scope else self.name,
+            )
+            for scope in scopes
+        ]
+
+    # ---- public API -------------------------------------------------------------------
+
+    def add_handler(
+        self,
+        on_add: Callable[[dict, bool], None] | None = None,
+        on_update: Callable[[dict, dict], None] | None = None,
+        on_delete: Callable[[dict | Tombstone], None] | None = None,
+    ) -> None:
+        """Register handlers; a late handler first gets `on_add(obj, True)` for every cached object."""
+        with self._dispatch_lock:
+            listener = _Listener(self, on_add, on_update, on_delete, len(self._listeners))
+            for obj in self.store.list():
+                listener.queue.put(("add", obj, True))
+            self._listeners.append(listener)
+            if self._started and not self._stopped:
+                listener.start()
+
+    def start(self) -> None:
+        """Start the reflector(s), the dispatch thread and the handler threads."""
+        if self._started:
+            raise RuntimeError(f"informer {self.name} already started")
+        self._started = True
+        with self._dispatch_lock:
+            for listener in self._listeners:
+                listener.start()
+        self._dispatch_thread = threading.Thread(target=self._dispatch, name=f"informer-{self.name}", daemon=True)
+        self._dispatch_thread.start()
+        for reflector in self.reflectors:
+            reflector.start()
+
+    def stop(self, timeout: float = 5) -> None:
+        """Stop reading, deliver what is queued, and stop the threads (waiting at most `timeout` in all)."""
+        if not self._started or self._stopped:
+            self._stopped = True
+            return
+        self._stopped = True
+        deadline = time.monotonic() + timeout
+        for reflector in self.reflectors:
+            reflector.stop()
+        for reflector in self.reflectors:
+            reflector.join(max(0.0, deadline - time.monotonic()))
+        self._deltas.put(_STOP)
+        if self._dispatch_thread is not None:
+            self._dispatch_thread.join(max(0.0, deadline - time.monotonic()))
+        with self._dispatch_lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener.queue.put(_STOP)
+        for listener in listeners:
+            if listener.thread is not None:
+                listener.thread.join(max(0.0, deadline - time.monotonic()))
+
+    def has_synced(self) -> bool:
+        """True once the first LIST of every namespace is in the store and queued to the handlers."""
+        return self._synced.is_set()
+
+    def wait_for_sync(self, timeout: float) -> bool:
+        return self._synced.wait(timeout)
+
+    def pending(self) -> int:
+        """Deltas and notifications not yet processed (approximate; for tests and benchmarks)."""
+        with self._dispatch_lock:
+            return self._deltas.qsize() + sum(max(0, l.queue.qsize()) for l in self._listeners)
+
+    # ---- the dispatch thread ------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        get = self._deltas.get
+        period = self.resync_period
+        next_resync = time.monotonic() + period if period > 0 else None
+        while True:
+            if next_resync is None:
+                delta = get()
+            else:
+                try:
+                    delta = get(timeout=max(0.0, next_resync - time.monotonic()))
+                except queue.Empty:
+                    self._resync()
+                    next_resync = time.monotonic() + period
+                    continue
+            if delta is _STOP:
+                return
+            try:
+                with self._dispatch_lock:
+                    if delta[0] == "event":
+                        self._apply_event(delta[1], delta[2])
+                    else:
+                        self._apply_list(delta[1], delta[2], delta[3])
+            except Exception as exc:  # noqa: BLE001 - e.g. an object without a name; skip it, keep going
+                log.exception(logfmt("informer could not apply a delta", informer=self.name, error=exc))
+
+    def _notify(self, note: tuple) -> None:
+        for listener in self._listeners:
+            listener.queue.put(note)
+
+    def _apply_event(self, kind: str, obj: dict) -> None:
+        key = object_key(obj)
+        if kind == "DELETED":
+            self.store.delete(key)
+            self._notify(("delete", obj))
+            return
+        old = self.store.put(key, obj)
+        if old is None:
+            self._notify(("add", obj, False))
+        else:
+            self._notify(("update", old, obj))
+
+    def _apply_list(self, scope: str | None, items: list[dict], initial: bool) -> None:
+        store = self.store
+        seen = set()
+        for obj in items:
+            key = object_key(obj)
+            seen.add(key)
+            old = store.put(key, obj)
+            if old is None:
+                self._notify(("add", obj, initial))
+            elif _rv(old) != _rv(obj):
+                self._notify(("update", old, obj))
+        cached = store.index_keys(NAMESPACE_INDEX, scope) if scope else store.keys()
+        for key in cached:
+            if key not in seen:
+                last = store.delete(key)
+                if last is not None:
+                    self._notify(("delete", Tombstone(key, last)))
+        if initial:
+            self._unsynced.discard(scope)
+            if not self._unsynced:
+                self._synced.set()
+                log.info(logfmt("informer synced", informer=self.name, objects=len(store)))
+
+    def _resync(self) -> None:
+        with self._dispatch_lock:
+            for obj in self.store.list():
+                self._notify(("update", obj, obj))

@@ -1,0 +1,221 @@
+"""The reflector: LIST then WATCH one resource forever, feeding deltas to an informer.
+
+One thread per resource (and per namespace when an informer watches a list
+of namespaces). It never touches the store; it pushes
+
+    ("list", namespace_scope, items, is_initial)   after every successful LIST
+    ("event", "ADDED" | "MODIFIED" | "DELETED", obj)
+
+to a sink, in order, and the informer's dispatch thread applies them. This
+keeps the socket drained however slow the handlers are.
+
+Reactions, after client-go's reflector:
+
+| what happened                                 | reaction                        |
+|-----------------------------------------------|---------------------------------|
+| watch closed cleanly (server timeout)         | re-watch from the last RV       |
+| watch silent beyond the idle timeout          | re-watch from the last RV       |
+| 410 Gone (watch start or ERROR event)         | relist at once                  |
+| 429 / no connection while watching            | back off, re-watch              |
+| watch closed within 1 s without events        | back off, re-watch              |
+| any other watch error                         | back off, relist                |
+| LIST failed                                   | back off, relist                |
+
+Lists are consistent reads (resourceVersion "") in pages of 500; the watch
+starts from the list's RV, always with `timeoutSeconds` (random in
+[300, 600)), bookmarks, and a socket idle timeout, so no stream can hang the
+thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from typing import Any, Callable
+
+from promop.kube.backoff import Backoff
+from promop.kube.client import KubeClient, WatchStream
+from promop.kube.errors import ApiError, ApiUnreachable, Gone, TooManyRequests, WatchIdleTimeout
+from promop.kube.informer_metrics import InformerMetrics
+from promop.kube.resources import Resource
+
+log = logging.getLogger("promop.kube.reflector")
+
+Transform = Callable[[dict], dict]
+
+
+def logfmt(msg: str, **fields: Any) -> str:
+    """`msg key=value ...` with values quoted when they contain spaces or quotes."""
+    parts = [f"msg={_quote(msg)}"]
+    for key, value in fields.items():
+        if value is not None:
+            parts.append(f"{key}={_quote(str(value))}")
+    return " ".join(parts)
+
+
+def _quote(value: str) -> str:
+    if not value or any(c in value for c in ' "=\n\t'):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    return value
+
+
+class VeryShortWatch(ApiError):
+    """The watch closed almost at once without an event: treated as a failure to avoid a hot loop."""
+
+
+class Reflector:
+    def __init__(
+        self,
+        client: KubeClient,
+        res: Resource,
+        sink: Callable[[tuple], None],
+        *,
+        metrics: InformerMetrics,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        metadata_only: bool = False,
+        transform: Transform | None = None,
+        page_size: int = 500,
+        watch_timeout_range: tuple[float, float] = (300, 600),
+        idle_timeout: float = 90.0,
+        backoff: Backoff | None = None,
+        min_watch_duration: float = 1.0,
+        name: str | None = None,
+    ) -> None:
+        self.client = client
+        self.res = res
+        self.sink = sink
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.metadata_only = metadata_only
+        self.transform = transform
+        self.page_size = page_size
+        self.watch_timeout_range = watch_timeout_range
+        self.idle_timeout = idle_timeout
+        self.backoff = backoff or Backoff()
+        self.min_watch_duration = min_watch_duration
+        self.name = name or (f"{res.label}/{namespace}" if namespace else res.label)
+        self.metrics = metrics
+        self.last_rv: str | None = None
+        self.lists = 0
+        self._label = res.label
+        self._stop = threading.Event()
+        self._stream: WatchStream | None = None
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name=f"reflector-{self.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+
+    def join(self, timeout: float | None = None) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
+
+    # ---- the loop ---------------------------------------------------------------------
+
+    def run(self) -> None:
+        need_list = True
+        while not self._stop.is_set():
+            if need_list:
+                try:
+                    self._list()
+                except Exception as exc:  # noqa: BLE001 - any failure must back off, never kill the thread
+                    self.metrics.list_failed.labels(self._label).inc()
+                    self._pause(exc, "list failed")
+                    continue
+                need_list = False
+            try:
+                self._watch()
+            except WatchIdleTimeout as exc:
+                self.metrics.watch_failed.labels(self._label).inc()
+                log.warning(logfmt("watch went silent; re-watching", informer=self.name, rv=self.last_rv, error=exc))
+            except Gone as exc:
+                self.metrics.watch_failed.labels(self._label).inc()
+                log.info(logfmt("resourceVersion expired; relisting", informer=self.name, rv=self.last_rv, error=exc))
+                need_list = True
+            except (TooManyRequests, ApiUnreachable, VeryShortWatch) as exc:
+                self.metrics.watch_failed.labels(self._label).inc()
+                self._pause(exc, "watch failed; re-watching after backoff")
+            except Exception as exc:  # noqa: BLE001
+                self.metrics.watch_failed.labels(self._label).inc()
+                self._pause(exc, "watch failed; relisting after backoff")
+                need_list = True
+
+    def _pause(self, exc: BaseException, what: str) -> None:
+        if self._stop.is_set():
+            return
+        delay = self.backoff.next_delay()
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after:
+            delay = max(delay, float(retry_after))
+        log.warning(logfmt(what, informer=self.name, retry_in=f"{delay:.2f}s", error=exc))
+        self._stop.wait(delay)
+
+    def _list(self) -> None:
+        self.metrics.list_total.labels(self._label).inc()
+        items, rv = self.client.list_all(
+            self.res, self.namespace, page_size=self.page_size, label_selector=self.label_selector,
+            field_selector=self.field_selector, metadata_only=self.metadata_only,
+        )
+        if self.transform is not None:
+            items = [self.transform(o) for o in items]
+        if self._stop.is_set():
+            return
+        self.sink(("list", self.namespace, items, self.lists == 0))
+        self.lists += 1
+        self.last_rv = rv
+
+    def _watch(self) -> None:
+        low, high = self.watch_timeout_range
+        timeout = max(1, int(random.uniform(low, high)))
+        self.metrics.watch_total.labels(self._label).inc()
+        started = time.monotonic()
+        stream = self.client.watch(
+            self.res, self.namespace, resource_version=self.last_rv, timeout_seconds=timeout,
+            allow_bookmarks=True, label_selector=self.label_selector, field_selector=self.field_selector,
+            metadata_only=self.metadata_only, idle_timeout=self.idle_timeout,
+        )
+        self._stream = stream
+        if self._stop.is_set():
+            stream.close()
+        events = 0
+        transform, sink = self.transform, self.sink
+        try:
+            for event in stream:
+                kind = event.get("type")
+                obj = event.get("object") or {}
+                rv = (obj.get("metadata") or {}).get("resourceVersion")
+                if kind == "BOOKMARK":
+                    if rv:
+                        self.last_rv = rv
+                    continue
+                if kind not in ("ADDED", "MODIFIED", "DELETED"):
+                    log.warning(logfmt("ignoring unknown watch event", informer=self.name, type=kind))
+                    continue
+                if transform is not None:
+                    obj = transform(obj)
+                sink(("event", kind, obj))
+                events += 1
+                if rv:
+                    self.last_rv = rv
+        finally:
+            self._stream = None
+            stream.close()
+        if events == 0 and not self._stop.is_set() and time.monotonic() - started < self.min_watch_duration:
+            raise VeryShortWatch(
+                f"watch closed after {time.monotonic() - started:.2f}s without an event", path=self.res.path(self.namespace)
+            )
