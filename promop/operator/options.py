@@ -1,0 +1,186 @@
+"""The operator's settings: command-line flags of `promop run`, parsed into one dataclass.
+
+The flags follow upstream's names where upstream has them (`--namespaces`,
+`--deny-namespaces`, `--labels`, `--annotations`, `--secret-field-selector`,
+`--web.listen-address`, ...), so an existing Deployment's args carry over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from dataclasses import dataclass, field
+
+from promop.render.model import DEFAULT_PROMETHEUS_BASE_IMAGE, DEFAULT_RELOADER_IMAGE, RenderOptions
+
+LOG_LEVELS = ("debug", "info", "warn", "error")
+LOG_FORMATS = ("logfmt", "json")
+DEFAULT_LEASE_NAME = "promop-operator"
+DEFAULT_LISTEN_ADDRESS = ":8080"
+DEFAULT_RESYNC_SECONDS = 300.0  # upstream's informer resync period (5 min)
+
+
+class OptionsError(ValueError):
+    """A flag value that cannot be used; the message names the flag and says what to pass."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything `promop run` was asked to do; defaults match `promop run` with no flags."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespaces: tuple[str, ...] = ()  # allow-list; empty = all namespaces
+    deny_namespaces: tuple[str, ...] = ()
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    workers: int = 2
+    log_level: str = "info"
+    log_format: str = "logfmt"
+    leader_elect: bool = False
+    lease_name: str = DEFAULT_LEASE_NAME
+    lease_namespace: str = "default"
+    identity: str = ""
+    secret_field_selector: str = ""
+    config_reloader_image: str = DEFAULT_RELOADER_IMAGE
+    prometheus_default_base_image: str = DEFAULT_PROMETHEUS_BASE_IMAGE
+    listen_address: str = DEFAULT_LISTEN_ADDRESS
+    resync_period: float = DEFAULT_RESYNC_SECONDS
+
+    def render_options(self) -> RenderOptions:
+        return RenderOptions(
+            labels=dict(self.labels),
+            annotations=dict(self.annotations),
+            config_reloader_image=self.config_reloader_image,
+            prometheus_default_base_image=self.prometheus_default_base_image,
+        )
+
+    def namespace_field_selector(self) -> str:
+        """`metadata.namespace!=a,metadata.namespace!=b` for the deny-list (empty without one)."""
+        return ",".join(f"metadata.namespace!={ns}" for ns in self.deny_namespaces)
+
+    def namespace_allowed(self, namespace: str) -> bool:
+        if self.namespaces:
+            return namespace in self.namespaces
+        return namespace not in self.deny_namespaces
+
+    def listen_host_port(self) -> tuple[str, int]:
+        return parse_listen_address(self.listen_address)
+
+
+def parse_map(value: str, flag: str) -> dict[str, str]:
+    """`k1=v1,k2=v2` -> dict; the format upstream's `--labels`/`--annotations` use."""
+    out: dict[str, str] = {}
+    for part in (p.strip() for p in (value or "").split(",")):
+        if not part:
+            continue
+        key, sep, val = part.partition("=")
+        if not sep or not key.strip():
+            raise OptionsError(f"{flag}: {part!r} is not key=value; pass e.g. {flag}=team=infra,env=prod")
+        out[key.strip()] = val.strip()
+    return out
+
+
+def parse_list(value: str) -> tuple[str, ...]:
+    """`a,b` -> ("a", "b"), dropping blanks and duplicates, order kept."""
+    seen: dict[str, None] = {}
+    for part in (value or "").split(","):
+        if part.strip():
+            seen[part.strip()] = None
+    return tuple(seen)
+
+
+def parse_listen_address(value: str) -> tuple[str, int]:
+    """`:8080` / `0.0.0.0:8080` / `127.0.0.1:0` -> (host, port); an empty host means all interfaces."""
+    host, sep, port = (value or "").rpartition(":")
+    if not sep:
+        raise OptionsError(f"--web.listen-address: {value!r} has no port; pass e.g. :8080 or 127.0.0.1:8080")
+    try:
+        number = int(port)
+    except ValueError:
+        raise OptionsError(f"--web.listen-address: port {port!r} in {value!r} is not a number") from None
+    if not 0 <= number <= 65535:
+        raise OptionsError(f"--web.listen-address: port {number} in {value!r} is out of range 0-65535")
+    return host.strip("[]") or "0.0.0.0", number
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the operator's flags to `parser` (shared by `promop run` and `promop demo`)."""
+    kube = parser.add_argument_group("cluster")
+    kube.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, else $KUBECONFIG)")
+    kube.add_argument("--context", help="kubeconfig context to use")
+    kube.add_argument("--namespaces", default="", help="comma-separated namespaces to watch (default: all)")
+    kube.add_argument("--deny-namespaces", default="", help="comma-separated namespaces to ignore")
+    kube.add_argument(
+        "--secret-field-selector",
+        default="",
+        help="field selector for the Secrets the operator watches, e.g. type!=helm.sh/release.v1",
+    )
+    out = parser.add_argument_group("managed objects")
+    out.add_argument("--labels", default="", help="k=v,... labels added to every object the operator creates")
+    out.add_argument("--annotations", default="", help="k=v,... annotations added to every object created")
+    out.add_argument("--config-reloader-image", default=DEFAULT_RELOADER_IMAGE, help="config reloader image")
+    out.add_argument(
+        "--prometheus-default-base-image",
+        default=DEFAULT_PROMETHEUS_BASE_IMAGE,
+        help="Prometheus image (without tag) when spec.image is not set",
+    )
+    run = parser.add_argument_group("runtime")
+    run.add_argument("--workers", type=int, default=2, help="concurrent syncs (default 2)")
+    run.add_argument("--log-level", choices=LOG_LEVELS, default="info")
+    run.add_argument("--log-format", choices=LOG_FORMATS, default="logfmt")
+    run.add_argument("--web.listen-address", dest="listen_address", default=DEFAULT_LISTEN_ADDRESS,
+                     help="address of /metrics, /healthz and /readyz (default :8080)")
+    run.add_argument("--resync-period", type=float, default=DEFAULT_RESYNC_SECONDS,
+                     help="seconds between full resyncs of every Prometheus (default 300)")
+    le = parser.add_argument_group("leader election")
+    le.add_argument("--leader-elect", action="store_true", help="run only while holding a Lease")
+    le.add_argument("--leader-election-lease-name", dest="lease_name", default=DEFAULT_LEASE_NAME)
+    le.add_argument("--leader-election-namespace", dest="lease_namespace", default=None,
+                    help="namespace of the Lease (default: the pod's namespace, else 'default')")
+    le.add_argument("--leader-election-identity", dest="identity", default="",
+                    help="this replica's identity (default: hostname_pid)")
+
+
+def default_lease_namespace() -> str:
+    """The pod's namespace when in a cluster (service account mount), else `default`."""
+    path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().strip() or "default"
+    except OSError:
+        return os.environ.get("POD_NAMESPACE", "default")
+
+
+def from_args(args: argparse.Namespace) -> Options:
+    """Validate parsed flags into Options; raises OptionsError naming the bad flag."""
+    namespaces = parse_list(args.namespaces)
+    deny = parse_list(args.deny_namespaces)
+    if namespaces and deny:
+        raise OptionsError("--namespaces and --deny-namespaces are mutually exclusive; pass only one")
+    if args.workers < 1:
+        raise OptionsError(f"--workers must be at least 1, got {args.workers}")
+    if args.resync_period < 0:
+        raise OptionsError(f"--resync-period must be >= 0 seconds, got {args.resync_period}")
+    parse_listen_address(args.listen_address)
+    return Options(
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        namespaces=namespaces,
+        deny_namespaces=deny,
+        labels=parse_map(args.labels, "--labels"),
+        annotations=parse_map(args.annotations, "--annotations"),
+        workers=args.workers,
+        log_level=args.log_level,
+        log_format=args.log_format,
+        leader_elect=args.leader_elect,
+        lease_name=args.lease_name,
+        lease_namespace=args.lease_namespace or default_lease_namespace(),
+        identity=args.identity or f"{socket.gethostname()}_{os.getpid()}",
+        secret_field_selector=args.secret_field_selector,
+        config_reloader_image=args.config_reloader_image,
+        prometheus_default_base_image=args.prometheus_default_base_image,
+        listen_address=args.listen_address,
+        resync_period=args.resync_period,
+    )

@@ -1,0 +1,143 @@
+"""The Prometheus status subresource, computed from its StatefulSets and the last sync.
+
+Pure functions: the caller passes `now` (RFC 3339) so tests are deterministic.
+`lastTransitionTime` is carried over from the current status while a
+condition's status does not change, as upstream does.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Mapping, Sequence
+
+AVAILABLE = "Available"
+RECONCILED = "Reconciled"
+_ORDER = {"True": 0, "Degraded": 1, "False": 2}
+
+
+def now_rfc3339() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def shard_count(prometheus: Mapping[str, Any]) -> int:
+    try:
+        return max(1, int((prometheus.get("spec") or {}).get("shards") or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def pod_selector(name: str) -> str:
+    """The label selector of every pod of Prometheus `name` (all shards), for the scale subresource."""
+    labels = {
+        "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/managed-by": "prometheus-operator",
+        "app.kubernetes.io/name": "prometheus",
+        "operator.prometheus.io/name": name,
+        "prometheus": name,
+    }
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def _counts(sts: Mapping[str, Any] | None) -> dict[str, int]:
+    st = (sts or {}).get("status") or {}
+    replicas = int(st.get("replicas") or 0)
+    available = int(st.get("availableReplicas", st.get("readyReplicas")) or 0)
+    return {
+        "replicas": replicas,
+        "updatedReplicas": int(st.get("updatedReplicas") or 0),
+        "availableReplicas": available,
+        "unavailableReplicas": max(0, replicas - available),
+    }
+
+
+def _shard_availability(name: str, sts: Mapping[str, Any] | None, expected: int) -> tuple[str, str, str]:
+    """(status, reason, message) of one shard."""
+    if sts is None:
+        return "False", "StatefulSetNotFound", f"StatefulSet {name} not found"
+    available = _counts(sts)["availableReplicas"]
+    if expected > 0 and available == 0:
+        return "False", "NoPodReady", f"shard {name}: 0/{expected} pods ready"
+    if available < expected:
+        return "Degraded", "SomePodsNotReady", f"shard {name}: {available}/{expected} pods ready"
+    return "True", "", ""
+
+
+def condition(ctype: str, status: str, reason: str, message: str, generation: int, now: str) -> dict:
+    return {
+        "type": ctype,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": now,
+    }
+
+
+def keep_transition_times(old: Sequence[Mapping[str, Any]] | None, new: list[dict]) -> list[dict]:
+    """Copy lastTransitionTime from `old` for every condition whose status is unchanged."""
+    previous = {c.get("type"): c for c in (old or [])}
+    out = []
+    for cond in new:
+        prev = previous.get(cond["type"])
+        if prev and prev.get("status") == cond["status"] and prev.get("lastTransitionTime"):
+            cond = {**cond, "lastTransitionTime": prev["lastTransitionTime"]}
+        out.append(cond)
+    return out
+
+
+def prometheus_status(
+    prometheus: Mapping[str, Any],
+    statefulsets: Mapping[int, Mapping[str, Any] | None],
+    *,
+    error: str | None = None,
+    reconciled_reason: str = "",
+    reconciled_message: str = "",
+    now: str,
+) -> dict:
+    """The desired `status` of `prometheus`, given its StatefulSet per shard index and the sync outcome."""
+    md = prometheus.get("metadata") or {}
+    spec = prometheus.get("spec") or {}
+    name = md.get("name", "")
+    generation = int(md.get("generation") or 0)
+    shards = shard_count(prometheus)
+    try:
+        expected = int(spec.get("replicas") if spec.get("replicas") is not None else 1)
+    except (TypeError, ValueError):
+        expected = 1
+    totals = {"replicas": 0, "updatedReplicas": 0, "availableReplicas": 0, "unavailableReplicas": 0}
+    shard_statuses = []
+    worst, reasons, messages = "True", [], []
+    for shard in range(shards):
+        sts = statefulsets.get(shard)
+        counts = _counts(sts)
+        for k, v in counts.items():
+            totals[k] += v
+        shard_statuses.append({"shardID": str(shard), **counts})
+        sts_name = f"prometheus-{name}" + (f"-shard-{shard}" if shard else "")
+        status, reason, message = _shard_availability(sts_name, sts, expected)
+        if _ORDER[status] > _ORDER[worst]:
+            worst = status
+        if reason and reason not in reasons:
+            reasons.append(reason)
+        if message:
+            messages.append(message)
+    available = condition(AVAILABLE, worst, "And".join(reasons), "; ".join(messages), generation, now)
+    if error:
+        reconciled = condition(RECONCILED, "False", "ReconciliationFailed", error, generation, now)
+    else:
+        reconciled = condition(RECONCILED, "True", reconciled_reason, reconciled_message, generation, now)
+    old = ((prometheus.get("status") or {}).get("conditions")) or []
+    return {
+        "paused": bool(spec.get("paused", False)),
+        **totals,
+        "conditions": keep_transition_times(old, [available, reconciled]),
+        "shardStatuses": shard_statuses,
+        "shards": shards,
+        "selector": pod_selector(name),
+    }
+
+
+def status_changed(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> bool:
+    """True when writing `desired` would change the stored status."""
+    current = current or {}
+    return any(current.get(k) != v for k, v in desired.items())

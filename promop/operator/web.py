@@ -1,0 +1,82 @@
+"""The operator's HTTP endpoint: /metrics, /healthz and /readyz on --web.listen-address.
+
+/healthz answers 200 while the process serves HTTP (a liveness probe must not
+restart a standby replica). /readyz answers 200 once the caches have synced,
+whether or not this replica leads, and 503 with the reason before that.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+log = logging.getLogger("promop.operator.web")
+
+# () -> (ready, reason): reason says what is missing when not ready
+Readiness = Callable[[], "tuple[bool, str]"]
+
+
+class WebServer:
+    """A small threaded HTTP server; `port` is the bound port (useful with port 0)."""
+
+    def __init__(self, host: str, port: int, registry: CollectorRegistry, readiness: Readiness) -> None:
+        self.registry = registry
+        self.readiness = readiness
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer((host, port), handler)
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        host = self._server.server_address[0]
+        host = "127.0.0.1" if host in ("0.0.0.0", "") else host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> "WebServer":
+        self._thread = threading.Thread(target=self._server.serve_forever, name="promop-web", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+
+def _make_handler(web: WebServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "promop"
+
+        def do_GET(self) -> None:  # noqa: N802 (stdlib name)
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._send(200, generate_latest(web.registry), CONTENT_TYPE_LATEST)
+            elif path == "/healthz":
+                self._send(200, b"ok\n")
+            elif path == "/readyz":
+                ready, reason = web.readiness()
+                self._send(200 if ready else 503, (b"ok\n" if ready else f"not ready: {reason}\n".encode()))
+            else:
+                self._send(404, b"not found: try /metrics, /healthz or /readyz\n")
+
+        def _send(self, code: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib signature)
+            log.debug(format % args)
+
+    return Handler
