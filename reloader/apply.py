@@ -46,9 +46,15 @@ class Applier:
         self.force_reload = False
         self.warned_vars: set[str] = set()
         self.last_error: str | None = None
+        self.hash_exclude = {os.path.abspath(p) for p in (opts.config_file, opts.config_envsubst_file) if p}
 
     def apply(self, stop: threading.Event, reload: bool = True) -> Result:
         """Run one pass; RETRY means try again after --retry-interval."""
+        result = self._pass(stop, reload)
+        self.log.debug("pass finished", result=result.value)
+        return result
+
+    def _pass(self, stop: threading.Event, reload: bool) -> Result:
         self.metrics.apply_operations.inc()
         rendered = self._render()
         if rendered.error is not None:
@@ -56,17 +62,18 @@ class Applier:
             self._log_error(rendered.error)
         else:
             self.last_error = None
+        outcome = Result.RETRY if rendered.error else Result.OK
         if not reload or self.reload is None:
-            return Result.RETRY if rendered.error else Result.OK
+            return outcome
         if self.opts.config_envsubst_file and self.written_digest is None:
             # Nothing valid has been written yet: Prometheus has nothing new to load.
             return Result.RETRY
-        state = (rendered.digest, dirs_digest(self.opts.watched_dirs))
+        state = (rendered.digest, dirs_digest(self.opts.watched_dirs, self.hash_exclude))
         if state == self.reloaded_state and not self.force_reload:
-            return Result.RETRY if rendered.error else Result.OK
+            return outcome
         if not self._reload(stop, state):
             return Result.RETRY
-        return Result.RETRY if rendered.error else Result.OK
+        return outcome
 
     def _log_error(self, message: str) -> None:
         # Logged at error level once per distinct problem; repeats go to debug.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import BinaryIO, Sequence
+from typing import BinaryIO, Collection, Sequence
 
 _SEP = b"\xff"
 _BLOCK = 1 << 20
@@ -19,18 +19,22 @@ def add_stream(h: "hashlib._Hash", path: str, stream: BinaryIO) -> None:
         h.update(block)
 
 
-def dirs_digest(dirs: Sequence[str]) -> str:
+def dirs_digest(dirs: Sequence[str], exclude: Collection[str] = ()) -> str:
     """Hash every regular file (symlinks followed) under the watched directories.
 
     Kubelet's own `..<timestamp>` and `..data` entries are skipped: the visible
     names are symlinks through them, so contents are still covered exactly once
     and a swap that leaves contents unchanged does not look like a change.
     A file that disappears while walking is skipped: its removal is an event
-    that triggers another pass.
+    that triggers another pass. `exclude` (absolute paths) keeps the config
+    file out: it is covered by its own digest, which only moves once the
+    config could be rendered.
     """
     h = hashlib.sha256()
     for top in dirs:
         for path in _files(top):
+            if os.path.abspath(path) in exclude:
+                continue
             try:
                 with open(path, "rb") as stream:
                     add_stream(h, path, stream)
