@@ -46,8 +46,8 @@ class DelayingQueue(Queue):
                 return
             if self._stats is not None:
                 self._stats.on_retry()
+            self._promote_due()  # an item that is already due is queued, not waiting
             if delay_seconds <= 0:
-                self._promote_due()
                 self._add_locked(item)
                 return
             ready_at = self._clock.now() + delay_seconds

@@ -183,9 +183,9 @@ class Queue:
         with self._cond:
             if self._stats is not None:
                 self._stats.on_done(item)
+            self._promote_due()  # due items were queued before this re-queue, as in client-go
             self._processing.discard(item)
             if item in self._dirty:
-                self._promote_due()
                 self._queue.append(item)
                 self._cond.notify()
             elif not self._processing:
