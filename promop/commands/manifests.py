@@ -1,0 +1,36 @@
+"""`promop manifests`: print (or write) the in-cluster install bundle for a namespace and image."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from promop.render.model import DEFAULT_RELOADER_IMAGE
+
+    p = sub.add_parser(
+        "manifests",
+        help="render the in-cluster install bundle (kubectl apply -f crds/ -f -)",
+        description="Render the install bundle: Namespace, ServiceAccount, least-privilege ClusterRole and "
+                    "binding, Deployment, Service, the operator's ServiceMonitor and an example Prometheus.",
+    )
+    p.add_argument("--namespace", default="promop", help="namespace to install into (default promop)")
+    p.add_argument("--image", default=DEFAULT_RELOADER_IMAGE, help="operator image (holds promop and the reloader)")
+    p.add_argument("--output-dir", type=Path, help="write one file per object kind here instead of stdout")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from promop.operator.bundle import as_stream, render_bundle
+
+    files = render_bundle(args.namespace, args.image)
+    if args.output_dir is None:
+        sys.stdout.write(as_stream(files))
+        return 0
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        (args.output_dir / f.name).write_text(f.text, encoding="utf-8")
+    print(f"wrote {len(files)} files to {args.output_dir}", file=sys.stderr)
+    return 0

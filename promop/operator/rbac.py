@@ -1,0 +1,45 @@
+"""The API permissions `promop run` needs: the single source for the install bundle's ClusterRole.
+
+A test runs the operator against the sandbox, collects every (group, resource,
+verb) it requested, and checks this table is exactly that: no missing verb (the
+operator would fail in a cluster), no extra one (least privilege).
+"""
+
+from __future__ import annotations
+
+MONITORING = "monitoring.coreos.com"
+READ = ("get", "list", "watch")
+OWN = ("get", "list", "watch", "create", "update", "delete")
+
+# (apiGroup, resource, verbs)
+PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (MONITORING, "prometheuses", ("list", "watch")),
+    (MONITORING, "prometheuses/status", ("update",)),
+    (MONITORING, "servicemonitors", ("list", "watch")),
+    (MONITORING, "servicemonitors/status", ("update",)),
+    (MONITORING, "podmonitors", ("list", "watch")),
+    (MONITORING, "podmonitors/status", ("update",)),
+    (MONITORING, "prometheusrules", ("list", "watch")),
+    (MONITORING, "prometheusrules/status", ("update",)),
+    ("", "secrets", OWN),
+    ("", "configmaps", OWN),
+    ("", "services", ("get", "create", "update")),
+    ("", "namespaces", ("list", "watch")),
+    ("", "events", ("create",)),
+    ("apps", "statefulsets", ("list", "watch", "create", "update", "delete")),
+    ("coordination.k8s.io", "leases", ("get", "create", "update")),
+)
+
+
+def cluster_role_rules() -> list[dict]:
+    """PolicyRules grouped per API group and verb set, in a stable order."""
+    grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for group, resource, verbs in PERMISSIONS:
+        grouped.setdefault((group, tuple(sorted(verbs))), []).append(resource)
+    return [{"apiGroups": [group], "resources": resources, "verbs": list(verbs)}
+            for (group, verbs), resources in grouped.items()]
+
+
+def granted() -> set[tuple[str, str, str]]:
+    """Every (group, resource[/subresource], verb) the ClusterRole grants."""
+    return {(g, r, v) for g, r, verbs in PERMISSIONS for v in verbs}

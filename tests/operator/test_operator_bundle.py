@@ -1,0 +1,78 @@
+"""The install bundle: manifests/ is `promop manifests` with defaults, and it is safe to run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from promop.cli import main
+from promop.operator.bundle import render_bundle
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_manifests_dir_is_the_default_rendering():
+    files = {f.name: f.text for f in render_bundle()}
+    on_disk = {p.name: p.read_text() for p in (ROOT / "manifests").glob("*.yaml")}
+    assert on_disk == files, "manifests/ is stale: run `promop manifests --output-dir manifests`"
+
+
+def test_cli_renders_namespace_and_image(capsys):
+    assert main(["manifests", "--namespace", "obs", "--image", "registry.example/promop:dev"]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    kinds = [d["kind"] for d in docs]
+    assert kinds[0] == "Namespace" and docs[0]["metadata"]["name"] == "obs"
+    for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service",
+                 "ServiceMonitor", "Prometheus"):
+        assert kind in kinds
+    for d in docs:
+        if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+            assert d["metadata"]["namespace"] == "obs", d
+    binding = next(d for d in docs if d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"] == "promop")
+    assert binding["subjects"][0]["namespace"] == "obs"
+    deploy = next(d for d in docs if d["kind"] == "Deployment")
+    container = deploy["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "registry.example/promop:dev"
+    assert "--config-reloader-image=registry.example/promop:dev" in container["args"]
+
+
+def test_deployment_is_locked_down():
+    docs = [d for f in render_bundle() for d in f.documents()]
+    deploy = next(d for d in docs if d["kind"] == "Deployment")
+    pod = deploy["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
+    c = pod["containers"][0]
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert c["ports"][0]["containerPort"] == 8080
+    svc = next(d for d in docs if d["kind"] == "Service")
+    assert svc["spec"]["ports"][0]["port"] == 8080
+    assert svc["spec"]["selector"] == deploy["spec"]["selector"]["matchLabels"]
+    sm = next(d for d in docs if d["kind"] == "ServiceMonitor")
+    assert sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
+    assert sm["spec"]["endpoints"][0]["port"] == svc["spec"]["ports"][0]["name"]
+    role = next(d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "promop")
+    assert not any("*" in r["verbs"] or "*" in r["resources"] for r in role["rules"])
+
+
+def test_dockerfile_ships_both_commands():
+    text = (ROOT / "Dockerfile").read_text()
+    assert "promop-config-reloader" in text and "USER 65534" in text
+    assert "pip install" in text and "COPY reloader" in text and "COPY promop" in text
+
+
+def test_examples_are_attributed_and_parse():
+    files = sorted((ROOT / "examples").glob("*.yaml"))
+    kinds = [yaml.safe_load(f.read_text())["kind"] for f in files]
+    assert kinds.count("Prometheus") == 1 and kinds.count("ServiceMonitor") >= 13
+    assert kinds.count("PrometheusRule") >= 8 and kinds[0] == "Namespace"
+    copied = 0
+    for f in files:
+        text = f.read_text()
+        if text.startswith("# Copied from prometheus-operator/kube-prometheus"):
+            assert "Apache-2.0, Copyright The Prometheus Operator Authors" in text
+            copied += 1
+    assert copied == 22
