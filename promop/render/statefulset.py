@@ -1,11 +1,434 @@
-"""StatefulSets (one per shard) and the governing Service for a Prometheus.
+"""StatefulSets (one per shard) for a Prometheus, as upstream builds them (reference §3).
 
-STUB with the real signatures; the implementation follows.
+The pod runs `prometheus`, our `promop-config-reloader` sidecar (with upstream's
+flags, so the rest of the pod is identical) and the same reloader once as init
+container, which writes the env-substituted config before Prometheus starts.
+Deliberate differences from upstream: the reloader's command and image (ours),
+and the input hash (see compute_input_hash).
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
+import posixpath
+import re
+from typing import Any, Mapping
+
+from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions
+from promop.render.service import GOVERNING_SERVICE_NAME, build_service  # noqa: F401 (part of this module's interface)
+from promop.render.versions import Version, VersionError
+
+# Paths inside the pod, as upstream.
+CONFIG_DIR = "/etc/prometheus/config"
+CONFIG_OUT_DIR = "/etc/prometheus/config_out"
+CONFIG_FILE = f"{CONFIG_DIR}/prometheus.yaml.gz"
+CONFIG_ENVSUBST_FILE = f"{CONFIG_OUT_DIR}/prometheus.env.yaml"
+TLS_ASSETS_DIR = "/etc/prometheus/certs"
+RULES_DIR = "/etc/prometheus/rules"
+SECRETS_DIR = "/etc/prometheus/secrets"
+CONFIGMAPS_DIR = "/etc/prometheus/configmaps"
+WEB_CONFIG_DIR = "/etc/prometheus/web_config"
+WEB_CONFIG_FILE = "web-config.yaml"
+STORAGE_DIR = "/prometheus"
+STORAGE_SUBPATH = "prometheus-db"
+
+PROMETHEUS_PORT = 9090
+RELOADER_PORT = 8080
+RELOADER_INIT_PORT = 8081
+RELOADER_COMMAND = ["promop-config-reloader"]  # upstream: /bin/prometheus-config-reloader
+RELOADER_RESOURCES = {"limits": {"cpu": "10m", "memory": "50Mi"}, "requests": {"cpu": "10m", "memory": "50Mi"}}
+DEFAULT_RETENTION = "24h"
+DEFAULT_TERMINATION_GRACE_PERIOD = 600
+LOCALHOST = "localhost"
+
+RETENTION_IN_CONFIG_SINCE = "3.11.0"  # from 3.11 retention lives in the config file
+WEB_CONFIG_SINCE = "2.24.0"
+CONSOLE_FLAGS_BEFORE = "3.0.0"
+REMOTE_WRITE_RECEIVER_FLAG_SINCE = "2.33.0"
+WAL_COMPRESSION_FLAG_SINCE = "2.11.0"
+
+SECURITY_CONTEXT = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "readOnlyRootFilesystem": True,
+}
+_INVALID_VOLUME_CHARS = re.compile(r"[^-a-z0-9]+")
+
+
+def sanitize_volume_name(name: str) -> str:
+    """A valid volume name (DNS label) from any name, as upstream's SanitizeVolumeName."""
+    return _INVALID_VOLUME_CHARS.sub("-", name.lower())[:63].strip("-")
+
+
+def _version(spec: Mapping[str, Any]) -> Version:
+    try:
+        return Version(spec.get("version"))
+    except VersionError:
+        return Version(None)  # reported by the config half
+
+
+def statefulset_name(prometheus: Mapping[str, Any], shard: int) -> str:
+    base = prefixed_name(prometheus)
+    return base if shard == 0 else f"{base}-shard-{shard}"
+
+
+def shard_count(spec: Mapping[str, Any]) -> int:
+    shards = spec.get("shards")
+    return shards if isinstance(shards, int) and shards > 1 else 1
+
+
+def image(spec: Mapping[str, Any], options: RenderOptions) -> str:
+    """spec.image wins; else <baseImage>:<version> (or @sha256:<sha> / :<tag>, deprecated)."""
+    if spec.get("image"):
+        return spec["image"]
+    base = spec.get("baseImage") or options.prometheus_default_base_image
+    if spec.get("sha"):
+        return f"{base}@sha256:{spec['sha']}"
+    if spec.get("tag"):
+        return f"{base}:{spec['tag']}"
+    return f"{base}:{spec.get('version') or _version(spec).text}"
+
+
+def selector_labels(prometheus: Mapping[str, Any], shard: int) -> dict[str, str]:
+    name = prometheus["metadata"]["name"]
+    return {
+        "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/name": "prometheus",
+        "operator.prometheus.io/name": name,
+        "operator.prometheus.io/shard": str(shard),
+        "prometheus": name,
+    }
+
+
+def _route_prefix(spec: Mapping[str, Any]) -> str:
+    return spec.get("routePrefix") or "/"
+
+
+def _web_config_enabled(version: Version) -> bool:
+    return version.at_least(WEB_CONFIG_SINCE)
+
+
+def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
+    """The prometheus container's flags, in upstream's order, then spec.additionalArgs."""
+    args = [f"--config.file={CONFIG_ENVSUBST_FILE}"]
+    if not version.at_least(CONSOLE_FLAGS_BEFORE):
+        args += ["--web.console.templates=/etc/prometheus/consoles",
+                 "--web.console.libraries=/etc/prometheus/console_libraries"]
+    if spec.get("reloadStrategy", "HTTP") != "ProcessSignal":
+        args.append("--web.enable-lifecycle")
+    if spec.get("enableRemoteWriteReceiver") and version.at_least(REMOTE_WRITE_RECEIVER_FLAG_SINCE):
+        args.append("--web.enable-remote-write-receiver")
+    features = [f for f in spec.get("enableFeatures") or [] if f]
+    if features:
+        args.append("--enable-feature=" + ",".join(features))
+    if spec.get("externalUrl"):
+        args.append(f"--web.external-url={spec['externalUrl']}")
+    args.append(f"--web.route-prefix={_route_prefix(spec)}")
+    if spec.get("logLevel") and spec["logLevel"] != "info":
+        args.append(f"--log.level={spec['logLevel']}")
+    if spec.get("logFormat") and spec["logFormat"] != "logfmt":
+        args.append(f"--log.format={spec['logFormat']}")
+    if spec.get("listenLocal"):
+        args.append(f"--web.listen-address=127.0.0.1:{PROMETHEUS_PORT}")
+    if not version.at_least(RETENTION_IN_CONFIG_SINCE):
+        if not spec.get("retention") and not spec.get("retentionSize"):
+            args.append(f"--storage.tsdb.retention.time={DEFAULT_RETENTION}")
+        else:
+            if spec.get("retention"):
+                args.append(f"--storage.tsdb.retention.time={spec['retention']}")
+            if spec.get("retentionSize"):
+                args.append(f"--storage.tsdb.retention.size={spec['retentionSize']}")
+    args.append(f"--storage.tsdb.path={STORAGE_DIR}")
+    if spec.get("enableAdminAPI"):
+        args.append("--web.enable-admin-api")
+    query = spec.get("query") or {}
+    for key, flag in (("lookbackDelta", "query.lookback-delta"), ("maxConcurrency", "query.max-concurrency"),
+                      ("maxSamples", "query.max-samples"), ("timeout", "query.timeout")):
+        if query.get(key) is not None:
+            args.append(f"--{flag}={query[key]}")
+    if spec.get("walCompression") is not None and version.at_least(WAL_COMPRESSION_FLAG_SINCE):
+        args.append("--storage.tsdb.wal-compression" if spec["walCompression"]
+                    else "--no-storage.tsdb.wal-compression")
+    if _web_config_enabled(version):
+        args.append(f"--web.config.file={WEB_CONFIG_DIR}/{WEB_CONFIG_FILE}")
+    return _with_additional_args(args, spec.get("additionalArgs") or [])
+
+
+def _with_additional_args(args: list[str], additional: list[Mapping[str, Any]]) -> list[str]:
+    """Append spec.additionalArgs, skipping any flag the operator already manages (upstream errors)."""
+    managed = {a.split("=", 1)[0].lstrip("-").removeprefix("no-") for a in args}
+    out = list(args)
+    for arg in additional:
+        name = str(arg.get("name", "")).lstrip("-")
+        if not name or name.removeprefix("no-") in managed:
+            continue
+        out.append(f"--{name}={arg['value']}" if arg.get("value") not in (None, "") else f"--{name}")
+    return out
+
+
+def conflicting_additional_args(spec: Mapping[str, Any]) -> list[str]:
+    """Names in spec.additionalArgs that clash with operator-managed flags (they are skipped)."""
+    managed = {a.split("=", 1)[0].lstrip("-").removeprefix("no-")
+               for a in prometheus_args({**spec, "additionalArgs": []}, _version(spec))}
+    return [str(a.get("name")) for a in spec.get("additionalArgs") or []
+            if str(a.get("name", "")).lstrip("-").removeprefix("no-") in managed]
+
+
+def _probes(spec: Mapping[str, Any]) -> tuple[dict, dict, dict]:
+    """(startup, readiness, liveness) as upstream's BuildProbes."""
+    prefix = _route_prefix(spec)
+    if spec.get("listenLocal"):
+        def handler(path: str) -> dict:
+            url = f"http://localhost:{PROMETHEUS_PORT}{posixpath.join(prefix, path.lstrip('/'))}"
+            script = (f'if [ -x "$(command -v curl)" ]; then exec curl --fail {url}; '
+                      f'elif [ -x "$(command -v wget)" ]; then exec wget -q -O /dev/null {url}; else exit 1; fi')
+            return {"exec": {"command": ["sh", "-c", script]}}
+    else:
+        def handler(path: str) -> dict:
+            return {"httpGet": {"path": posixpath.join(prefix, path.lstrip("/")), "port": spec.get("portName") or "web",
+                                "scheme": "HTTP"}}
+    ready = handler("/-/ready")
+    startup = {**ready, "failureThreshold": 60, "periodSeconds": 15, "timeoutSeconds": 3}
+    readiness = {**ready, "failureThreshold": 3, "periodSeconds": 5, "timeoutSeconds": 3}
+    liveness = {**handler("/-/healthy"), "failureThreshold": 6, "periodSeconds": 5, "timeoutSeconds": 3}
+    return startup, readiness, liveness
+
+
+def _storage(prometheus: Mapping[str, Any]) -> tuple[dict | None, dict | None, str]:
+    """(pod volume or None, volumeClaimTemplate or None, db mount subPath)."""
+    spec = prometheus.get("spec") or {}
+    storage = spec.get("storage")
+    vol_name = f"{prefixed_name(prometheus)}-db"
+    if not storage:
+        return {"name": vol_name, "emptyDir": {}}, None, ""
+    sub_path = "" if storage.get("disableMountSubPath") else STORAGE_SUBPATH
+    if storage.get("emptyDir") is not None:
+        return {"name": vol_name, "emptyDir": dict(storage["emptyDir"])}, None, sub_path
+    if storage.get("ephemeral") is not None:
+        return {"name": vol_name, "ephemeral": dict(storage["ephemeral"])}, None, sub_path
+    template = storage.get("volumeClaimTemplate")
+    if not template:
+        return {"name": vol_name, "emptyDir": {}}, None, sub_path
+    md = template.get("metadata") or {}
+    pvc_md: dict = {"name": md.get("name") or vol_name}
+    for key in ("labels", "annotations"):
+        if md.get(key):
+            pvc_md[key] = dict(md[key])
+    pvc_spec = dict(template.get("spec") or {})
+    pvc_spec.setdefault("accessModes", ["ReadWriteOnce"])
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": pvc_md, "spec": pvc_spec}
+    return None, pvc, sub_path
+
+
+def _volumes_and_mounts(prometheus: Mapping[str, Any], rule_cms: list[str], tls_secrets: list[str],
+                        version: Version) -> tuple[list[dict], list[dict], list[dict], dict | None]:
+    """(pod volumes, prometheus mounts, reloader mounts, volumeClaimTemplate) in upstream order."""
+    spec = prometheus.get("spec") or {}
+    base = prefixed_name(prometheus)
+    volumes: list[dict] = [
+        {"name": "config", "secret": {"secretName": base}},
+        {"name": "tls-assets", "projected": {"sources": [{"secret": {"name": s}} for s in tls_secrets]}},
+        {"name": "config-out", "emptyDir": {"medium": "Memory"}},
+    ]
+    prom_mounts: list[dict] = [
+        {"mountPath": CONFIG_OUT_DIR, "name": "config-out", "readOnly": True},
+        {"mountPath": TLS_ASSETS_DIR, "name": "tls-assets", "readOnly": True},
+    ]
+    db_volume, pvc, sub_path = _storage(prometheus)
+    db_mount: dict = {"mountPath": STORAGE_DIR, "name": f"{base}-db"}
+    if pvc is not None:
+        db_mount["name"] = pvc["metadata"]["name"]
+    if sub_path:
+        db_mount["subPath"] = sub_path
+    prom_mounts.append(db_mount)
+    prom_mounts += [dict(m) for m in spec.get("volumeMounts") or []]
+    for kind, dir_, items in (("secret", SECRETS_DIR, spec.get("secrets")), ("configmap", CONFIGMAPS_DIR,
+                                                                              spec.get("configMaps"))):
+        for item in items or []:
+            vol = sanitize_volume_name(f"{kind}-{item}")
+            source = {"secret": {"secretName": item}} if kind == "secret" else {"configMap": {"name": item}}
+            volumes.append({"name": vol, **source})
+            prom_mounts.append({"mountPath": f"{dir_}/{item}", "name": vol, "readOnly": True})
+    reloader_mounts: list[dict] = [
+        {"mountPath": CONFIG_DIR, "name": "config"},
+        {"mountPath": CONFIG_OUT_DIR, "name": "config-out"},
+    ]
+    for cm in rule_cms:
+        volumes.append({"name": cm, "configMap": {"name": cm, "optional": True}})
+        mount = {"mountPath": f"{RULES_DIR}/{cm}", "name": cm, "readOnly": True}
+        prom_mounts.append(mount)
+        reloader_mounts.append(dict(mount))
+    if _web_config_enabled(version):
+        volumes.append({"name": "web-config", "secret": {"secretName": f"{base}-web-config"}})
+        prom_mounts.append({"mountPath": f"{WEB_CONFIG_DIR}/{WEB_CONFIG_FILE}", "name": "web-config",
+                            "readOnly": True, "subPath": WEB_CONFIG_FILE})
+    if db_volume is not None:
+        volumes.append(db_volume)
+    volumes += [dict(v) for v in spec.get("volumes") or []]
+    return volumes, prom_mounts, reloader_mounts, pvc
+
+
+def reloader_args(spec: Mapping[str, Any], rule_cms: list[str], init: bool) -> list[str]:
+    """Upstream-compatible flags for promop-config-reloader (main sidecar or init container)."""
+    if init:
+        args = ["--watch-interval=0", f"--listen-address=:{RELOADER_INIT_PORT}"]
+    else:
+        args = [f"--listen-address=:{RELOADER_PORT}"]
+        base = f"http://{LOCALHOST}:{PROMETHEUS_PORT}"
+        if spec.get("reloadStrategy") == "ProcessSignal":
+            args += ["--reload-method=signal",
+                     f"--runtimeinfo-url={base}{posixpath.join(_route_prefix(spec), 'api/v1/status/runtimeinfo')}"]
+        else:
+            args.append(f"--reload-url={base}{posixpath.join(_route_prefix(spec), '-/reload')}")
+    args += [f"--config-file={CONFIG_FILE}", f"--config-envsubst-file={CONFIG_ENVSUBST_FILE}"]
+    args += [f"--watched-dir={RULES_DIR}/{cm}" for cm in rule_cms]
+    args.append(f"--watched-dir={CONFIG_DIR}")
+    return args
+
+
+def _reloader(name: str, spec: Mapping[str, Any], options: RenderOptions, rule_cms: list[str], shard: int,
+              mounts: list[dict], init: bool) -> dict:
+    port_name, port = ("reloader-init", RELOADER_INIT_PORT) if init else ("reloader-web", RELOADER_PORT)
+    return {
+        "name": name,
+        "image": options.config_reloader_image,
+        "command": list(RELOADER_COMMAND),
+        "args": reloader_args(spec, rule_cms, init),
+        "env": [
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+            {"name": "SHARD", "value": str(shard)},
+        ],
+        "ports": [{"containerPort": port, "name": port_name, "protocol": "TCP"}],
+        "resources": RELOADER_RESOURCES,
+        "securityContext": SECURITY_CONTEXT,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "volumeMounts": [dict(m) for m in mounts],
+    }
+
+
+_MERGE_KEYS = {"env": "name", "ports": "containerPort", "volumeMounts": "mountPath", "containers": "name",
+               "initContainers": "name", "envFrom": None}
+
+
+def strategic_merge(base: Any, patch: Any, key: str = "") -> Any:
+    """A small strategic merge: maps merge, lists of named items merge by key, other lists replace."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for k, v in patch.items():
+            out[k] = strategic_merge(base[k], v, k) if k in base else v
+        return out
+    merge_key = _MERGE_KEYS.get(key)
+    if merge_key and isinstance(base, list) and isinstance(patch, list):
+        out = list(base)
+        index = {item.get(merge_key): i for i, item in enumerate(out) if isinstance(item, dict)}
+        for item in patch:
+            k = item.get(merge_key) if isinstance(item, dict) else None
+            if k is not None and k in index:
+                out[index[k]] = strategic_merge(out[index[k]], item)
+            else:
+                out.append(item)
+        return out
+    return patch
+
+
+def _pod_spec_passthrough(spec: Mapping[str, Any]) -> dict:
+    out: dict = {}
+    for key in ("serviceAccountName", "nodeSelector", "priorityClassName", "tolerations", "affinity",
+                "topologySpreadConstraints", "imagePullSecrets", "securityContext", "runtimeClassName",
+                "dnsConfig", "enableServiceLinks", "hostUsers", "schedulerName"):
+        if spec.get(key) not in (None, [], {}):
+            out[key] = spec[key]
+    if spec.get("hostAliases"):
+        out["hostAliases"] = [{"hostnames": h.get("hostnames", []), "ip": h.get("ip")} for h in spec["hostAliases"]]
+    if spec.get("hostNetwork"):
+        out["hostNetwork"] = True
+        out["dnsPolicy"] = "ClusterFirstWithHostNet"
+    if spec.get("dnsPolicy"):
+        out["dnsPolicy"] = spec["dnsPolicy"]
+    return out
+
+
+def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_names: list[str],
+                      tls_secret_names: list[str], input_hash: str, shard: int) -> dict:
+    """The StatefulSet for one shard."""
+    md = prometheus["metadata"]
+    spec = prometheus.get("spec") or {}
+    version = _version(spec)
+    tls_secrets = list(tls_secret_names) or [f"{prefixed_name(prometheus)}-tls-assets-0"]
+    rule_cms = list(rule_configmap_names)
+    volumes, prom_mounts, reloader_mounts, pvc = _volumes_and_mounts(prometheus, rule_cms, tls_secrets, version)
+    sel = selector_labels(prometheus, shard)
+
+    startup, readiness, liveness = _probes(spec)
+    prom: dict = {
+        "name": "prometheus",
+        "image": image(spec, options),
+        "args": prometheus_args(spec, version),
+        "ports": [] if spec.get("listenLocal") else [
+            {"containerPort": PROMETHEUS_PORT, "name": spec.get("portName") or "web", "protocol": "TCP"}],
+        "startupProbe": startup,
+        "readinessProbe": readiness,
+        "livenessProbe": liveness,
+        "resources": dict(spec.get("resources") or {}),
+        "securityContext": SECURITY_CONTEXT,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "volumeMounts": prom_mounts,
+    }
+    if not prom["ports"]:
+        del prom["ports"]
+    containers = [prom, _reloader("config-reloader", spec, options, rule_cms, shard, reloader_mounts, init=False)]
+    init_containers = [_reloader("init-config-reloader", spec, options, rule_cms, shard, reloader_mounts, init=True)]
+    if spec.get("imagePullPolicy"):
+        for c in containers + init_containers:
+            c["imagePullPolicy"] = spec["imagePullPolicy"]
+    containers = strategic_merge(containers, spec.get("containers") or [], "containers")
+    init_containers = strategic_merge(init_containers, spec.get("initContainers") or [], "initContainers")
+
+    pod_md = spec.get("podMetadata") or {}
+    pod_labels = {**(pod_md.get("labels") or {}), "app.kubernetes.io/version": str(version).lstrip("v"), **sel}
+    pod_annotations = {**(pod_md.get("annotations") or {}), "kubectl.kubernetes.io/default-container": "prometheus"}
+    pod_spec: dict = {
+        "automountServiceAccountToken": spec.get("automountServiceAccountToken", True),
+        "containers": containers,
+        "initContainers": init_containers,
+        "terminationGracePeriodSeconds": spec.get("terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_PERIOD),
+        "volumes": volumes,
+        **_pod_spec_passthrough(spec),
+    }
+    if spec.get("reloadStrategy") == "ProcessSignal":
+        pod_spec["shareProcessNamespace"] = True
+
+    labels = {**(md.get("labels") or {}), "operator.prometheus.io/mode": "server", **sel}
+    annotations = {k: v for k, v in (md.get("annotations") or {}).items() if not k.startswith("kubectl.kubernetes.io/")}
+    annotations["prometheus-operator-input-hash"] = input_hash
+    sts_spec: dict = {
+        "podManagementPolicy": "Parallel",
+        "replicas": spec.get("replicas", 1) if spec.get("replicas") is not None else 1,
+        "selector": {"matchLabels": dict(sorted(sel.items()))},
+        "serviceName": spec.get("serviceName") or GOVERNING_SERVICE_NAME,
+        "template": {
+            "metadata": {"annotations": dict(sorted(pod_annotations.items())),
+                         "labels": dict(sorted(pod_labels.items()))},
+            "spec": pod_spec,
+        },
+        "updateStrategy": {"type": "RollingUpdate"},
+    }
+    if spec.get("minReadySeconds") is not None:
+        sts_spec["minReadySeconds"] = spec["minReadySeconds"]
+    if spec.get("persistentVolumeClaimRetentionPolicy"):
+        sts_spec["persistentVolumeClaimRetentionPolicy"] = spec["persistentVolumeClaimRetentionPolicy"]
+    if pvc is not None:
+        sts_spec["volumeClaimTemplates"] = [pvc]
+    return copy.deepcopy({  # no shared sub-objects between fields or shards
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": managed_metadata(prometheus, statefulset_name(prometheus, shard), options, labels=labels,
+                                     annotations=annotations),
+        "spec": sts_spec,
+    })
 
 
 def build_statefulsets(
@@ -15,15 +438,37 @@ def build_statefulsets(
     tls_secret_names: list[str],
     input_hash: str,
 ) -> list[dict]:
-    return []
-
-
-def build_service(prometheus: dict, options: RenderOptions) -> dict:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "prometheus-operated",
-            "namespace": prometheus["metadata"]["namespace"]}, "spec": {}}
+    """One StatefulSet per shard: prometheus-<name>, prometheus-<name>-shard-<n>."""
+    return [build_statefulset(prometheus, options, rule_configmap_names, tls_secret_names, input_hash, shard)
+            for shard in range(shard_count(prometheus.get("spec") or {}))]
 
 
 def compute_input_hash(
     prometheus: dict, options: RenderOptions, rule_configmap_names: list[str], tls_secret_names: list[str]
 ) -> str:
-    return "0"
+    """A deterministic decimal hash of what the StatefulSets are built from.
+
+    Covers what upstream's covers (labels, annotations, generation, operator
+    options, rule ConfigMap names as a set, the number of TLS Secrets), plus the
+    Prometheus spec itself, since objects read from files carry no generation.
+    Unlike upstream it does not cover the existing StatefulSet (the renderer is
+    pure), and like upstream not the generated config (the reloader handles that).
+    """
+    md = prometheus.get("metadata") or {}
+    payload = {
+        "labels": md.get("labels") or {},
+        "annotations": md.get("annotations") or {},
+        "generation": md.get("generation"),
+        "spec": prometheus.get("spec") or {},
+        "options": {
+            "labels": dict(options.labels),
+            "annotations": dict(options.annotations),
+            "config_reloader_image": options.config_reloader_image,
+            "prometheus_default_base_image": options.prometheus_default_base_image,
+            "operator_version": options.operator_version,
+        },
+        "rule_configmap_names": sorted(set(rule_configmap_names)),
+        "tls_shards": len(tls_secret_names),
+    }
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).digest()
+    return str(int.from_bytes(digest[:8], "big"))
