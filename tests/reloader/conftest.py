@@ -143,6 +143,11 @@ class ReloaderProcess:
         wait_for(ok, timeout, what=f"metric {name} (last value {holder.get('v')}); log tail:\n" + "\n".join(self.lines[-10:]))
         return holder["v"]
 
+    def wait_reloaded(self, n: int, timeout: float = 10.0) -> None:
+        """Wait until `n` reloads have completed successfully (not merely started)."""
+        wait_for(lambda: self._alive_or_fail() and self.count_logs("reload triggered") >= n, timeout,
+                 what=f"{n} successful reloads; log tail:\n" + "\n".join(self.lines[-10:]))
+
     def wait_exit(self, timeout: float = 10.0) -> int:
         rc = self.proc.wait(timeout=timeout)
         self._reader.join(2)
@@ -156,6 +161,11 @@ class ReloaderProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+@pytest.fixture
+def prometheus_binary() -> str:
+    return _require_prometheus()
 
 
 @pytest.fixture

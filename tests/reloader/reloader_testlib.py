@@ -56,11 +56,14 @@ class KubeletDir:
         self.generation = 0
 
     def publish(self, files: dict[str, str]) -> None:
+        self.publish_bytes({name: text.encode() for name, text in files.items()})
+
+    def publish_bytes(self, files: dict[str, bytes]) -> None:
         self.generation += 1
         ts_dir = self.root / f"..2026_11_22_00_00_{self.generation:02d}.{os.getpid()}"
         ts_dir.mkdir()
-        for name, text in files.items():
-            (ts_dir / name).write_text(text)
+        for name, data in files.items():
+            (ts_dir / name).write_bytes(data)
         old = os.readlink(self.root / "..data") if (self.root / "..data").is_symlink() else None
         tmp_link = self.root / "..data_tmp"
         os.symlink(ts_dir.name, tmp_link)

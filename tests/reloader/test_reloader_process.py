@@ -34,7 +34,7 @@ def test_reloads_only_when_content_changes(tmp_path, reloader_factory, reload_se
     (rules / "a.yaml").write_text("groups: []\n")
     srv = reload_server()
     rel = reloader_factory(_args(cfg, out, rules, srv.url, fast_flags))
-    rel.wait_metric("reloader_reloads_total", lambda v: v == 1)
+    rel.wait_reloaded(1)
     assert srv.posts == 1
 
     # Same bytes rewritten (atomic replace and in-place), and a rule file touched: no reload.
@@ -49,10 +49,10 @@ def test_reloads_only_when_content_changes(tmp_path, reloader_factory, reload_se
 
     # A real change in a watched dir reloads exactly once more.
     (rules / "a.yaml").write_text("groups: [{name: g, rules: []}]\n")
-    rel.wait_metric("reloader_reloads_total", lambda v: v == 2)
+    rel.wait_reloaded(2)
     # And a config change too, with the output rewritten.
     write_atomic(cfg, gz("global: {scrape_interval: 7s}\n"))
-    rel.wait_metric("reloader_reloads_total", lambda v: v == 3)
+    rel.wait_reloaded(3)
     assert out.read_text() == "global: {scrape_interval: 7s}\n"
     assert srv.posts == 3
     assert rel.metric("reloader_last_reload_successful") == 1
@@ -68,14 +68,14 @@ def test_envsubst_ordinal_and_unset_variables(tmp_path, reloader_factory, reload
     for name in ("UNSET_A", "UNSET_B"):
         os.environ.pop(name, None)
     rel = reloader_factory(_args(cfg, out, rules, srv.url, fast_flags), env=env)
-    rel.wait_metric("reloader_reloads_total", lambda v: v == 1)
+    rel.wait_reloaded(1)
     assert out.read_text() == "pod: prometheus-main-7\nord: 7\nx: $(UNSET_A) $(UNSET_A) $(UNSET_B)\n"
     assert rel.metric("reloader_config_environment_variable_expansion_errors") == 3
     warnings = [e for e in rel.logs if e["level"] == "warn" and e["msg"].startswith("environment variable not set")]
     assert sorted((w["var"], w["occurrences"]) for w in warnings) == [("UNSET_A", 2), ("UNSET_B", 1)]
     # Logged once: a new config with the same unset variable adds no warning.
     write_atomic(cfg, gz("x: $(UNSET_A)\n"))
-    rel.wait_metric("reloader_reloads_total", lambda v: v == 2)
+    rel.wait_reloaded(2)
     assert rel.metric("reloader_config_environment_variable_expansion_errors") == 1
     assert len([e for e in rel.logs if e["msg"].startswith("environment variable not set")]) == 2
 
@@ -117,7 +117,7 @@ def test_missing_input_at_start_is_waited_for(tmp_path, reloader_factory, reload
     rel.wait_metric("reloader_config_apply_operations_failed_total", lambda v: v >= 1)
     assert srv.posts == 0 and not out.exists()
     write_atomic(cfg, gz("global: {}\n"))
-    rel.wait_metric("reloader_reloads_total", lambda v: v == 1)
+    rel.wait_reloaded(1)
     assert out.read_text() == "global: {}\n"
 
 
@@ -125,7 +125,7 @@ def test_bad_input_keeps_last_good_output_until_fixed(tmp_path, reloader_factory
     cfg, out, rules = _setup(tmp_path, "good: 1\n")
     srv = reload_server()
     rel = reloader_factory(_args(cfg, out, rules, srv.url, fast_flags))
-    rel.wait_metric("reloader_reloads_total", lambda v: v == 1)
+    rel.wait_reloaded(1)
 
     broken = gzip.compress(b"good: 2\n" * 50)
     write_atomic(cfg, broken[:20] + b"\x00" * 30 + broken[50:])
@@ -140,11 +140,11 @@ def test_bad_input_keeps_last_good_output_until_fixed(tmp_path, reloader_factory
 
     # A watched-dir change still reloads while the config input is bad (the last good output stays).
     (rules / "r.yaml").write_text("groups: []\n")
-    rel.wait_metric("reloader_reloads_total", lambda v: v == 2)
+    rel.wait_reloaded(2)
     assert out.read_text() == "good: 1\n"
 
     write_atomic(cfg, gz("good: 3\n"))
-    rel.wait_metric("reloader_reloads_total", lambda v: v == 3)
+    rel.wait_reloaded(3)
     assert out.read_text() == "good: 3\n"
 
 
@@ -161,7 +161,7 @@ def test_unwritable_output_dir_recovers(tmp_path, reloader_factory, reload_serve
     assert srv.posts == 0
     blocker.unlink()
     blocker.mkdir()
-    rel.wait_metric("reloader_reloads_total", lambda v: v == 1)
+    rel.wait_reloaded(1)
     assert out.read_text() == "global: {}\n"
 
 
