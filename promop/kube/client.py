@@ -24,6 +24,7 @@ from typing import Any, Iterator, Mapping
 from urllib.parse import quote, urlencode
 
 import urllib3
+from urllib3.util.retry import Retry
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
@@ -42,6 +43,10 @@ PATCH_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
     "apply": "application/apply-patch+yaml",
 }
+# Connection-level retries only (refused connects, stale pooled connections on idempotent
+# requests); never on an HTTP status, and never sleeping for Retry-After.
+_RETRIES = Retry(total=3, connect=3, read=2, redirect=3, status=0, other=0, respect_retry_after_header=False,
+                 raise_on_status=False)
 _NO_RESPONSE = (urllib3.exceptions.HTTPError, OSError, ApiException)
 
 
@@ -82,9 +87,12 @@ class KubeClient:
         registry: Any = None,
     ) -> None:
         self.api_client = api_client
-        if pool_size is not None and api_client.configuration.connection_pool_maxsize != pool_size:
-            api_client.configuration.connection_pool_maxsize = pool_size
-            api_client.rest_client = rest.RESTClientObject(api_client.configuration)
+        cfg = api_client.configuration
+        if pool_size is not None:
+            cfg.connection_pool_maxsize = pool_size
+        # urllib3 would silently sleep through 429/503 Retry-After; callers must see those.
+        cfg.retries = _RETRIES
+        api_client.rest_client = rest.RESTClientObject(cfg)
         self.limiter = TokenBucket(qps, burst)
         self.request_timeout = request_timeout
         self.metrics: ClientMetrics = client_metrics(registry)
