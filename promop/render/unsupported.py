@@ -1,12 +1,137 @@
 """Warnings for spec fields promop does not implement, so nothing is silently ignored.
 
-STUB with the real signature; the implementation follows.
+SUPPORTED is the one place that says what the renderer reads, per kind, as a
+tree: a field name maps to ALL (the whole subtree is used) or to a nested dict
+of its supported sub-fields (applied to each item when the value is a list).
+Anything present in an object but absent here produces a warning naming the
+field. To support a new field, add it here.
 """
 
 from __future__ import annotations
 
-from promop.render.model import Problem
+from typing import Any, Mapping
+
+from promop.render.model import Problem, obj_meta
+
+ALL: Mapping[str, Any] = {}  # sentinel: the whole subtree is supported
+_ALL_MARK = id(ALL)
+
+_SELECTOR = ALL
+_SAFE_AUTH = {"type": ALL, "credentials": ALL}
+_BASIC_AUTH = {"username": ALL, "password": ALL}
+_TLS = {
+    "ca": ALL, "cert": ALL, "keySecret": ALL, "caFile": ALL, "certFile": ALL, "keyFile": ALL,
+    "serverName": ALL, "insecureSkipVerify": ALL, "minVersion": ALL, "maxVersion": ALL,
+}
+_RELABELINGS = ALL  # validated field by field by the config half
+
+_ENDPOINT = {
+    "port": ALL, "targetPort": ALL, "path": ALL, "scheme": ALL, "params": ALL, "interval": ALL,
+    "scrapeTimeout": ALL, "honorLabels": ALL, "honorTimestamps": ALL, "trackTimestampsStaleness": ALL,
+    "tlsConfig": _TLS, "bearerTokenFile": ALL, "bearerTokenSecret": ALL, "authorization": _SAFE_AUTH,
+    "basicAuth": _BASIC_AUTH, "relabelings": _RELABELINGS, "metricRelabelings": _RELABELINGS,
+    "filterRunning": ALL, "followRedirects": ALL, "enableHttp2": ALL,
+}
+_MONITOR_COMMON = {
+    "jobLabel": ALL, "selector": _SELECTOR, "namespaceSelector": ALL, "sampleLimit": ALL, "targetLimit": ALL,
+    "labelLimit": ALL, "labelNameLengthLimit": ALL, "labelValueLengthLimit": ALL, "keepDroppedTargets": ALL,
+    "bodySizeLimit": ALL, "attachMetadata": ALL, "scrapeClass": ALL, "scrapeProtocols": ALL,
+    "fallbackScrapeProtocol": ALL, "selectorMechanism": ALL,
+}
+
+_ALERTMANAGER_ENDPOINT = {
+    "namespace": ALL, "name": ALL, "port": ALL, "scheme": ALL, "pathPrefix": ALL, "tlsConfig": _TLS,
+    "bearerTokenFile": ALL, "basicAuth": _BASIC_AUTH, "authorization": _SAFE_AUTH, "apiVersion": ALL,
+    "timeout": ALL, "enableHttp2": ALL, "relabelings": _RELABELINGS, "alertRelabelings": _RELABELINGS,
+}
+_REMOTE_WRITE = {
+    "url": ALL, "name": ALL, "remoteTimeout": ALL, "headers": ALL, "writeRelabelConfigs": _RELABELINGS,
+    "basicAuth": _BASIC_AUTH, "bearerTokenFile": ALL, "authorization": ALL, "tlsConfig": _TLS,
+    "queueConfig": ALL, "followRedirects": ALL, "enableHTTP2": ALL, "sendExemplars": ALL,
+    "sendNativeHistograms": ALL, "metadataConfig": ALL, "messageVersion": ALL, "roundRobinDNS": ALL,
+}
+
+SUPPORTED: dict[str, Mapping[str, Any]] = {
+    "ServiceMonitor": {**_MONITOR_COMMON, "endpoints": _ENDPOINT, "targetLabels": ALL, "podTargetLabels": ALL},
+    "PodMonitor": {**_MONITOR_COMMON, "podMetricsEndpoints": _ENDPOINT, "podTargetLabels": ALL},
+    "PrometheusRule": {"groups": ALL},
+    "Prometheus": {
+        # selection and config (promop/render/config.py, globals.py, scrape.py, ...)
+        "serviceMonitorSelector": ALL, "serviceMonitorNamespaceSelector": ALL, "podMonitorSelector": ALL,
+        "podMonitorNamespaceSelector": ALL, "ruleSelector": ALL, "ruleNamespaceSelector": ALL,
+        "scrapeInterval": ALL, "scrapeTimeout": ALL, "evaluationInterval": ALL, "externalLabels": ALL,
+        "prometheusExternalLabelName": ALL, "replicaExternalLabelName": ALL, "scrapeProtocols": ALL,
+        "ignoreNamespaceSelectors": ALL, "overrideHonorLabels": ALL, "overrideHonorTimestamps": ALL,
+        "enforcedNamespaceLabel": ALL, "excludedFromEnforcement": ALL, "prometheusRulesExcludedFromEnforce": ALL,
+        "enforcedSampleLimit": ALL, "enforcedTargetLimit": ALL, "enforcedLabelLimit": ALL,
+        "enforcedLabelNameLengthLimit": ALL, "enforcedLabelValueLengthLimit": ALL,
+        "enforcedKeepDroppedTargets": ALL, "enforcedBodySizeLimit": ALL, "sampleLimit": ALL, "targetLimit": ALL,
+        "labelLimit": ALL, "labelNameLengthLimit": ALL, "labelValueLengthLimit": ALL, "keepDroppedTargets": ALL,
+        "bodySizeLimit": ALL, "scrapeClasses": ALL, "serviceDiscoveryRole": ALL, "apiserverConfig": ALL,
+        "arbitraryFSAccessThroughSMs": ALL, "additionalScrapeConfigs": ALL, "additionalAlertRelabelConfigs": ALL,
+        "additionalAlertManagerConfigs": ALL, "alerting": {"alertmanagers": _ALERTMANAGER_ENDPOINT},
+        "remoteWrite": _REMOTE_WRITE, "tsdb": ALL, "exemplars": ALL, "ruleQueryOffset": ALL, "runtime": ALL,
+        "queryLogFile": ALL, "scrapeFailureLogFile": ALL,
+        # StatefulSet and rules (promop/render/statefulset.py, rules.py)
+        "version": ALL, "image": ALL, "baseImage": ALL, "tag": ALL, "sha": ALL, "replicas": ALL, "shards": ALL,
+        "serviceName": ALL, "portName": ALL, "listenLocal": ALL, "routePrefix": ALL, "externalUrl": ALL,
+        "logLevel": ALL, "logFormat": ALL, "retention": ALL, "retentionSize": ALL, "enableAdminAPI": ALL,
+        "enableFeatures": ALL, "enableRemoteWriteReceiver": ALL, "query": ALL, "walCompression": ALL,
+        "additionalArgs": ALL, "reloadStrategy": ALL, "secrets": ALL, "configMaps": ALL, "volumes": ALL,
+        "volumeMounts": ALL, "storage": ALL, "containers": ALL, "initContainers": ALL, "podMetadata": ALL,
+        "resources": ALL, "imagePullPolicy": ALL, "imagePullSecrets": ALL, "serviceAccountName": ALL,
+        "nodeSelector": ALL, "priorityClassName": ALL, "tolerations": ALL, "affinity": ALL,
+        "topologySpreadConstraints": ALL, "securityContext": ALL, "runtimeClassName": ALL, "dnsConfig": ALL,
+        "dnsPolicy": ALL, "enableServiceLinks": ALL, "hostUsers": ALL, "schedulerName": ALL, "hostAliases": ALL,
+        "hostNetwork": ALL, "automountServiceAccountToken": ALL, "terminationGracePeriodSeconds": ALL,
+        "minReadySeconds": ALL, "persistentVolumeClaimRetentionPolicy": ALL,
+        # operator behaviour (promop/operator)
+        "paused": ALL,
+    },
+}
+
+# Why some well-known fields are ignored, to make the warning actionable.
+REASONS = {
+    ("Prometheus", "probeSelector"): "Probe objects are not supported",
+    ("Prometheus", "probeNamespaceSelector"): "Probe objects are not supported",
+    ("Prometheus", "scrapeConfigSelector"): "ScrapeConfig objects are not supported",
+    ("Prometheus", "scrapeConfigNamespaceSelector"): "ScrapeConfig objects are not supported",
+    ("Prometheus", "thanos"): "the Thanos sidecar is not supported",
+    ("Prometheus", "web"): "web TLS/HTTP settings are not supported; Prometheus serves plain HTTP",
+}
+
+
+def _walk(value: Any, tree: Mapping[str, Any], path: str, out: list[str]) -> None:
+    if id(tree) == _ALL_MARK:
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _walk(item, tree, f"{path}[{i}]", out)
+        return
+    if not isinstance(value, Mapping):
+        return
+    for key, sub in value.items():
+        if sub is None:
+            continue
+        if key not in tree:
+            out.append(f"{path}.{key}")
+        else:
+            _walk(sub, tree[key], f"{path}.{key}", out)
 
 
 def unsupported_fields(obj: dict) -> list[Problem]:
-    return []
+    """One warning per spec field set in `obj` that promop does not implement."""
+    kind = obj.get("kind", "")
+    tree = SUPPORTED.get(kind)
+    spec = obj.get("spec")
+    if tree is None or not isinstance(spec, Mapping):
+        return []
+    namespace, name = obj_meta(obj)
+    paths: list[str] = []
+    _walk(spec, tree, "spec", paths)
+    problems = []
+    for path in paths:
+        top = path.split(".")[1].split("[")[0]
+        reason = REASONS.get((kind, top), "not supported by promop")
+        problems.append(Problem(kind, namespace, name, path, f"{reason}; the field is ignored"))
+    return problems
