@@ -1,0 +1,367 @@
+"""The verbs' semantics over plain dicts: create, get, list, update, patch, delete, scale.
+
+Everything here runs under the store lock and raises ApiError for the client-visible errors."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import random
+import string
+import uuid
+from dataclasses import dataclass
+
+from promop.sandbox import patch as patching
+from promop.sandbox.discovery import Registry
+from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, not_found,
+                                   success_status)
+from promop.sandbox.gc import NAMESPACES, POLICIES, Collector, now
+from promop.sandbox.resources import ResourceType, crd_types
+from promop.sandbox.selectors import Predicate
+from promop.sandbox.store import Store
+from promop.sandbox.validation import check_crd, check_metadata, check_statefulset_update
+
+CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+STATEFULSETS = ("apps", "statefulsets")
+SECRETS = ("", "secrets")
+# metadata the server owns: kept from the stored object on every update
+SERVER_METADATA = ("uid", "creationTimestamp", "deletionTimestamp",
+                   "deletionGracePeriodSeconds", "generation")
+
+
+@dataclass
+class ListResult:
+    raws: list[bytes]
+    objects: list[dict]
+    resource_version: int
+    continue_token: str
+    remaining: int | None
+
+
+def _spec_part(rt: ResourceType, obj: dict) -> dict:
+    skip = {"metadata", "apiVersion", "kind"} | ({"status"} if rt.status_subresource else set())
+    return {k: v for k, v in obj.items() if k not in skip}
+
+
+def _without_rv(obj: dict) -> dict:
+    meta = {k: v for k, v in obj["metadata"].items() if k not in ("resourceVersion",
+                                                                   "managedFields")}
+    return dict(obj, metadata=meta)
+
+
+def _path_get(obj: dict, path: str):
+    current = obj
+    for part in path.lstrip(".").split("."):
+        current = current.get(part) if isinstance(current, dict) else None
+    return current
+
+
+def _path_set(obj: dict, path: str, value) -> None:
+    parts = path.lstrip(".").split(".")
+    current = obj
+    for part in parts[:-1]:
+        current = current.setdefault(part, {})
+    current[parts[-1]] = value
+
+
+class Api:
+    def __init__(self, store: Store, registry: Registry, simulate_statefulsets: bool = False):
+        self.store = store
+        self.registry = registry
+        self.simulate_statefulsets = simulate_statefulsets
+        self.collector = Collector(store, self._removed)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _existing(self, rt: ResourceType, namespace: str, name: str) -> dict:
+        obj = self.store.get(rt.key, namespace if rt.namespaced else "", name)
+        if obj is None:
+            raise not_found(rt.plural, rt.group, name)
+        return obj
+
+    def _check_body(self, rt: ResourceType, body, namespace: str) -> dict:
+        if not isinstance(body, dict):
+            raise bad_request(f"the body of a {rt.kind} write must be a JSON object")
+        if body.get("kind") and body["kind"] != rt.kind:
+            raise bad_request(f'the object kind "{body["kind"]}" does not match the resource '
+                              f'{rt.qualified} (kind "{rt.kind}")')
+        given_group = str(body.get("apiVersion") or rt.api_version).rpartition("/")[0]
+        if given_group != rt.group:
+            raise bad_request(f'the apiVersion "{body["apiVersion"]}" does not match the '
+                              f"resource {rt.qualified} ({rt.api_version})")
+        obj = copy.deepcopy(body)
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise bad_request("metadata must be an object")
+        if rt.namespaced:
+            if meta.get("namespace") and meta["namespace"] != namespace:
+                raise bad_request("the namespace of the provided object does not match the "
+                                  "namespace sent on the request")
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
+        meta.pop("managedFields", None)
+        return obj
+
+    def _normalise(self, rt: ResourceType, obj: dict) -> None:
+        """Per-kind defaulting the real apiserver does on every write."""
+        if rt.key == SECRETS:
+            string_data = obj.pop("stringData", None) or {}
+            if string_data:
+                data = dict(obj.get("data") or {})
+                for key, value in string_data.items():
+                    data[key] = base64.b64encode(str(value).encode()).decode()
+                obj["data"] = data
+            obj.setdefault("type", "Opaque")
+        if rt.key == STATEFULSETS and self.simulate_statefulsets:
+            spec = obj.setdefault("spec", {})
+            replicas = spec.get("replicas", 1)
+            status = dict(obj.get("status") or {})
+            status.update(replicas=replicas, readyReplicas=replicas,
+                          availableReplicas=replicas, updatedReplicas=replicas,
+                          currentReplicas=replicas,
+                          observedGeneration=obj["metadata"].get("generation", 1))
+            obj["status"] = status
+
+    def _ensure_namespace(self, rt: ResourceType, namespace: str) -> None:
+        if not rt.namespaced:
+            return
+        ns = self.store.get(NAMESPACES, "", namespace)
+        if ns is None:
+            raise not_found("namespaces", "", namespace)
+        if ns["metadata"].get("deletionTimestamp"):
+            raise ApiError(403, f'unable to create new content in namespace {namespace} because '
+                                "it is being terminated", details={"name": namespace})
+
+    # -- create --------------------------------------------------------------------------------
+    def create(self, rt: ResourceType, namespace: str, body) -> dict:
+        obj = self._check_body(rt, body, namespace)
+        meta = obj["metadata"]
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(
+                random.choices(string.ascii_lowercase + string.digits, k=5))
+        check_metadata(rt, obj)
+        with self.store.lock:
+            self._ensure_namespace(rt, namespace)
+            if self.store.get(rt.key, meta.get("namespace", ""), meta["name"]) is not None:
+                raise already_exists(rt.plural, rt.group, meta["name"])
+            for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+                meta.pop(field, None)
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = now()
+            if rt.generation:
+                meta["generation"] = 1
+            else:
+                meta.pop("generation", None)
+            if rt.status_subresource:
+                obj.pop("status", None)
+            if rt.key == NAMESPACES:
+                obj["status"] = {"phase": "Active"}
+            elif rt.key == ("", "pods"):
+                obj["status"] = {"phase": "Pending"}
+            elif rt.key == CRDS:
+                check_crd(obj)
+                self._serve_crd(obj)
+            self._normalise(rt, obj)
+            return self.store.put(rt.key, obj, None)
+
+    def _serve_crd(self, crd: dict) -> None:
+        names = crd["spec"]["names"]
+        crd["status"] = {
+            "acceptedNames": {k: v for k, v in names.items()},
+            "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
+            "conditions": [
+                {"type": t, "status": "True", "reason": r, "message": m,
+                 "lastTransitionTime": now()}
+                for t, r, m in (("NamesAccepted", "NoConflicts", "no conflicts found"),
+                                ("Established", "InitialNamesAccepted",
+                                 "the initial names have been accepted"))],
+        }
+        self.registry.remove_crd(crd["metadata"]["name"])
+        for rt in crd_types(crd):
+            self.registry.add(rt)
+
+    def _removed(self, key: tuple[str, str], gone: dict) -> None:
+        if key == CRDS:
+            served = self.registry.remove_crd(gone["metadata"]["name"])
+            for rt in served[:1]:
+                for obj, _raw in self.store.items(rt.key, None):
+                    self.store.remove(rt.key, obj)
+                self.store.drop_resource(rt.key)
+
+    # -- reads ---------------------------------------------------------------------------------
+    def get(self, rt: ResourceType, namespace: str, name: str) -> dict:
+        return self._existing(rt, namespace, name)
+
+    def list(self, rt: ResourceType, namespace: str | None, predicate: Predicate | None,
+             limit: int = 0, continue_token: str = "") -> ListResult:
+        start = None
+        if continue_token:
+            try:
+                start = tuple(json.loads(base64.urlsafe_b64decode(continue_token))["start"])
+            except (ValueError, KeyError, TypeError):
+                raise bad_request(f'invalid continue token "{continue_token}"') from None
+        with self.store.lock:
+            entries = self.store.items(rt.key, namespace if rt.namespaced else None)
+            rv = self.store.rv
+        if start is not None:
+            entries = [e for e in entries
+                       if (e[0]["metadata"].get("namespace", ""), e[0]["metadata"]["name"]) > start]
+        if predicate is not None:
+            entries = [e for e in entries if predicate(e[0])]
+        token, remaining = "", None
+        if limit and len(entries) > limit:
+            remaining = len(entries) - limit
+            entries = entries[:limit]
+            last = entries[-1][0]["metadata"]
+            token = base64.urlsafe_b64encode(json.dumps(
+                {"rv": rv, "start": [last.get("namespace", ""), last["name"]]}).encode()).decode()
+        return ListResult([e[1] for e in entries], [e[0] for e in entries], rv, token, remaining)
+
+    # -- update / patch --------------------------------------------------------------------------
+    def update(self, rt: ResourceType, namespace: str, name: str, body,
+               subresource: str = "") -> dict:
+        obj = self._check_body(rt, body, namespace if rt.namespaced else "")
+        if obj["metadata"].get("name", name) != name:
+            raise bad_request(f'the name of the object ({obj["metadata"].get("name")}) does not '
+                              f"match the name on the URL ({name})")
+        obj["metadata"]["name"] = name
+        with self.store.lock:
+            old = self._existing(rt, namespace, name)
+            wanted = obj["metadata"].get("resourceVersion")
+            if wanted and wanted != old["metadata"]["resourceVersion"]:
+                raise conflict(rt.plural, rt.group, name)
+            return self._write(rt, old, obj, subresource)
+
+    def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str, body,
+              subresource: str = "") -> dict:
+        with self.store.lock:
+            try:
+                old = self._existing(rt, namespace, name)
+            except ApiError:
+                if content_type.startswith(patching.APPLY_PATCH) and not subresource:
+                    return self.create(rt, namespace, body)  # server-side apply creates
+                raise
+            patched = patching.apply_patch(content_type, _without_rv(old) if not isinstance(
+                body, list) else old, body, rt.builtin)
+            wanted = (patched.get("metadata") or {}).get("resourceVersion")
+            if wanted and wanted != old["metadata"]["resourceVersion"]:
+                raise conflict(rt.plural, rt.group, name)
+            obj = self._check_body(rt, patched, namespace if rt.namespaced else "")
+            if obj["metadata"].get("name") != name:
+                raise bad_request("a patch may not change metadata.name")
+            return self._write(rt, old, obj, subresource)
+
+    def _write(self, rt: ResourceType, old: dict, new: dict, subresource: str) -> dict:
+        """The common end of update and patch: the status/main split, server-owned metadata,
+        generation, immutability, no-op detection and finalizer release."""
+        if subresource == "status":
+            status = new.get("status")
+            new = copy.deepcopy(old)
+            if status is None:
+                new.pop("status", None)
+            else:
+                new["status"] = status
+        elif subresource:
+            raise not_found(f"{rt.plural}/{subresource}", rt.group, old["metadata"]["name"])
+        else:
+            if rt.status_subresource:
+                if "status" in old:
+                    new["status"] = copy.deepcopy(old["status"])
+                else:
+                    new.pop("status", None)
+            meta = new["metadata"]
+            for field in SERVER_METADATA:
+                if field in old["metadata"]:
+                    meta[field] = old["metadata"][field]
+                else:
+                    meta.pop(field, None)
+            check_metadata(rt, new)
+            if old["metadata"].get("deletionTimestamp"):
+                added = set(meta.get("finalizers") or []) - set(
+                    old["metadata"].get("finalizers") or [])
+                if added:
+                    raise ApiError(422, f'{rt.kind} "{meta["name"]}" is invalid: '
+                                        "metadata.finalizers: Forbidden: no new finalizers can "
+                                        "be added if the object is being deleted")
+            if rt.key == STATEFULSETS:
+                check_statefulset_update(old, new)
+            if rt.key == CRDS:
+                check_crd(new)
+                self._serve_crd(new)
+            if rt.generation and _spec_part(rt, new) != _spec_part(rt, old):
+                meta["generation"] = old["metadata"].get("generation", 1) + 1
+            self._normalise(rt, new)
+        new["metadata"].pop("resourceVersion", None)
+        if _without_rv(new) == _without_rv(old):
+            return old  # a no-op write: same resourceVersion, no watch event
+        stored = self.store.put(rt.key, new, old)
+        if self.collector.finish_if_released(rt.key, stored):
+            return stored
+        return stored
+
+    # -- delete --------------------------------------------------------------------------------
+    def delete(self, rt: ResourceType, namespace: str, name: str, options: dict) -> dict:
+        policy = options.get("propagationPolicy")
+        if policy is None and options.get("orphanDependents") is not None:
+            policy = "Orphan" if options["orphanDependents"] else "Background"
+        policy = policy or "Background"
+        if policy not in POLICIES:
+            raise bad_request(f'propagationPolicy "{policy}" is not one of '
+                              f'{", ".join(POLICIES)}')
+        with self.store.lock:
+            obj = self._existing(rt, namespace, name)
+            pre = options.get("preconditions") or {}
+            if pre.get("uid") and pre["uid"] != obj["metadata"]["uid"]:
+                raise ApiError(409, f"Precondition failed: UID in precondition: {pre['uid']}, "
+                                    f"UID in object meta: {obj['metadata']['uid']}",
+                               reason="Conflict")
+            if pre.get("resourceVersion") and \
+                    pre["resourceVersion"] != obj["metadata"]["resourceVersion"]:
+                raise conflict(rt.plural, rt.group, name)
+            result, gone = self.collector.delete(rt.key, obj, policy)
+        if gone and not rt.delete_returns_object:
+            return success_status(rt.plural, name, rt.group, obj["metadata"]["uid"])
+        return result
+
+    def delete_collection(self, rt: ResourceType, namespace: str | None,
+                          predicate: Predicate | None, options: dict) -> dict:
+        with self.store.lock:
+            listed = self.list(rt, namespace, predicate)
+            for obj in listed.objects:
+                meta = obj["metadata"]
+                self.delete(rt, meta.get("namespace", ""), meta["name"], options)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+
+    # -- scale ---------------------------------------------------------------------------------
+    def get_scale(self, rt: ResourceType, namespace: str, name: str) -> dict:
+        obj = self._existing(rt, namespace, name)
+        paths = rt.scale or {}
+        meta = obj["metadata"]
+        scale = {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                 "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                                   "creationTimestamp") if k in meta},
+                 "spec": {"replicas": _path_get(obj, paths.get("specReplicasPath", "")) or 0},
+                 "status": {"replicas": _path_get(obj, paths.get("statusReplicasPath", "")) or 0}}
+        selector = _path_get(obj, paths.get("labelSelectorPath") or ".status.selector")
+        if selector:
+            scale["status"]["selector"] = selector
+        return scale
+
+    def set_scale(self, rt: ResourceType, namespace: str, name: str, body: dict) -> dict:
+        with self.store.lock:
+            old = self._existing(rt, namespace, name)
+            wanted = (body.get("metadata") or {}).get("resourceVersion")
+            if wanted and wanted != old["metadata"]["resourceVersion"]:
+                raise conflict(rt.plural, rt.group, name)
+            replicas = (body.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or replicas < 0:
+                raise ApiError(422, f'Scale "{name}" is invalid: spec.replicas: must be a '
+                                    "non-negative integer")
+            new = copy.deepcopy(old)
+            _path_set(new, rt.scale["specReplicasPath"], replicas)
+            self._write(rt, old, new, "")
+            return self.get_scale(rt, namespace, name)

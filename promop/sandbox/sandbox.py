@@ -1,0 +1,124 @@
+"""The programmatic handle: start/stop/restart the server, kubeconfig, clients, faults and the
+request log."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from promop.sandbox.api import Api
+from promop.sandbox.discovery import Registry
+from promop.sandbox.faults import Faults
+from promop.sandbox.kubeconfig import write_kubeconfig
+from promop.sandbox.server import RequestRecord, SandboxHTTPServer
+from promop.sandbox.store import Store
+
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public")
+
+
+class Sandbox:
+    """An in-process Kubernetes API server on 127.0.0.1.
+
+    `history_size` bounds the watch event history (older resumes get 410);
+    `bookmark_interval` is the seconds between BOOKMARK events on watches that allow them;
+    `simulate_statefulsets` makes every StatefulSet report all its replicas ready."""
+
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", history_size: int = 10000,
+                 bookmark_interval: float = 1.0, simulate_statefulsets: bool = False,
+                 default_watch_timeout: float = 1800.0) -> None:
+        self.host = host
+        self.port = port
+        self.bookmark_interval = bookmark_interval
+        self.default_watch_timeout = default_watch_timeout
+        self.store = Store(history_size)
+        self.registry = Registry()
+        self.api = Api(self.store, self.registry, simulate_statefulsets)
+        self.faults = Faults(self.store)
+        self._requests: list[RequestRecord] = []
+        self._requests_lock = threading.Lock()
+        self._server: SandboxHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        for name in INITIAL_NAMESPACES:
+            self.api.create(self.registry.lookup("", "v1", "namespaces"), "",
+                            {"metadata": {"name": name}})
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> "Sandbox":
+        if self._server is not None:
+            return self
+        server = SandboxHTTPServer((self.host, self.port), self)
+        self.port = server.server_address[1]
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
+                                        name=f"promop-sandbox-{self.port}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Close the listener and every open connection and watch; state is kept."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.stopping = True
+        server.shutdown()
+        server.server_close()
+        for watcher in self.store.all_watchers():
+            watcher.close()
+        server.close_connections()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def restart(self) -> "Sandbox":
+        """Stop, then serve the same state on the same port again."""
+        self.stop()
+        return self.start()
+
+    def __enter__(self) -> "Sandbox":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    # -- clients -------------------------------------------------------------------------------
+    def write_kubeconfig(self, path: str | os.PathLike) -> str:
+        return write_kubeconfig(path, self.url)
+
+    def client_configuration(self):
+        from kubernetes import client
+
+        configuration = client.Configuration()
+        configuration.host = self.url
+        configuration.api_key = {"BearerToken": "sandbox"}
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        return configuration
+
+    def api_client(self):
+        from kubernetes import client
+
+        return client.ApiClient(self.client_configuration())
+
+    # -- request accounting --------------------------------------------------------------------
+    def record(self, record: RequestRecord) -> None:
+        with self._requests_lock:
+            self._requests.append(record)
+
+    @property
+    def requests(self) -> list[RequestRecord]:
+        with self._requests_lock:
+            return list(self._requests)
+
+    def reset_requests(self) -> None:
+        with self._requests_lock:
+            self._requests.clear()
+
+    def count_requests(self, verb: str | None = None, resource: str | None = None,
+                       write_only: bool = False) -> int:
+        return sum(1 for r in self.requests
+                   if (verb is None or r.verb == verb) and
+                   (resource is None or r.resource == resource) and
+                   (not write_only or r.is_write))

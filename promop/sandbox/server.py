@@ -1,0 +1,470 @@
+"""HTTP/1.1 front end: routing Kubernetes API paths to the verbs, request accounting, fault
+injection, and chunked watch streams."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import yaml
+
+from promop.sandbox import negotiate
+from promop.sandbox.errors import ApiError, bad_request
+from promop.sandbox.discovery import VERSION_INFO
+from promop.sandbox.patch import APPLY_PATCH
+from promop.sandbox.resources import ResourceType
+from promop.sandbox.selectors import (object_predicate, parse_field_selector,
+                                      parse_label_selector)
+from promop.sandbox.tables import table
+from promop.sandbox.watch import Watcher, encode, partial_metadata
+
+if TYPE_CHECKING:
+    from promop.sandbox.sandbox import Sandbox
+
+log = logging.getLogger("promop.sandbox")
+
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+JSON = "application/json"
+
+
+@dataclass
+class RequestRecord:
+    """One answered request, for tests that assert on API traffic."""
+
+    method: str
+    verb: str
+    group: str | None
+    version: str | None
+    resource: str | None
+    subresource: str | None
+    namespace: str | None
+    name: str | None
+    code: int
+    user_agent: str
+    path: str = ""
+
+    @property
+    def is_write(self) -> bool:
+        return self.verb in WRITE_VERBS
+
+
+@dataclass
+class Route:
+    group: str
+    version: str
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    watch_path: bool
+
+
+class SandboxHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    block_on_close = False
+
+    def __init__(self, address, sandbox: "Sandbox") -> None:
+        self.sandbox = sandbox
+        self.connections: set = set()
+        self.connections_lock = threading.Lock()
+        self.stopping = False
+        super().__init__(address, Handler)
+
+    def handle_error(self, request, client_address) -> None:
+        """Clients hanging up mid-stream are routine; anything else is a sandbox bug."""
+        import sys
+
+        error = sys.exc_info()[1]
+        if isinstance(error, (OSError, ValueError)):
+            return
+        log.exception("sandbox connection failed client=%s:%s", *client_address[:2])
+
+    def close_connections(self) -> None:
+        with self.connections_lock:
+            connections = list(self.connections)
+        for connection in connections:
+            try:
+                connection.shutdown(2)
+            except OSError:
+                pass
+
+
+def _first(params: dict, name: str, default: str | None = None) -> str | None:
+    values = params.get(name)
+    return values[0] if values else default
+
+
+def _flag(params: dict, name: str) -> bool:
+    return (_first(params, name) or "").lower() in ("true", "1")
+
+
+def parse_route(sandbox: "Sandbox", parts: list[str]) -> Route | None:
+    if parts[0] == "api" and len(parts) >= 3:
+        group, version, rest = "", parts[1], parts[2:]
+    elif parts[0] == "apis" and len(parts) >= 4:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    watch_path = rest[0] == "watch"
+    if watch_path:
+        rest = rest[1:]
+    namespace = name = sub = None
+    if not rest:
+        return None
+    if rest[0] == "namespaces" and len(rest) >= 3 and not (
+            group == "" and len(rest) == 3 and rest[2] in ("status", "finalize")):
+        namespace, plural, tail = rest[1], rest[2], rest[3:]
+    else:
+        plural, tail = rest[0], rest[1:]
+    if len(tail) > 2:
+        return None
+    name = tail[0] if tail else None
+    sub = tail[1] if len(tail) > 1 else None
+    rt = sandbox.registry.lookup(group, version, plural)
+    if rt is None or (namespace is not None and not rt.namespaced):
+        return None
+    if sub and not ((sub == "status" and rt.status_subresource) or
+                    (sub == "scale" and rt.scale is not None) or
+                    (sub == "finalize" and plural == "namespaces")):
+        return None
+    return Route(group, version, rt, namespace, name, sub, watch_path)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    wbufsize = 1 << 16  # headers and body leave in one send; watch chunks flush explicitly
+    server: SandboxHTTPServer
+
+    def log_message(self, format, *args) -> None:  # noqa: A002 - the stdlib's name
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.server.connections_lock:
+            self.server.connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server.connections_lock:
+            self.server.connections.discard(self.connection)
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _send(self, code: int, body: bytes, headers: dict | None = None,
+              content_type: str = JSON) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-cache, private")
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_json(self, code: int, obj: dict, headers: dict | None = None) -> None:
+        self._send(code, encode(obj), headers)
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _decode(self, raw: bytes, content_type: str):
+        if not raw:
+            return None
+        try:
+            if content_type.startswith(APPLY_PATCH) or "yaml" in content_type:
+                return yaml.safe_load(raw)
+            return json.loads(raw)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise bad_request(f"the request body is not valid JSON: {exc}") from None
+
+    def _handle(self, method: str) -> None:
+        sandbox = self.server.sandbox
+        url = urlsplit(self.path)
+        params = parse_qs(url.query, keep_blank_values=True)
+        raw = self._read_body()
+        parts = [unquote(p) for p in url.path.strip("/").split("/")] or [""]
+        record = RequestRecord(method, method.lower(), None, None, None, None, None, None, 0,
+                               self.headers.get("User-Agent", ""), self.path)
+        try:
+            route = parse_route(sandbox, parts)
+            if route is None:
+                record.verb = "get" if method == "GET" else method.lower()
+                self._non_resource(method, url.path, record)
+                return
+            record.group, record.version, record.resource = route.group, route.version, \
+                route.rt.plural
+            record.namespace, record.name, record.subresource = route.namespace, route.name, \
+                route.subresource
+            record.verb = self._verb(method, route, params)
+            delay = sandbox.faults.latency(record.verb, route.rt.plural)
+            if delay:
+                time.sleep(delay)
+            failure = sandbox.faults.take_failure(record.verb, route.rt.plural)
+            if failure is not None:
+                raise failure
+            content_type = (self.headers.get("Content-Type") or JSON).lower()
+            body = self._decode(raw, content_type)
+            if record.verb == "watch":
+                self._watch(route, params, record)
+                return
+            code, obj = self._resource(route, record.verb, params, body, content_type)
+            record.code = code
+            self._answer(route, code, obj)
+        except ApiError as error:
+            record.code = error.code
+            self._send_json(error.code, error.status(), error.headers)
+        except (BrokenPipeError, ConnectionResetError):
+            record.code = 499
+            self.close_connection = True
+        except Exception as exc:  # a sandbox bug: say so, as the apiserver would
+            log.exception("sandbox request failed method=%s path=%s", method, self.path)
+            record.code = 500
+            self._send_json(500, ApiError(500, f"sandbox internal error: {exc!r}").status())
+        finally:
+            sandbox.record(record)
+
+    @staticmethod
+    def _verb(method: str, route: Route, params: dict) -> str:
+        if method == "GET":
+            if route.watch_path or _flag(params, "watch"):
+                return "watch"
+            return "get" if route.name else "list"
+        if method == "POST":
+            return "create"
+        if method == "PUT":
+            return "update"
+        if method == "PATCH":
+            return "patch"
+        if method == "DELETE":
+            return "delete" if route.name else "deletecollection"
+        raise ApiError(405, f"method {method} is not allowed")
+
+    def _non_resource(self, method: str, path: str, record: RequestRecord) -> None:
+        sandbox = self.server.sandbox
+        path = "/" + path.strip("/")
+        doc = None
+        if method == "GET":
+            if path == "/version":
+                doc = VERSION_INFO
+            elif path in ("/healthz", "/livez", "/readyz"):
+                record.code = 200
+                self._send(200, b"ok", content_type="text/plain")
+                return
+            elif path == "/api":
+                doc = sandbox.registry.api_versions(f"127.0.0.1:{sandbox.port}")
+            elif path == "/apis":
+                doc = sandbox.registry.api_group_list()
+            else:
+                parts = path.strip("/").split("/")
+                if parts[0] == "api" and len(parts) == 2:
+                    doc = sandbox.registry.resource_list("", parts[1])
+                elif parts[0] == "apis" and len(parts) == 2:
+                    doc = sandbox.registry.api_group(parts[1])
+                elif parts[0] == "apis" and len(parts) == 3:
+                    doc = sandbox.registry.resource_list(parts[1], parts[2])
+        if doc is None:
+            raise ApiError(404, "the server could not find the requested resource",
+                           details={"causes": [{"reason": "UnexpectedServerResponse",
+                                                "message": f"{method} {path}"}]})
+        record.code = 200
+        self._send_json(200, doc)
+
+    # -- resources -----------------------------------------------------------------------------
+    def _resource(self, route: Route, verb: str, params: dict, body, content_type: str):
+        api = self.server.sandbox.api
+        rt, ns, name, sub = route.rt, route.namespace or "", route.name, route.subresource
+        if sub == "scale":
+            if verb == "get":
+                return 200, api.get_scale(rt, ns, name)
+            if verb == "update":
+                return 200, api.set_scale(rt, ns, name, body or {})
+            if verb == "patch":
+                current = api.get_scale(rt, ns, name)
+                from promop.sandbox.patch import apply_patch
+                return 200, api.set_scale(rt, ns, name,
+                                          apply_patch(content_type, current, body, True))
+            raise ApiError(405, f"{verb} is not supported on {rt.plural}/scale")
+        if verb == "get":
+            return 200, api.get(rt, ns, name)
+        if verb == "list":
+            predicate = self._predicate(params)
+            limit = int(_first(params, "limit", "0") or 0)
+            result = api.list(rt, route.namespace, predicate, limit,
+                              _first(params, "continue", "") or "")
+            return 200, result
+        if verb == "create":
+            if body is None:
+                raise bad_request("a create needs a request body")
+            if _first(params, "dryRun"):
+                return 201, body
+            return 201, api.create(rt, ns, body)
+        if verb == "update":
+            if body is None:
+                raise bad_request("an update needs a request body")
+            return 200, api.update(rt, ns, name, body, sub or "")
+        if verb == "patch":
+            if body is None:
+                raise bad_request("a patch needs a request body")
+            return 200, api.patch(rt, ns, name, content_type, body, sub or "")
+        options = dict(body or {}) if isinstance(body, dict) else {}
+        for param in ("propagationPolicy", "orphanDependents"):
+            if _first(params, param) is not None:
+                value = _first(params, param)
+                options[param] = value if param == "propagationPolicy" else value == "true"
+        if verb == "delete":
+            return 200, api.delete(rt, ns, name, options)
+        return 200, api.delete_collection(rt, route.namespace, self._predicate(params), options)
+
+    @staticmethod
+    def _predicate(params: dict):
+        return object_predicate(parse_label_selector(_first(params, "labelSelector")),
+                                parse_field_selector(_first(params, "fieldSelector")))
+
+    def _present(self, rt: ResourceType, obj: dict, shape: str) -> dict:
+        if shape == negotiate.PARTIAL and obj.get("kind") != "Status":
+            return partial_metadata(obj)
+        if obj.get("apiVersion") != rt.api_version and obj.get("kind") == rt.kind:
+            return dict(obj, apiVersion=rt.api_version)
+        return obj
+
+    def _answer(self, route: Route, code: int, result) -> None:
+        shape = negotiate.response_format(self.headers.get("Accept"))
+        rt = route.rt
+        if not hasattr(result, "raws"):
+            if shape == negotiate.TABLE and result.get("kind") == rt.kind:
+                result = table([result], result["metadata"].get("resourceVersion", ""))
+            self._send_json(code, self._present(rt, result, shape))
+            return
+        metadata = {"resourceVersion": str(result.resource_version)}
+        if result.continue_token:
+            metadata["continue"] = result.continue_token
+        if result.remaining is not None:
+            metadata["remainingItemCount"] = result.remaining
+        if shape == negotiate.TABLE:
+            self._send_json(code, table(result.objects, metadata["resourceVersion"],
+                                        result.continue_token))
+            return
+        if shape == negotiate.PARTIAL:
+            head = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1"}
+            items = [encode(partial_metadata(o)) for o in result.objects]
+        else:
+            head = {"kind": rt.extra.get("listKind", rt.kind + "List"),
+                    "apiVersion": rt.api_version}
+            items = [raw if obj.get("apiVersion") == rt.api_version else
+                     encode(dict(obj, apiVersion=rt.api_version))
+                     for obj, raw in zip(result.objects, result.raws)]
+        head["metadata"] = metadata
+        body = encode(head)[:-1] + b',"items":[' + b",".join(items) + b"]}"
+        self._send(code, body)
+
+    # -- watch ---------------------------------------------------------------------------------
+    def _watch(self, route: Route, params: dict, record: RequestRecord) -> None:
+        sandbox = self.server.sandbox
+        rt = route.rt
+        field_selector = _first(params, "fieldSelector") or ""
+        if route.name:  # legacy /watch/.../<name> paths
+            field_selector = ",".join(filter(None, [field_selector,
+                                                    f"metadata.name={route.name}"]))
+        predicate = object_predicate(parse_label_selector(_first(params, "labelSelector")),
+                                     parse_field_selector(field_selector))
+        shape = negotiate.response_format(self.headers.get("Accept"))
+        watcher = Watcher(rt.key, route.namespace, predicate, shape == negotiate.PARTIAL,
+                          rt.api_version, rt.kind)
+        rv_param = _first(params, "resourceVersion") or ""
+        since: int | None = None
+        if rv_param not in ("", "0"):
+            try:
+                since = int(rv_param)
+            except ValueError:
+                raise bad_request(f'invalid resourceVersion "{rv_param}"') from None
+        timeout = float(_first(params, "timeoutSeconds") or sandbox.default_watch_timeout)
+        bookmarks = _flag(params, "allowWatchBookmarks")
+        self.send_response(200)
+        self.send_header("Content-Type", JSON)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        self.wfile.flush()
+        record.code = 200
+        try:
+            sandbox.store.add_watcher(watcher, since)
+        except ApiError as error:  # 410: an ERROR event, then the stream ends
+            self._chunk(Watcher.error_line(error))
+            self._chunk(b"")
+            return
+        try:
+            self._stream(watcher, timeout, bookmarks)
+        except OSError:
+            self.close_connection = True
+        finally:
+            sandbox.store.remove_watcher(watcher)
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _stream(self, watcher: Watcher, timeout: float, bookmarks: bool) -> None:
+        sandbox = self.server.sandbox
+        faults = sandbox.faults
+        started = time.monotonic()
+        deadline = started + timeout
+        interval = sandbox.bookmark_interval
+        next_bookmark = started + interval
+        while True:
+            with watcher.cond:
+                while not watcher.closed and (not watcher.queue or faults.stalled):
+                    wait_until = deadline
+                    if bookmarks and not faults.stalled:
+                        wait_until = min(wait_until, next_bookmark)
+                    remaining = wait_until - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    watcher.cond.wait(remaining)
+                lines = []
+                if not faults.stalled and watcher.queue:
+                    lines = list(watcher.queue)
+                    watcher.queue.clear()
+                closed = watcher.closed
+            if lines:
+                self._chunk(b"".join(lines))
+            if closed or self.server.stopping:
+                break
+            current = time.monotonic()
+            if current >= deadline:
+                break
+            if bookmarks and not faults.stalled and current >= next_bookmark:
+                next_bookmark = current + interval
+                with sandbox.store.lock:
+                    rv = sandbox.store.rv
+                    with watcher.cond:
+                        due = not watcher.queue
+                if due:
+                    self._chunk(watcher.bookmark_line(rv))
+        self._chunk(b"")

@@ -1,0 +1,129 @@
+"""Object storage: one global resourceVersion counter, a bounded event history for resumable
+watches, and fan-out of each committed change to the open watchers."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+from promop.sandbox.errors import expired
+from promop.sandbox.watch import Event, Watcher, encode
+
+ObjKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped
+
+
+class Store:
+    """All state behind one re-entrant lock; callers hold `lock` across read-modify-write."""
+
+    def __init__(self, history_size: int = 10000) -> None:
+        self.lock = threading.RLock()
+        self.rv = 0
+        self.objects: dict[tuple[str, str], dict[ObjKey, tuple[dict, bytes]]] = {}
+        self.history: deque[Event] = deque(maxlen=history_size)
+        self.compacted_rv = 0  # events with rv <= this are no longer in history
+        self.watchers: dict[tuple[str, str], set[Watcher]] = {}
+        # owner uid -> set of (resource key, namespace, name) of dependents, for GC
+        self.dependents: dict[str, set[tuple[tuple[str, str], str, str]]] = {}
+        self.uids: dict[str, tuple[tuple[str, str], str, str]] = {}
+
+    # -- reads ---------------------------------------------------------------------------------
+    def get(self, key: tuple[str, str], namespace: str, name: str) -> dict | None:
+        entry = self.objects.get(key, {}).get((namespace, name))
+        return entry[0] if entry else None
+
+    def items(self, key: tuple[str, str], namespace: str | None) -> list[tuple[dict, bytes]]:
+        """Entries sorted by (namespace, name), the order the real apiserver lists in."""
+        bucket = self.objects.get(key, {})
+        if namespace is None:
+            keys = sorted(bucket)
+        else:
+            keys = sorted(k for k in bucket if k[0] == namespace)
+        return [bucket[k] for k in keys]
+
+    def by_uid(self, uid: str) -> dict | None:
+        where = self.uids.get(uid)
+        return self.get(*where) if where else None
+
+    # -- writes --------------------------------------------------------------------------------
+    def _next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def put(self, key: tuple[str, str], obj: dict, old: dict | None) -> dict:
+        """Store `obj` (a fresh dict the caller no longer mutates) with a new resourceVersion."""
+        with self.lock:
+            rv = self._next_rv()
+            meta = obj["metadata"]
+            meta["resourceVersion"] = str(rv)
+            namespace, name = meta.get("namespace", ""), meta["name"]
+            raw = encode(obj)
+            self.objects.setdefault(key, {})[(namespace, name)] = (obj, raw)
+            self._index(key, namespace, name, old, obj)
+            self._commit(Event(rv, "MODIFIED" if old else "ADDED", key, namespace, obj, raw, old))
+            return obj
+
+    def remove(self, key: tuple[str, str], obj: dict) -> dict:
+        """Delete; the DELETED event carries the object at a new resourceVersion."""
+        with self.lock:
+            rv = self._next_rv()
+            gone = dict(obj)
+            gone["metadata"] = dict(obj["metadata"], resourceVersion=str(rv))
+            namespace, name = gone["metadata"].get("namespace", ""), gone["metadata"]["name"]
+            self.objects.get(key, {}).pop((namespace, name), None)
+            self._index(key, namespace, name, obj, None)
+            self._commit(Event(rv, "DELETED", key, namespace, gone, encode(gone), obj))
+            return gone
+
+    def _index(self, key, namespace: str, name: str, old: dict | None, new: dict | None) -> None:
+        where = (key, namespace, name)
+        for ref in ((old or {}).get("metadata") or {}).get("ownerReferences") or []:
+            self.dependents.get(ref.get("uid"), set()).discard(where)
+        for ref in ((new or {}).get("metadata") or {}).get("ownerReferences") or []:
+            self.dependents.setdefault(ref.get("uid"), set()).add(where)
+        if old is not None:
+            self.uids.pop(old["metadata"].get("uid"), None)
+        if new is not None:
+            self.uids[new["metadata"]["uid"]] = where
+
+    def _commit(self, event: Event) -> None:
+        if len(self.history) == self.history.maxlen and self.history:
+            self.compacted_rv = self.history[0].rv
+        self.history.append(event)
+        for watcher in tuple(self.watchers.get(event.key, ())):
+            watcher.offer(event)
+
+    def drop_resource(self, key: tuple[str, str]) -> None:
+        """Forget a whole resource (its CRD was deleted): close its watches."""
+        with self.lock:
+            self.objects.pop(key, None)
+            for watcher in self.watchers.pop(key, set()):
+                watcher.close()
+
+    # -- watches -------------------------------------------------------------------------------
+    def add_watcher(self, watcher: Watcher, since: int | None) -> None:
+        """Register; replay history after `since`, or send the current state as ADDED."""
+        with self.lock:
+            if since is None:
+                for obj, raw in self.items(watcher.key, watcher.namespace):
+                    watcher.offer(Event(self.rv, "ADDED", watcher.key, "", obj, raw))
+            else:
+                if since < self.compacted_rv:
+                    raise expired(f"too old resource version: {since} ({self.compacted_rv + 1})")
+                for event in self.history:
+                    if event.rv > since and event.key == watcher.key:
+                        watcher.offer(event)
+            self.watchers.setdefault(watcher.key, set()).add(watcher)
+
+    def remove_watcher(self, watcher: Watcher) -> None:
+        with self.lock:
+            self.watchers.get(watcher.key, set()).discard(watcher)
+
+    def all_watchers(self) -> list[Watcher]:
+        with self.lock:
+            return [w for group in self.watchers.values() for w in group]
+
+    def compact(self) -> None:
+        """Drop the history: any watch resuming from an RV before now gets 410 Expired."""
+        with self.lock:
+            self.history.clear()
+            self.compacted_rv = self.rv

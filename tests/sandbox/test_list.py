@@ -1,0 +1,120 @@
+"""LIST: selectors, paging, list resourceVersion, cluster-wide lists, partial metadata."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes.client import ApiException
+
+from .helpers import configmap, raw
+
+PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+PARTIAL = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+
+@pytest.fixture
+def labelled(core):
+    specs = {"a": {"env": "prod", "tier": "web"}, "b": {"env": "qa", "tier": "db"},
+             "c": {"env": "dev"}, "d": {}}
+    for name, labels in specs.items():
+        core.create_namespaced_config_map("default", configmap(name, labels=labels))
+    return specs
+
+
+def names(result) -> list[str]:
+    return [item.metadata.name for item in result.items]
+
+
+@pytest.mark.parametrize("selector, expected", [
+    ("env=prod", ["a"]),
+    ("env==qa", ["b"]),
+    ("env!=prod", ["b", "c", "d"]),
+    ("env in (prod, qa)", ["a", "b"]),
+    ("env notin (prod,qa)", ["c", "d"]),
+    ("tier", ["a", "b"]),
+    ("!tier", ["c", "d"]),
+    ("env,!tier", ["c"]),
+    ("env in (prod,dev),tier!=db", ["a", "c"]),
+])
+def test_label_selectors(core, labelled, selector, expected):
+    assert names(core.list_namespaced_config_map("default", label_selector=selector)) == expected
+
+
+def test_bad_label_selector_is_bad_request(core):
+    with pytest.raises(ApiException) as excinfo:
+        core.list_namespaced_config_map("default", label_selector="env in prod")
+    assert excinfo.value.status == 400
+
+
+def test_field_selectors(core, labelled):
+    core.create_namespace({"metadata": {"name": "other"}})
+    core.create_namespaced_config_map("other", configmap("a"))
+    core.create_namespaced_secret("default", {"metadata": {"name": "tls"}, "type":
+                                              "kubernetes.io/tls"})
+    core.create_namespaced_secret("default", {"metadata": {"name": "helm"},
+                                              "type": "helm.sh/release.v1"})
+    everywhere = core.list_config_map_for_all_namespaces(field_selector="metadata.name=a")
+    assert [(i.metadata.namespace, i.metadata.name) for i in everywhere.items] == \
+        [("default", "a"), ("other", "a")]
+    outside = core.list_config_map_for_all_namespaces(
+        field_selector="metadata.namespace!=default")
+    assert [i.metadata.namespace for i in outside.items] == ["other"]
+    assert names(core.list_namespaced_secret("default", field_selector="type!=helm.sh/release.v1")) \
+        == ["tls"]
+    assert names(core.list_namespaced_secret(
+        "default", field_selector="type=kubernetes.io/tls,metadata.name=tls")) == ["tls"]
+
+
+def test_paging_with_limit_and_continue(core):
+    for n in range(7):
+        core.create_namespaced_config_map("default", configmap(f"cm-{n}"))
+    seen, token, pages = [], None, 0
+    while True:
+        page = core.list_namespaced_config_map("default", limit=3, _continue=token)
+        seen += names(page)
+        pages += 1
+        token = page.metadata._continue
+        if not token:
+            break
+        assert page.metadata.remaining_item_count == 7 - len(seen)
+    assert pages == 3
+    assert seen == [f"cm-{n}" for n in range(7)]
+
+
+def test_list_resource_version_is_the_latest_write(core):
+    made = core.create_namespaced_config_map("default", configmap("a"))
+    listed = core.list_namespaced_config_map("default")
+    assert listed.metadata.resource_version == made.metadata.resource_version
+    core.create_namespaced_secret("default", {"metadata": {"name": "s"}})
+    assert int(core.list_namespaced_config_map("default").metadata.resource_version) > \
+        int(made.metadata.resource_version)
+
+
+def test_cluster_wide_list_spans_namespaces(core):
+    core.create_namespace({"metadata": {"name": "x"}})
+    core.create_namespaced_config_map("x", configmap("one"))
+    core.create_namespaced_config_map("default", configmap("two"))
+    listed = core.list_config_map_for_all_namespaces()
+    assert {(i.metadata.namespace, i.metadata.name) for i in listed.items} == \
+        {("x", "one"), ("default", "two")}
+
+
+def test_partial_object_metadata_list_and_get(core):
+    core.create_namespaced_secret("default", {"metadata": {"name": "s", "labels": {"a": "b"}},
+                                              "stringData": {"password": "secret"}})
+    listed = raw(core.list_namespaced_secret("default", _preload_content=False,
+                                             _headers={"Accept": PARTIAL_LIST}))
+    assert listed["kind"] == "PartialObjectMetadataList"
+    assert listed["apiVersion"] == "meta.k8s.io/v1"
+    assert listed["metadata"]["resourceVersion"]
+    [item] = listed["items"]
+    assert item["kind"] == "PartialObjectMetadata"
+    assert item["metadata"]["labels"] == {"a": "b"}
+    assert "data" not in item
+    got = raw(core.read_namespaced_secret("s", "default", _preload_content=False,
+                                          _headers={"Accept": PARTIAL}))
+    assert got["kind"] == "PartialObjectMetadata" and set(got) == {"kind", "apiVersion",
+                                                                    "metadata"}
+    # falls back to full objects when the client lists JSON first
+    full = raw(core.read_namespaced_secret("s", "default", _preload_content=False,
+                                           _headers={"Accept": "application/json, " + PARTIAL}))
+    assert full["kind"] == "Secret"
