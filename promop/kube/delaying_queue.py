@@ -41,11 +41,11 @@ class DelayingQueue(Queue):
         self._seq = itertools.count()
 
     def add_after(self, item: Hashable, delay_seconds: float) -> None:
-        with self._cond:
+        with self._lock:
             if self._shutting_down:
                 return
             if self._stats is not None:
-                self._stats.on_retry()
+                self._stats.retries += 1
             self._promote_due()  # an item that is already due is queued, not waiting
             if delay_seconds <= 0:
                 self._add_locked(item)
@@ -82,6 +82,6 @@ class DelayingQueue(Queue):
 
     def waiting(self) -> int:
         """How many items wait for their ready time (not yet in the FIFO)."""
-        with self._cond:
+        with self._lock:
             self._promote_due()
             return len(self._waiting)

@@ -15,10 +15,12 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from bisect import bisect_left
 from collections import deque
 from typing import Any, Hashable, Optional
 
 from promop.kube import workqueue_metrics
+from promop.kube.workqueue_metrics import BUCKETS
 
 #: Upper bound of any single wait, so a waiting thread re-checks its state even if
 #: a notification were ever missed (client-go's delaying loop uses the same 10 s).
@@ -101,6 +103,10 @@ class Queue:
     Metrics (`prometheus_operator_workqueue_*{name}`) are kept only when `name` is set.
     """
 
+    #: Delayed items (a heap in DelayingQueue); empty here, so `if self._heap` skips
+    #: the promotion call on the hot path.
+    _heap: Any = ()
+
     def __init__(
         self,
         name: Optional[str] = None,
@@ -109,14 +115,24 @@ class Queue:
     ) -> None:
         self.name = name
         self._clock = clock or MONOTONIC
-        self._cond = threading.Condition(threading.Lock())
+        # time.monotonic itself on the hot path when the clock is the real one
+        self._now = time.monotonic if type(self._clock) is Clock else self._clock.now
+        # Operations take the bare lock (cheaper than entering the Condition) and
+        # notify only when a thread is actually waiting.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiters = 0
         self._queue: deque[Hashable] = deque()
-        self._dirty: set[Hashable] = set()
-        self._processing: set[Hashable] = set()
+        # dirty: item -> time it became dirty; processing: item -> time handed out.
+        # The times feed queue/work durations and the in-flight gauges.
+        self._dirty: dict[Hashable, float] = {}
+        self._processing: dict[Hashable, float] = {}
         self._shutting_down = False
         self._drain = False
         self._stats = (
-            workqueue_metrics.register_queue(name, registry, self._cond, self._clock, self)
+            workqueue_metrics.register_queue(
+                name, registry, self._lock, self._clock, self, self._dirty, self._processing
+            )
             if name
             else None
         )
@@ -128,72 +144,96 @@ class Queue:
 
     def _wake_for_delayed(self) -> None:
         """Make one waiting `get` recompute its wait (a new earliest ready time)."""
-        self._cond.notify()
+        if self._waiters:
+            self._cond.notify()
 
     # -- public API --------------------------------------------------------------------
     def add(self, item: Hashable) -> None:
-        with self._cond:
+        with self._lock:
             if self._shutting_down:
                 return
-            self._promote_due()
+            if self._heap:
+                self._promote_due()
             self._add_locked(item)
 
     def _add_locked(self, item: Hashable) -> None:
         if item in self._dirty:
             return
-        self._dirty.add(item)
+        self._dirty[item] = self._now()
         if self._stats is not None:
-            self._stats.on_add(item)
+            self._stats.adds += 1
         if item in self._processing:
             return
         self._queue.append(item)
-        self._cond.notify()
+        if self._waiters:
+            self._cond.notify()
 
     def get(self, timeout: Optional[float] = None) -> tuple[Any, bool]:
         """Block for the next item: `(item, False)`, `(None, True)` once shut down and
         empty, or `(None, False)` when `timeout` seconds pass first (0 = don't block)."""
-        clock = self._clock
-        with self._cond:
-            deadline = None if timeout is None else clock.now() + timeout
-            while True:
-                next_ready = self._promote_due()
-                if self._queue:
-                    break
-                if self._shutting_down:
-                    return None, True
-                wait = HEARTBEAT_SECONDS
-                now = clock.now() if (next_ready is not None or deadline is not None) else 0.0
-                if next_ready is not None:
-                    wait = min(wait, next_ready - now)
-                if deadline is not None:
-                    remaining = deadline - now
-                    if remaining <= 0:
-                        return None, False
-                    wait = min(wait, remaining)
-                clock.wait(self._cond, max(wait, 0.0))
+        with self._lock:
+            if self._heap or not self._queue:
+                if not self._wait_for_item(timeout):
+                    return None, self._shutting_down
             item = self._queue.popleft()
-            self._processing.add(item)
-            self._dirty.discard(item)
-            if self._stats is not None:
-                self._stats.on_get(item)
+            now = self._now()
+            added = self._dirty.pop(item)
+            self._processing[item] = now
+            stats = self._stats
+            if stats is not None:
+                hist = stats.queue_latency
+                hist.counts[bisect_left(BUCKETS, now - added)] += 1
+                hist.total += now - added
             return item, False
+
+    def _wait_for_item(self, timeout: Optional[float]) -> bool:
+        """With the lock held: wait until the FIFO has an item (True), or the queue is
+        shut down and empty, or `timeout` passes (False)."""
+        clock = self._clock
+        deadline = None if timeout is None else clock.now() + timeout
+        while True:
+            next_ready = self._promote_due()
+            if self._queue:
+                return True
+            if self._shutting_down:
+                return False
+            wait = HEARTBEAT_SECONDS
+            now = clock.now() if (next_ready is not None or deadline is not None) else 0.0
+            if next_ready is not None:
+                wait = min(wait, next_ready - now)
+            if deadline is not None:
+                remaining = deadline - now
+                if remaining <= 0:
+                    return False
+                wait = min(wait, remaining)
+            self._waiters += 1
+            try:
+                clock.wait(self._cond, max(wait, 0.0))
+            finally:
+                self._waiters -= 1
 
     def done(self, item: Hashable) -> None:
         """Mark the item processed; re-queue it if it was added meanwhile."""
-        with self._cond:
-            if self._stats is not None:
-                self._stats.on_done(item)
-            self._promote_due()  # due items were queued before this re-queue, as in client-go
-            self._processing.discard(item)
+        with self._lock:
+            if self._heap:
+                self._promote_due()  # due items were queued before this re-queue, as in client-go
+            started = self._processing.pop(item, None)
+            stats = self._stats
+            if stats is not None and started is not None:
+                hist = stats.work_duration
+                elapsed = self._now() - started
+                hist.counts[bisect_left(BUCKETS, elapsed)] += 1
+                hist.total += elapsed
             if item in self._dirty:
                 self._queue.append(item)
-                self._cond.notify()
-            elif not self._processing:
-                self._cond.notify_all()
+                if self._waiters:
+                    self._cond.notify()
+            if self._shutting_down and not self._processing:
+                self._cond.notify_all()  # a shutdown_with_drain may be waiting
 
     def shutdown(self) -> None:
         """Stop accepting items; waiting `get`s return once the backlog is handed out."""
-        with self._cond:
+        with self._lock:
             self._begin_shutdown(drain=False)
 
     def shutdown_with_drain(self) -> None:
@@ -201,7 +241,7 @@ class Queue:
 
         Waits for in-flight items only, not for the backlog; a later `shutdown()`
         from another thread ends the wait."""
-        with self._cond:
+        with self._lock:
             self._begin_shutdown(drain=True)
             while self._processing and self._drain:
                 self._cond.wait(HEARTBEAT_SECONDS)
@@ -214,15 +254,15 @@ class Queue:
         self._cond.notify_all()
 
     def shutting_down(self) -> bool:
-        with self._cond:
+        with self._lock:
             return self._shutting_down
 
     def __len__(self) -> int:
-        with self._cond:
+        with self._lock:
             self._promote_due()
             return len(self._queue)
 
     def processing(self) -> int:
         """How many items are handed out and not yet `done`."""
-        with self._cond:
+        with self._lock:
             return len(self._processing)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import weakref
-from bisect import bisect_left
 from typing import TYPE_CHECKING, Any, Hashable, Iterator, Optional
 
 from prometheus_client import REGISTRY
@@ -56,10 +55,6 @@ class _Histogram:
         self.counts = [0] * (len(BUCKETS) + 1)
         self.total = 0.0
 
-    def observe(self, value: float) -> None:
-        self.counts[bisect_left(BUCKETS, value)] += 1
-        self.total += value
-
     def merge(self, other: "_Histogram") -> None:
         for i, count in enumerate(other.counts):
             self.counts[i] += count
@@ -79,42 +74,28 @@ class _Histogram:
 
 
 class QueueStats:
-    """One queue's numbers. `on_*` are called by the queue with its lock held."""
+    """One queue's numbers. The queue updates the counters and histograms with its
+    lock held; depth and the in-flight gauges are read from its own dicts."""
 
-    def __init__(self, name: str, lock: Any, clock: "Clock", owner: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        lock: Any,
+        clock: "Clock",
+        owner: Any,
+        dirty: dict[Hashable, float],
+        processing: dict[Hashable, float],
+    ) -> None:
         self.name = name
         self.lock = lock
         self.clock = clock
         self._owner = weakref.ref(owner)
-        self.depth = 0
+        self._dirty = dirty  # depth: client-go's +1 per non-deduplicated add, -1 per get
+        self._processing = processing  # item -> start time
         self.adds = 0
         self.retries = 0
-        self.add_times: dict[Hashable, float] = {}
-        self.processing_start: dict[Hashable, float] = {}
         self.queue_latency = _Histogram()
         self.work_duration = _Histogram()
-
-    def on_add(self, item: Hashable) -> None:
-        self.depth += 1
-        self.adds += 1
-        if item not in self.add_times:
-            self.add_times[item] = self.clock.now()
-
-    def on_get(self, item: Hashable) -> None:
-        self.depth -= 1
-        now = self.clock.now()
-        added = self.add_times.pop(item, None)
-        if added is not None:
-            self.queue_latency.observe(now - added)
-        self.processing_start[item] = now
-
-    def on_done(self, item: Hashable) -> None:
-        started = self.processing_start.pop(item, None)
-        if started is not None:
-            self.work_duration.observe(self.clock.now() - started)
-
-    def on_retry(self) -> None:
-        self.retries += 1
 
     def snapshot(self) -> "_Totals":
         with self.lock:
@@ -122,9 +103,9 @@ class QueueStats:
             if owner is not None:
                 owner._promote_due()  # a due delayed item counts in depth, as in client-go
             now = self.clock.now()
-            ages = [now - started for started in self.processing_start.values()]
+            ages = [now - started for started in self._processing.values()]
             return _Totals(
-                depth=self.depth,
+                depth=len(self._dirty),
                 adds=self.adds,
                 retries=self.retries,
                 queue_latency=self.queue_latency.copy(),
@@ -225,7 +206,15 @@ _collectors: "weakref.WeakKeyDictionary[Any, _Collector]" = weakref.WeakKeyDicti
 _collectors_lock = threading.Lock()
 
 
-def register_queue(name: str, registry: Any, lock: Any, clock: "Clock", owner: Any) -> QueueStats:
+def register_queue(
+    name: str,
+    registry: Any,
+    lock: Any,
+    clock: "Clock",
+    owner: Any,
+    dirty: dict[Hashable, float],
+    processing: dict[Hashable, float],
+) -> QueueStats:
     """Create the stats of queue `owner` and expose them through `registry`
     (default: prometheus_client.REGISTRY)."""
     registry = REGISTRY if registry is None else registry
@@ -235,7 +224,7 @@ def register_queue(name: str, registry: Any, lock: Any, clock: "Clock", owner: A
             collector = _Collector()
             registry.register(collector)
             _collectors[registry] = collector
-    stats = QueueStats(name, lock, clock, owner)
+    stats = QueueStats(name, lock, clock, owner, dirty, processing)
     collector.add(stats, owner)
     return stats
 
