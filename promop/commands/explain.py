@@ -1,0 +1,110 @@
+"""`promop explain`: why a ServiceMonitor, PodMonitor or PrometheusRule is (not) used.
+
+For every Prometheus in the files: whether it selects the object and, if so,
+the scrape jobs or rule file it becomes, or exactly why not (the selector
+requirement that failed, or the rejection with its field). Exit 0 when at
+least one Prometheus uses the object, 1 when none does, 2 on input errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from promop.commands.render import EXIT_INPUT, EXIT_OK, EXIT_REJECTED, add_file_argument, load_or_exit
+
+KIND_ALIASES = {
+    "ServiceMonitor": ("servicemonitor", "servicemonitors", "smon"),
+    "PodMonitor": ("podmonitor", "podmonitors", "pmon"),
+    "PrometheusRule": ("prometheusrule", "prometheusrules", "promrule"),
+}
+RULES_DIR = "/etc/prometheus/rules"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "explain", help="say which Prometheus objects use a monitor or rule, and why (not)",
+        description="Explain whether each Prometheus in the files selects the object, what it becomes "
+                    "(scrape jobs or a rule file) or exactly why not.")
+    parser.add_argument("kind", help="ServiceMonitor (smon), PodMonitor (pmon) or PrometheusRule (promrule)")
+    parser.add_argument("name", metavar="NAMESPACE/NAME", help="the object; the namespace defaults to 'default'")
+    add_file_argument(parser)
+    parser.set_defaults(func=run)
+
+
+def canonical_kind(text: str) -> str | None:
+    low = text.lower().split(".", 1)[0]  # also accept servicemonitors.monitoring.coreos.com
+    for kind, aliases in KIND_ALIASES.items():
+        if low in aliases:
+            return kind
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from promop.render.model import obj_meta
+    from promop.render.offline import render_loaded
+
+    kind = canonical_kind(args.kind)
+    if kind is None:
+        print(f"error: unknown kind {args.kind!r}; use ServiceMonitor (smon), PodMonitor (pmon) "
+              "or PrometheusRule (promrule)", file=sys.stderr)
+        return EXIT_INPUT
+    namespace, _, name = args.name.rpartition("/")
+    namespace = namespace or "default"
+    loaded = load_or_exit(args.files)
+    if loaded is None:
+        return EXIT_INPUT
+    if not any(obj_meta(o) == (namespace, name) for o in loaded.of(kind)):
+        print(f"error: {kind} {namespace}/{name} not found in the given files", file=sys.stderr)
+        return EXIT_INPUT
+    if not loaded.of("Prometheus"):
+        print(f"{kind} {namespace}/{name}: not used: no Prometheus object in the given files")
+        return EXIT_REJECTED
+    rendered = render_loaded(loaded)
+    lines, used = explain(kind, namespace, name, rendered)
+    print(f"{kind} {namespace}/{name}:")
+    for line in lines:
+        print(f"  {line}")
+    return EXIT_OK if used else EXIT_REJECTED
+
+
+def explain(kind: str, namespace: str, name: str, rendered) -> tuple[list[str], bool]:
+    """(one line per Prometheus and per warning, whether any Prometheus uses the object)."""
+    lines: list[str] = []
+    used = False
+    me = (kind, namespace, name)
+    for prometheus, reason in rendered.failed:
+        md = prometheus["metadata"]
+        lines.append(f"Prometheus {md['namespace']}/{md['name']}: could not render: {reason}")
+    for prometheus, result in rendered.results:
+        md = prometheus["metadata"]
+        who = f"Prometheus {md['namespace']}/{md['name']}"
+        decision = next((d for d in result.selection if (d.kind, d.namespace, d.name) == me), None)
+        rejections = [p for p in result.rejected if (p.kind, p.namespace, p.name) == me]
+        if decision is None:
+            lines.append(f"{who}: not considered (no selection decision was recorded)")
+        elif not decision.selected:
+            lines.append(f"{who}: not selected: {decision.reason}")
+        elif rejections:
+            for p in rejections:
+                lines.append(f"{who}: selected but rejected: {p.field}: {p.message}")
+        else:
+            used = True
+            lines.append(f"{who}: selected; {_becomes(kind, namespace, name, result)}")
+    for p in rendered.warnings:
+        if (p.kind, p.namespace, p.name) == me:
+            lines.append(f"warning: {p.field}: {p.message}")
+    return lines, used
+
+
+def _becomes(kind: str, namespace: str, name: str, result) -> str:
+    if kind == "PrometheusRule":
+        where = result.rule_files.get((namespace, name))
+        if not where:
+            return "but it produced no rule file"
+        cm, key = where
+        return f"rule file {key} in ConfigMap {cm} (mounted at {RULES_DIR}/{cm}/{key})"
+    jobs = result.jobs.get((kind, namespace, name)) or []
+    if not jobs:
+        return "but it produced no scrape job (no endpoints?)"
+    return "scrape jobs: " + ", ".join(jobs)

@@ -1,0 +1,108 @@
+"""Rendering objects read from files: the shared core of `promop render` and `promop explain`.
+
+Every Prometheus found is rendered against all monitors, rules, Secrets,
+ConfigMaps and Namespaces found (the renderer selects, as the operator does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import yaml
+
+from promop.render.loader import Loaded
+from promop.render.model import Problem, RenderInputs, RenderOptions, RenderResult, obj_meta
+from promop.render.unsupported import unsupported_fields
+
+MONITORING_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule")
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Plain YAML: no anchors/aliases, even when objects share sub-dicts."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def dump_all(objects: Iterable[Any]) -> str:
+    """A multi-document YAML stream (field order kept)."""
+    return yaml.dump_all(list(objects), Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                         allow_unicode=True, width=1 << 20)
+
+
+@dataclass
+class Rendered:
+    """The result for each Prometheus, plus every problem (deduplicated, in order)."""
+
+    results: list[tuple[dict, RenderResult]] = field(default_factory=list)
+    failed: list[tuple[dict, str]] = field(default_factory=list)  # Prometheus that could not render at all
+    rejected: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+
+
+def inputs_for(prometheus: dict, loaded: Loaded, options: RenderOptions) -> RenderInputs:
+    return RenderInputs(
+        prometheus=prometheus,
+        service_monitors=loaded.of("ServiceMonitor"),
+        pod_monitors=loaded.of("PodMonitor"),
+        prometheus_rules=loaded.of("PrometheusRule"),
+        namespaces=loaded.of("Namespace"),
+        secrets={obj_meta(s): s for s in loaded.of("Secret")},
+        configmaps={obj_meta(c): c for c in loaded.of("ConfigMap")},
+        options=options,
+    )
+
+
+def _add_unique(target: list[Problem], problems: Iterable[Problem], seen: set[Problem]) -> None:
+    for p in problems:
+        if p not in seen:
+            seen.add(p)
+            target.append(p)
+
+
+def render_loaded(loaded: Loaded, options: RenderOptions | None = None) -> Rendered:
+    """Render every Prometheus in `loaded`; one failing Prometheus does not stop the others."""
+    try:
+        from promop.render import render  # the pipeline entry point
+    except ImportError:  # before the package re-exports it
+        from promop.render.pipeline import render
+
+    options = options or RenderOptions()
+    out = Rendered()
+    seen: set[Problem] = set()
+    for prometheus in sorted(loaded.of("Prometheus"), key=obj_meta):
+        try:
+            result = render(inputs_for(prometheus, loaded, options))
+        except Exception as exc:  # noqa: BLE001 - reported per object, as the operator would
+            ns, name = obj_meta(prometheus)
+            out.failed.append((prometheus, str(exc)))
+            _add_unique(out.rejected, [Problem("Prometheus", ns, name, "spec", str(exc))], seen)
+            continue
+        out.results.append((prometheus, result))
+        _add_unique(out.rejected, result.rejected, seen)
+        _add_unique(out.warnings, result.warnings, seen)
+    for kind in MONITORING_KINDS:
+        for obj in loaded.of(kind):
+            _add_unique(out.warnings, unsupported_fields(obj), seen)
+    return out
+
+
+def merge_services(objects: list[dict]) -> list[dict]:
+    """One governing Service per namespace/name, with every Prometheus as an owner."""
+    out: list[dict] = []
+    services: dict[tuple[str, str], dict] = {}
+    for obj in objects:
+        if obj.get("kind") != "Service":
+            out.append(obj)
+            continue
+        key = obj_meta(obj)
+        if key not in services:
+            services[key] = obj
+            out.append(obj)
+            continue
+        owners = services[key]["metadata"].setdefault("ownerReferences", [])
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            if ref not in owners:
+                owners.append(ref)
+    return out
