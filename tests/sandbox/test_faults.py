@@ -1,0 +1,144 @@
+"""Fault injection and request accounting."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiException
+
+from .helpers import configmap
+from .test_watch import raw_stream, read_events
+
+
+@pytest.mark.parametrize("code, reason", [(429, "TooManyRequests"), (500, "InternalError"),
+                                          (503, "ServiceUnavailable")])
+def test_fail_next_matching_requests(sandbox, core, code, reason):
+    sandbox.faults.fail_next(2, code, verb="list", resource="configmaps")
+    core.list_namespaced_secret("default")  # another resource: unaffected
+    for _ in range(2):
+        with pytest.raises(ApiException) as excinfo:
+            core.list_namespaced_config_map("default")
+        assert excinfo.value.status == code
+        status = json.loads(excinfo.value.body)
+        assert status["reason"] == reason and status["kind"] == "Status"
+    core.list_namespaced_config_map("default")  # the third succeeds
+
+
+def test_429_carries_retry_after(sandbox, api_client):
+    sandbox.faults.fail_next(1, 429, verb="list", resource="configmaps", retry_after=7)
+    response = api_client.rest_client.pool_manager.request(
+        "GET", f"{sandbox.url}/api/v1/namespaces/default/configmaps", retries=False)
+    assert response.status == 429
+    assert response.headers["Retry-After"] == "7"
+    assert json.loads(response.data)["details"]["retryAfterSeconds"] == 7
+
+
+def test_real_client_retries_429_with_retry_after(sandbox, core):
+    sandbox.faults.fail_next(1, 429, verb="list", resource="configmaps", retry_after=0)
+    sandbox.reset_requests()
+    core.list_namespaced_config_map("default")
+    assert [r.code for r in sandbox.requests] == [429, 200]
+
+
+def test_fail_next_without_filters_hits_any_request(sandbox, core):
+    sandbox.faults.fail_next(1, 500)
+    with pytest.raises(ApiException) as excinfo:
+        core.create_namespaced_config_map("default", configmap("a"))
+    assert excinfo.value.status == 500
+    core.create_namespaced_config_map("default", configmap("a"))
+
+
+def test_failures_without_retry_after_have_no_header(sandbox, core):
+    sandbox.faults.fail_next(1, 429, verb="get")
+    with pytest.raises(ApiException) as excinfo:
+        core.read_namespace("default")
+    assert "Retry-After" not in excinfo.value.headers
+
+
+def test_latency(sandbox, core):
+    sandbox.faults.add_latency(0.3, verb="list", resource="configmaps")
+    start = time.monotonic()
+    core.list_namespaced_secret("default")
+    assert time.monotonic() - start < 0.25
+    start = time.monotonic()
+    core.list_namespaced_config_map("default")
+    assert time.monotonic() - start >= 0.3
+    sandbox.faults.clear()
+    start = time.monotonic()
+    core.list_namespaced_config_map("default")
+    assert time.monotonic() - start < 0.25
+
+
+def test_close_watches_ends_streams_cleanly(sandbox, core):
+    response = raw_stream(core, timeout_seconds=30)
+    start = time.monotonic()
+    deadline = start + 5
+    while not sandbox.store.all_watchers() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sandbox.faults.close_watches()
+    assert response.read() == b""
+    assert time.monotonic() - start < 5
+
+
+def test_stalled_watches_deliver_after_unstall(sandbox, core):
+    sandbox.bookmark_interval = 0.05
+    rv = core.list_namespaced_config_map("default").metadata.resource_version
+    sandbox.faults.stall_watches(True)
+    response = raw_stream(core, resource_version=rv, allow_watch_bookmarks=True,
+                          timeout_seconds=30)
+    core.create_namespaced_config_map("default", configmap("queued"))
+    # nothing arrives while stalled: not even bookmarks
+    assert not _readable(response, 0.4)
+    sandbox.faults.stall_watches(False)
+    [event] = read_events(response, 1)
+    assert event["type"] == "ADDED" and event["object"]["metadata"]["name"] == "queued"
+
+
+def _readable(response, seconds: float) -> bool:
+    import select
+
+    sock = response.connection.sock
+    return bool(select.select([sock], [], [], seconds)[0])
+
+
+def test_restart_keeps_state_and_port(sandbox, core):
+    made = core.create_namespaced_config_map("default", configmap("kept"))
+    port = sandbox.port
+    sandbox.restart()
+    assert sandbox.port == port
+    got = core.read_namespaced_config_map("kept", "default")
+    assert got.metadata.resource_version == made.metadata.resource_version
+
+
+def test_stop_refuses_connections_and_ends_watches(sandbox, core):
+    response = raw_stream(core, timeout_seconds=30)
+    sandbox.stop()
+    assert response.read() == b""
+    with pytest.raises(Exception):
+        client.CoreV1Api(sandbox.api_client()).list_namespace(_request_timeout=2)
+    sandbox.start()
+    assert core.list_namespace().items
+
+
+def test_request_accounting(sandbox, core):
+    sandbox.reset_requests()
+    core.create_namespaced_config_map("default", configmap("a"))
+    core.read_namespaced_config_map("a", "default")
+    core.patch_namespaced_config_map("a", "default", {"data": {"k": "v"}})
+    core.list_namespaced_config_map("default")
+    with pytest.raises(ApiException):
+        core.read_namespaced_config_map("missing", "default")
+    records = sandbox.requests
+    assert [r.verb for r in records] == ["create", "get", "patch", "list", "get"]
+    assert records[0].resource == "configmaps" and records[0].namespace == "default"
+    assert records[0].code == 201 and records[-1].code == 404
+    assert records[1].name == "a" and records[1].group == "" and records[1].version == "v1"
+    assert "OpenAPI-Generator" in records[0].user_agent
+    assert sandbox.count_requests(write_only=True) == 2
+    assert sandbox.count_requests(verb="get", resource="configmaps") == 2
+    assert sandbox.count_requests(resource="secrets") == 0
+    sandbox.reset_requests()
+    assert sandbox.requests == []
