@@ -123,12 +123,20 @@ class RenderResult:
     # (namespace, name) of each accepted PrometheusRule -> (configmap name, file key)
     rule_files: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     input_hash: str = ""
+    # Secret prometheus-<name>-web-config that the StatefulSet mounts (None: not needed)
+    web_config_secret: dict | None = None
+    # the config as YAML text, exactly what is gzipped into config_secret
+    config_text: str = ""
+    # no scrape selector is set: upstream leaves the config Secret to the user;
+    # config_secret then has no data and should only be created if absent
+    config_unmanaged: bool = False
 
     def objects(self) -> list[dict]:
         return [
             *self.rule_configmaps,
             self.config_secret,
             *self.tls_secrets,
+            *([self.web_config_secret] if self.web_config_secret else []),
             self.service,
             *self.statefulsets,
         ]

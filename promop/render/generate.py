@@ -1,0 +1,204 @@
+"""Config generation from monitors taken as given (no selection): upstream's GenerateServerConfiguration.
+
+`generate_config` is what the conformance tests call; `render()` (pipeline.py)
+selects, then calls the same pieces. Each monitor becomes a Fragment: its jobs
+(also as YAML text), its problems, TLS assets and the Secret keys it read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from promop.render import auth
+from promop.render.additional import additional_scrape_configs
+from promop.render.alerting import alerting_section
+from promop.render.config import assemble, dump_job, rule_files
+from promop.render.context import GenContext
+from promop.render.globals import global_section, runtime_section, storage_section
+from promop.render.model import Problem, RenderOptions, obj_meta
+from promop.render.podmonitor import pod_monitor_jobs
+from promop.render.remote_write import remote_write_section
+from promop.render.scrape import service_monitor_jobs
+from promop.render.store import Reject, Scope, Store
+from promop.render.tls_assets import tls_config
+from promop.render.validate_monitor import validate_monitor
+
+if TYPE_CHECKING:
+    from promop.render.cache import RenderCache
+
+_GENERATORS = {"ServiceMonitor": service_monitor_jobs, "PodMonitor": pod_monitor_jobs}
+
+
+@dataclass
+class Fragment:
+    """What one monitor contributes. Treat as immutable: RenderCache shares it between renders."""
+
+    kind: str
+    namespace: str
+    name: str
+    jobs: list[dict] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    rejected: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    assets: dict[str, str] = field(default_factory=dict)
+    reads: dict[tuple[str, str, str, str], str | None] = field(default_factory=dict)
+
+
+@dataclass
+class ConfigResult:
+    """The generated config (dict and YAML text) and what went into it."""
+
+    config: dict
+    text: str
+    jobs: dict[tuple[str, str, str], list[str]]
+    rejected: list[Problem]
+    warnings: list[Problem]
+    assets: dict[str, str]
+
+
+def monitor_fragment(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> Fragment:
+    """Validate and generate one ServiceMonitor/PodMonitor; never raises for bad input."""
+    ns, name = obj_meta(obj)
+    frag = Fragment(kind, ns, name)
+    frag.rejected = validate_monitor(ctx, kind, obj)
+    if frag.rejected:
+        return frag
+    scope = Scope(ctx.store, kind, ns, name, ctx.version)
+    try:
+        jobs = _GENERATORS[kind](ctx, obj, scope)
+    except Reject as e:
+        frag.rejected = [Problem(kind, ns, name, e.field, e.message)]
+        frag.reads = scope.reads
+        return frag
+    frag.jobs = jobs
+    frag.texts = [dump_job(j) for j in jobs]
+    frag.warnings = scope.warnings
+    frag.assets = scope.assets
+    frag.reads = scope.reads
+    return frag
+
+
+def apiserver_sd(ctx: GenContext, scope: Scope) -> dict:
+    """kubernetes_sd_configs keys from spec.apiserverConfig (credentials in the Prometheus's namespace)."""
+    cfg = ctx.spec.get("apiserverConfig")
+    if not cfg:
+        return {}
+    field = "spec.apiserverConfig"
+    out: dict = {"api_server": cfg.get("host")}
+    try:
+        if cfg.get("basicAuth"):
+            out["basic_auth"] = auth.basic_auth(scope, cfg["basicAuth"], f"{field}.basicAuth")
+        if cfg.get("bearerToken"):
+            out["bearer_token"] = cfg["bearerToken"]
+        if cfg.get("bearerTokenFile"):
+            out["bearer_token_file"] = cfg["bearerTokenFile"]
+        if cfg.get("authorization"):
+            out["authorization"] = auth.authorization(scope, cfg["authorization"], f"{field}.authorization")
+        if cfg.get("tlsConfig"):
+            out["tls_config"] = tls_config(scope, cfg["tlsConfig"], f"{field}.tlsConfig")
+    except Reject as e:
+        scope.warn(e.field, f"{e.message}; apiserverConfig credentials ignored")
+        return {"api_server": cfg.get("host")}
+    return out
+
+
+def new_context(prometheus: Mapping[str, Any], options: RenderOptions, store: Store) -> tuple[GenContext, Scope]:
+    """The generation context plus the Scope for reads made on behalf of the Prometheus itself."""
+    ctx = GenContext(prometheus, options, store)
+    scope = Scope(store, "Prometheus", ctx.namespace, ctx.name, ctx.version)
+    ctx.apiserver_sd = apiserver_sd(ctx, scope)
+    return ctx, scope
+
+
+def build_config(
+    ctx: GenContext,
+    prom_scope: Scope,
+    fragments: Sequence[Fragment],
+    rule_configmap_names: Sequence[str] | None,
+) -> ConfigResult:
+    """Assemble the config from monitor fragments (already in upstream order) and the Prometheus spec."""
+    head: dict = {"global": global_section(ctx, prom_scope)}
+    runtime = runtime_section(ctx, prom_scope)
+    if runtime:
+        head["runtime"] = runtime
+    if rule_configmap_names is not None:
+        head["rule_files"] = rule_files(rule_configmap_names)
+    jobs: list[dict] = []
+    texts: list[str] = []
+    job_names: dict[tuple[str, str, str], list[str]] = {}
+    rejected: list[Problem] = []
+    warnings: list[Problem] = []
+    assets: dict[str, str] = {}
+    for frag in fragments:
+        rejected += frag.rejected
+        warnings += frag.warnings
+        if frag.rejected:
+            continue
+        jobs += frag.jobs
+        texts += frag.texts
+        assets.update(frag.assets)
+        job_names[(frag.kind, frag.namespace, frag.name)] = [j["job_name"] for j in frag.jobs]
+    taken = {j["job_name"] for j in jobs}
+    extra = additional_scrape_configs(ctx, prom_scope, taken)
+    jobs += extra
+    texts += [dump_job(j) for j in extra]
+    tail: dict = {}
+    storage = storage_section(ctx, prom_scope)
+    if storage:
+        tail["storage"] = storage
+    alerting = alerting_section(ctx, prom_scope)
+    if alerting:
+        tail["alerting"] = alerting
+    remote_write = remote_write_section(ctx, prom_scope)
+    if remote_write:
+        tail["remote_write"] = remote_write
+    assets.update(prom_scope.assets)
+    warnings += prom_scope.warnings
+    config = {**head, "scrape_configs": jobs, **tail}
+    return ConfigResult(config, assemble(head, texts, tail), job_names, rejected, warnings, assets)
+
+
+def sort_key(obj: Mapping[str, Any]) -> str:
+    """Upstream orders monitors by their map key `<namespace>/<name>`."""
+    ns, name = obj_meta(obj)
+    return f"{ns}/{name}"
+
+
+def generate_config(
+    prometheus: Mapping[str, Any],
+    service_monitors: Sequence[Mapping[str, Any]] = (),
+    pod_monitors: Sequence[Mapping[str, Any]] = (),
+    *,
+    secrets: Mapping[tuple[str, str], dict] | None = None,
+    configmaps: Mapping[tuple[str, str], dict] | None = None,
+    options: RenderOptions | None = None,
+    rule_configmap_names: Sequence[str] | None = None,
+    cache: "RenderCache | None" = None,
+) -> ConfigResult:
+    """The Prometheus config for monitors taken as given, with no selection step.
+
+    Invalid monitors are left out and reported in `rejected`.
+    """
+    options = options or RenderOptions()
+    ctx, prom_scope = new_context(prometheus, options, Store(secrets, configmaps))
+    fragments = monitor_fragments(ctx, service_monitors, pod_monitors, cache)
+    return build_config(ctx, prom_scope, fragments, rule_configmap_names)
+
+
+def monitor_fragments(
+    ctx: GenContext,
+    service_monitors: Sequence[Mapping[str, Any]],
+    pod_monitors: Sequence[Mapping[str, Any]],
+    cache: "RenderCache | None",
+) -> list[Fragment]:
+    """Fragments for ServiceMonitors then PodMonitors, each sorted by `<ns>/<name>`."""
+    out = []
+    monitor_key = ctx.monitor_key() if cache is not None else ""
+    for kind, objs in (("ServiceMonitor", service_monitors), ("PodMonitor", pod_monitors)):
+        for obj in sorted(objs, key=sort_key):
+            if cache is None:
+                out.append(monitor_fragment(ctx, kind, obj))
+            else:
+                out.append(cache.fragment(ctx, monitor_key, kind, obj))
+    return out

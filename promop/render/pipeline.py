@@ -1,0 +1,147 @@
+"""render(): select, validate, generate, then build every object for one Prometheus.
+
+Order: selection per kind -> per-monitor validation and jobs (a rejection never
+stops the others) -> rule ConfigMaps -> config (rule_files from the padded rule
+ConfigMap names, only if ruleSelector is set) -> config Secret and TLS asset
+Secrets -> input hash -> StatefulSets and the governing Service.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from promop.render.cache import RenderCache
+from promop.render.config import compress, config_secret
+from promop.render.generate import build_config, monitor_fragments, new_context
+from promop.render.model import Decision, ObjectRef, Problem, RenderInputs, RenderResult, obj_meta
+from promop.render.rules import RulesResult, build_rule_configmaps
+from promop.render.selection import select
+from promop.render.service import build_service, build_web_config_secret
+from promop.render.statefulset import build_statefulsets, compute_input_hash
+from promop.render.store import Store
+from promop.render.tls_assets import tls_secrets
+from promop.render.unsupported import unsupported_fields
+
+# Upstream: with none of these set, the config Secret is left to the user ("unmanaged").
+SCRAPE_SELECTORS = ("serviceMonitorSelector", "podMonitorSelector", "probeSelector", "scrapeConfigSelector")
+
+
+def _selected(decisions: list[Decision], objs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    chosen = {(d.namespace, d.name) for d in decisions if d.selected}
+    return [o for o in objs if obj_meta(o) in chosen]
+
+
+def select_all(inputs: RenderInputs, warnings: list[Problem] | None = None) -> dict[str, list[Decision]]:
+    """Selection decisions for each kind a Prometheus selects."""
+    namespaces = list(inputs.namespaces) or _inferred_namespaces(inputs)
+    return {
+        kind: select(inputs.prometheus, objs, kind, namespaces, warnings)
+        for kind, objs in (
+            ("ServiceMonitor", inputs.service_monitors),
+            ("PodMonitor", inputs.pod_monitors),
+            ("PrometheusRule", inputs.prometheus_rules),
+        )
+    }
+
+
+def _inferred_namespaces(inputs: RenderInputs) -> list[dict]:
+    names = {obj_meta(o)[0] for objs in (inputs.service_monitors, inputs.pod_monitors, inputs.prometheus_rules) for o in objs}
+    names.add(obj_meta(inputs.prometheus)[0])
+    return [{"metadata": {"name": n}} for n in sorted(names)]
+
+
+def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResult:
+    """Every object one Prometheus needs. Pure: equal inputs give equal outputs, cache or not."""
+    prometheus = inputs.prometheus
+    options = inputs.options
+    spec = prometheus.get("spec") or {}
+    warnings: list[Problem] = list(unsupported_fields(prometheus))
+    decisions = select_all(inputs, warnings)
+    sms = _selected(decisions["ServiceMonitor"], inputs.service_monitors)
+    pms = _selected(decisions["PodMonitor"], inputs.pod_monitors)
+    rules = sorted(_selected(decisions["PrometheusRule"], inputs.prometheus_rules), key=obj_meta)
+    for obj in (*sms, *pms, *rules):
+        warnings += unsupported_fields(dict(obj))
+
+    ctx, prom_scope = new_context(prometheus, options, Store(inputs.secrets, inputs.configmaps))
+    fragments = monitor_fragments(ctx, sms, pms, cache)
+
+    def build_rules() -> RulesResult:
+        return build_rule_configmaps(prometheus, [dict(r) for r in rules], options)
+
+    rules_result = cache.rules(prometheus, rules, options, build_rules) if cache is not None else build_rules()
+    rule_names = rules_result.names if spec.get("ruleSelector") is not None else None
+    generated = build_config(ctx, prom_scope, fragments, rule_names)
+
+    unmanaged = all(spec.get(s) is None for s in SCRAPE_SELECTORS)
+    if unmanaged:
+        warnings.append(Problem(
+            "Prometheus", ctx.namespace, ctx.name, "spec.serviceMonitorSelector",
+            "no serviceMonitorSelector, podMonitorSelector, probeSelector or scrapeConfigSelector is set: "
+            "the config Secret is left to you (unmanaged); set serviceMonitorSelector: {} to let promop generate it",
+        ))
+    secret = config_secret(prometheus, options, None if unmanaged else compress(generated.text))
+    tls = tls_secrets(prometheus, options, generated.assets)
+    tls_names = [s["metadata"]["name"] for s in tls]
+    cm_names = list(rules_result.names)
+    input_hash = compute_input_hash(prometheus, options, cm_names, tls_names)
+    result = RenderResult(
+        config={} if unmanaged else generated.config,
+        config_secret=secret,
+        tls_secrets=tls,
+        rule_configmaps=rules_result.configmaps,
+        service=build_service(prometheus, options),
+        statefulsets=build_statefulsets(prometheus, options, cm_names, tls_names, input_hash),
+        selection=[d for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule") for d in decisions[kind]],
+        rejected=[*generated.rejected, *rules_result.rejected],
+        warnings=[*warnings, *generated.warnings, *rules_result.warnings],
+        jobs=generated.jobs,
+        rule_files=dict(rules_result.rule_files),
+        input_hash=input_hash,
+        web_config_secret=build_web_config_secret(prometheus, options),
+        config_text="" if unmanaged else generated.text,
+        config_unmanaged=unmanaged,
+    )
+    return result
+
+
+_SECRET_REF_KEYS = frozenset({
+    "secret", "keySecret", "bearerTokenSecret", "credentials", "username", "password", "clientSecret",
+    "additionalScrapeConfigs", "additionalAlertRelabelConfigs", "additionalAlertManagerConfigs",
+})
+
+
+def _walk_refs(value: Any, namespace: str, out: set[ObjectRef], key: str = "") -> None:
+    if isinstance(value, Mapping):
+        if key in _SECRET_REF_KEYS and isinstance(value.get("name"), str) and "key" in value:
+            out.add(ObjectRef("Secret", namespace, value["name"]))
+            return
+        if key == "configMap" and isinstance(value.get("name"), str) and "key" in value:
+            out.add(ObjectRef("ConfigMap", namespace, value["name"]))
+            return
+        if key == "proxyConnectHeader":  # {header: [SecretKeySelector, ...]}
+            for selectors in value.values():
+                for sel in selectors or ():
+                    _walk_refs(sel, namespace, out, "secret")
+            return
+        for k, v in value.items():
+            _walk_refs(v, namespace, out, k)
+    elif isinstance(value, list):
+        for item in value:
+            _walk_refs(item, namespace, out, key)
+
+
+def references(inputs: RenderInputs) -> set[ObjectRef]:
+    """Secrets and ConfigMaps a render of `inputs` may read: fetch these into inputs.secrets/configmaps.
+
+    Covers the Prometheus itself and the monitors it selects (references are
+    resolved in each object's own namespace).
+    """
+    out: set[ObjectRef] = set()
+    prom_ns, _ = obj_meta(inputs.prometheus)
+    _walk_refs(inputs.prometheus.get("spec") or {}, prom_ns, out)
+    decisions = select_all(inputs)
+    for kind, objs in (("ServiceMonitor", inputs.service_monitors), ("PodMonitor", inputs.pod_monitors)):
+        for obj in _selected(decisions[kind], objs):
+            _walk_refs(obj.get("spec") or {}, obj_meta(obj)[0], out)
+    return out

@@ -1,0 +1,108 @@
+"""The `remote_write` section; an entry with a bad reference is dropped with a warning."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from promop.render import auth, relabel
+from promop.render.context import GenContext
+from promop.render.duration import DurationError, parse_duration
+from promop.render.store import Reject, Scope
+from promop.render.tls_assets import tls_config
+
+# CRD queueConfig field -> (config key, minimum version, is a duration)
+_QUEUE = (
+    ("capacity", "capacity", None, False),
+    ("minShards", "min_shards", None, False),
+    ("maxShards", "max_shards", None, False),
+    ("maxSamplesPerSend", "max_samples_per_send", None, False),
+    ("batchSendDeadline", "batch_send_deadline", None, True),
+    ("maxRetries", "max_retries", None, False),
+    ("minBackoff", "min_backoff", None, True),
+    ("maxBackoff", "max_backoff", None, True),
+    ("retryOnRateLimit", "retry_on_http_429", "2.26.0", False),
+    ("sampleAgeLimit", "sample_age_limit", "2.50.0", True),
+)
+
+
+def remote_write_section(ctx: GenContext, scope: Scope) -> list[dict]:
+    out = []
+    for i, rw in enumerate(ctx.spec.get("remoteWrite") or ()):
+        field = f"spec.remoteWrite[{i}]"
+        try:
+            out.append(_remote_write(ctx, scope, rw, field))
+        except Reject as e:
+            scope.warn(e.field, f"{e.message}; this remote write is ignored")
+    return out
+
+
+def _duration(value: Any, field: str) -> Any:
+    try:
+        parse_duration(value)
+    except DurationError as e:
+        raise Reject(field, str(e)) from None
+    return value
+
+
+def _remote_write(ctx: GenContext, scope: Scope, rw: Mapping[str, Any], field: str) -> dict:
+    if not isinstance(rw, Mapping) or not rw.get("url"):
+        raise Reject(f"{field}.url", "a remote write needs a url")
+    out: dict = {"url": rw["url"]}
+    if rw.get("remoteTimeout"):
+        out["remote_timeout"] = _duration(rw["remoteTimeout"], f"{field}.remoteTimeout")
+    if rw.get("headers"):
+        scope.put(out, "headers", dict(rw["headers"]), "2.25.0", f"{field}.headers")
+    if rw.get("name"):
+        scope.put(out, "name", rw["name"], "2.15.0", f"{field}.name")
+    if rw.get("messageVersion"):
+        message = {"V1.0": "prometheus.WriteRequest", "V2.0": "io.prometheus.write.v2.Request"}.get(rw["messageVersion"])
+        if message:
+            scope.put(out, "protobuf_message", message, "2.54.0", f"{field}.messageVersion")
+    if rw.get("sendExemplars") is not None:
+        scope.put(out, "send_exemplars", bool(rw["sendExemplars"]), "2.27.0", f"{field}.sendExemplars")
+    if rw.get("sendNativeHistograms") is not None:
+        scope.put(out, "send_native_histograms", bool(rw["sendNativeHistograms"]), "2.40.0", f"{field}.sendNativeHistograms")
+    if rw.get("writeRelabelConfigs"):
+        for j, rc in enumerate(rw["writeRelabelConfigs"]):
+            try:
+                relabel.validate(rc, ctx.version)
+            except relabel.RelabelError as e:
+                raise Reject(f"{field}.writeRelabelConfigs[{j}]", e.message) from None
+        out["write_relabel_configs"] = relabel.to_prometheus_list(rw["writeRelabelConfigs"])
+    auth.check_exclusive(rw, field)
+    if rw.get("basicAuth"):
+        out["basic_auth"] = auth.basic_auth(scope, rw["basicAuth"], f"{field}.basicAuth")
+    if rw.get("oauth2"):
+        scope.put(out, "oauth2", auth.oauth2(scope, rw["oauth2"], f"{field}.oauth2"), "2.27.0", f"{field}.oauth2")
+    if rw.get("bearerTokenFile"):
+        out["bearer_token_file"] = rw["bearerTokenFile"]
+    if rw.get("authorization"):
+        out["authorization"] = auth.authorization(scope, rw["authorization"], f"{field}.authorization")
+    if rw.get("tlsConfig"):
+        out["tls_config"] = tls_config(scope, rw["tlsConfig"], f"{field}.tlsConfig")
+    auth.proxy(scope, rw, out, field)
+    if rw.get("followRedirects") is not None:
+        scope.put(out, "follow_redirects", bool(rw["followRedirects"]), "2.26.0", f"{field}.followRedirects")
+    if rw.get("enableHTTP2") is not None:
+        scope.put(out, "enable_http2", bool(rw["enableHTTP2"]), "2.35.0", f"{field}.enableHTTP2")
+    queue = rw.get("queueConfig")
+    if queue:
+        q: dict = {}
+        for crd_key, key, minimum, is_duration in _QUEUE:
+            if queue.get(crd_key) is not None:
+                value = _duration(queue[crd_key], f"{field}.queueConfig.{crd_key}") if is_duration else queue[crd_key]
+                scope.put(q, key, value, minimum, f"{field}.queueConfig.{crd_key}")
+        out["queue_config"] = q
+    meta = rw.get("metadataConfig")
+    if meta:
+        m: dict = {}
+        if meta.get("send") is not None:
+            m["send"] = bool(meta["send"])
+        if meta.get("sendInterval"):
+            m["send_interval"] = _duration(meta["sendInterval"], f"{field}.metadataConfig.sendInterval")
+        if meta.get("maxSamplesPerSend") is not None:
+            scope.put(m, "max_samples_per_send", meta["maxSamplesPerSend"], "2.29.0", f"{field}.metadataConfig.maxSamplesPerSend")
+        scope.put(out, "metadata_config", m, "2.23.0", f"{field}.metadataConfig")
+    if rw.get("roundRobinDNS") is not None:
+        scope.put(out, "round_robin_dns", bool(rw["roundRobinDNS"]), "3.1.0", f"{field}.roundRobinDNS")
+    return out

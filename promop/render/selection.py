@@ -1,0 +1,89 @@
+"""Which ServiceMonitors, PodMonitors and PrometheusRules a Prometheus selects, and why not.
+
+Upstream semantics: a nil object selector selects nothing, `{}` selects all;
+a nil namespace selector means the Prometheus's own namespace only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from promop.kube.selector import Selector, SelectorError, parse_selector
+from promop.render.model import Decision, Problem, obj_meta
+
+# kind -> (object selector field, namespace selector field)
+SELECTOR_FIELDS = {
+    "ServiceMonitor": ("serviceMonitorSelector", "serviceMonitorNamespaceSelector"),
+    "PodMonitor": ("podMonitorSelector", "podMonitorNamespaceSelector"),
+    "PrometheusRule": ("ruleSelector", "ruleNamespaceSelector"),
+}
+
+
+def namespace_labels(namespaces: Iterable[Mapping[str, Any]]) -> dict[str, dict]:
+    """name -> labels for Namespace objects (labels include kubernetes.io/metadata.name)."""
+    out: dict[str, dict] = {}
+    for ns in namespaces:
+        md = ns.get("metadata") or {}
+        name = md.get("name") or ""
+        labels = dict(md.get("labels") or {})
+        labels.setdefault("kubernetes.io/metadata.name", name)
+        out[name] = labels
+    return out
+
+
+def select(
+    prometheus: Mapping[str, Any],
+    candidates: Sequence[Mapping[str, Any]],
+    kind: str,
+    namespaces: Sequence[Mapping[str, Any]] = (),
+    warnings: list[Problem] | None = None,
+) -> list[Decision]:
+    """One Decision per candidate, sorted by (namespace, name).
+
+    `namespaces` are Namespace objects; a candidate's namespace that is not
+    among them is treated as a namespace without labels. An unparsable
+    selector on the Prometheus selects nothing, says why in every Decision and,
+    if `warnings` is given, adds a warning there.
+    """
+    sel_field, ns_field = SELECTOR_FIELDS[kind]
+    spec = prometheus.get("spec") or {}
+    prom_ns, prom_name = obj_meta(prometheus)
+    ns_labels = namespace_labels(namespaces)
+
+    obj_sel, obj_err = _parse(spec.get(sel_field), f"spec.{sel_field}")
+    ns_spec = spec.get(ns_field)
+    ns_sel, ns_err = (None, None) if ns_spec is None else _parse(ns_spec, f"spec.{ns_field}")
+    for err, field in ((obj_err, sel_field), (ns_err, ns_field)):
+        if err and warnings is not None:
+            warnings.append(Problem("Prometheus", prom_ns, prom_name, f"spec.{field}", f"{err}; nothing of kind {kind} is selected"))
+
+    decisions = []
+    for obj in sorted(candidates, key=obj_meta):
+        ns, name = obj_meta(obj)
+        reason = ""
+        if obj_err or ns_err:
+            reason = f"{obj_err or ns_err}"
+        elif ns_sel is None:
+            if ns != prom_ns:
+                reason = (
+                    f"namespace {ns!r} not matched: {ns_field} is not set, so only the Prometheus's own "
+                    f"namespace {prom_ns!r} is searched (set {ns_field}: {{}} for all namespaces)"
+                )
+        else:
+            why = ns_sel.explain(ns_labels.get(ns, {"kubernetes.io/metadata.name": ns}), ns_field)
+            if why is not None:
+                reason = f"namespace {ns!r} not matched by {why}"
+        if not reason:
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            why = obj_sel.explain(labels, sel_field)
+            if why is not None:
+                reason = why
+        decisions.append(Decision(kind, ns, name, not reason, reason))
+    return decisions
+
+
+def _parse(spec: Any, where: str) -> tuple[Selector | None, str | None]:
+    try:
+        return parse_selector(spec, where), None
+    except SelectorError as e:
+        return None, f"invalid selector: {e}"
