@@ -388,7 +388,8 @@ def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_n
     init_containers = strategic_merge(init_containers, spec.get("initContainers") or [], "initContainers")
 
     pod_md = spec.get("podMetadata") or {}
-    pod_labels = {**(pod_md.get("labels") or {}), "app.kubernetes.io/version": str(version).lstrip("v"), **sel}
+    pod_labels = {**(pod_md.get("labels") or {}), "app.kubernetes.io/version": str(version).lstrip("v"),
+                  "app.kubernetes.io/managed-by": "prometheus-operator", **sel}
     pod_annotations = {**(pod_md.get("annotations") or {}), "kubectl.kubernetes.io/default-container": "prometheus"}
     pod_spec: dict = {
         "automountServiceAccountToken": spec.get("automountServiceAccountToken", True),
