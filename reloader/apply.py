@@ -13,14 +13,15 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 
-from .atomic import OutputError, write_atomically
-from .envsubst import Expansion, environment, expand_chunks
+from .atomic import OutputError
+from .envsubst import Expansion, environment
 from .flags import Options
 from .hashing import add_stream, dirs_digest
 from .logs import Log
 from .metrics import Metrics
 from .reloaders import ReloadError, Reloader
-from .source import InputError, decoded_chunks
+from .render import render
+from .source import InputError
 
 
 class Result(Enum):
@@ -42,6 +43,7 @@ class Applier:
         self.log = log
         self.env = environment(opts.statefulset_ordinal_from_envvar)
         self.written_digest: str | None = None
+        self.seen_fingerprint: tuple[int, ...] | None = None
         self.reloaded_state: tuple[str | None, str] | None = None
         self.force_reload = False
         self.warned_vars: set[str] = set()
@@ -96,6 +98,7 @@ class Applier:
         except OSError as exc:
             return _Rendered(self.written_digest, f"cannot open config file {path}: {exc.strerror}")
         with stream:
+            self.seen_fingerprint = _fingerprint(os.fstat(stream.fileno()))
             h = hashlib.sha256()
             try:
                 add_stream(h, path, stream)
@@ -107,14 +110,11 @@ class Applier:
             if digest == self.written_digest and os.path.exists(out):
                 return _Rendered(digest)
             stream.seek(0)
-            expansion = Expansion()
             started = time.monotonic()
             try:
-                size = write_atomically(out, expand_chunks(decoded_chunks(stream, path), self.env, expansion))
+                size, expansion = render(stream, path, out, self.env)
             except (InputError, OutputError) as exc:
                 return _Rendered(self.written_digest, str(exc))
-            except OSError as exc:
-                return _Rendered(self.written_digest, f"cannot read config file {path}: {exc.strerror}")
         self.written_digest = digest
         self._report_expansion(expansion)
         self.log.info(
@@ -122,6 +122,27 @@ class Applier:
             seconds=round(time.monotonic() - started, 4),
         )
         return _Rendered(digest)
+
+    def prepare(self) -> None:
+        """Render the output as soon as a watch event shows a new input file.
+
+        Called on events, before the debounce delay is over: the slow part of
+        a pass (gunzip, expansion, fsync) then overlaps the delay, and the
+        debounced pass only hashes and reloads. A stat fingerprint keeps this
+        cheap when the event did not touch the config file. Errors are left to
+        the debounced pass, which reports and counts them.
+        """
+        path, out = self.opts.config_file, self.opts.config_envsubst_file
+        if not (path and out):
+            return
+        try:
+            fingerprint = _fingerprint(os.stat(path))
+        except OSError:
+            return
+        if fingerprint != self.seen_fingerprint:
+            rendered = self._render()
+            if rendered.error:
+                self.log.debug("early render failed; the debounced pass will report it", err=rendered.error)
 
     def _report_expansion(self, expansion: Expansion) -> None:
         self.metrics.envvar_expansion_errors.set(expansion.error_count)
@@ -151,3 +172,7 @@ class Applier:
         self.log.info("reload triggered", method=self.opts.reload_method,
                       seconds=round(time.monotonic() - started, 4))
         return True
+
+
+def _fingerprint(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

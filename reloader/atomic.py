@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Iterable
+from typing import Callable, Iterable
 
 OUTPUT_MODE = 0o644
 
@@ -30,19 +30,13 @@ def write_atomically(path: str, chunks: Iterable[bytes], mode: int = OUTPUT_MODE
     size = 0
     try:
         with os.fdopen(fd, "wb") as out:
-            os.fchmod(out.fileno(), mode)
-            for chunk in chunks:
-                try:
-                    out.write(chunk)
-                except OSError as exc:
-                    raise OutputError(f"cannot write {tmp}: {exc.strerror}; the previous output is kept") from exc
+            _io(f"cannot set the mode of {tmp}", os.fchmod, out.fileno(), mode)
+            for chunk in chunks:  # errors from the input itself propagate unchanged
+                _io(f"cannot write {tmp}", out.write, chunk)
                 size += len(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        _discard(tmp)
-        raise OutputError(f"cannot replace {path}: {exc.strerror}; the previous output is kept") from exc
+            _io(f"cannot write {tmp}", out.flush)
+            _io(f"cannot fsync {tmp}", os.fsync, out.fileno())
+        _io(f"cannot rename {tmp} to {path}", os.replace, tmp, path)
     except BaseException:
         _discard(tmp)
         raise
@@ -59,6 +53,13 @@ def is_temp_of(path: str, candidate: str) -> bool:
         and other.startswith(f".{name}.")
         and other.endswith(".tmp")
     )
+
+
+def _io(what: str, fn: Callable[..., object], *args: object) -> None:
+    try:
+        fn(*args)
+    except OSError as exc:
+        raise OutputError(f"{what}: {exc.strerror or exc}; the previous output is kept") from exc
 
 
 def _discard(tmp: str) -> None:

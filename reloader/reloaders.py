@@ -1,6 +1,7 @@
 """The two ways to make Prometheus reload: POST /-/reload, or SIGHUP + runtimeinfo."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -8,12 +9,8 @@ import time
 from datetime import datetime
 from typing import Callable, Protocol
 
-import requests
-import urllib3
-
+from .httpcall import HttpCallError, call, redacted
 from .process import find_pids
-
-urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
 
 
 class ReloadError(Exception):
@@ -37,12 +34,12 @@ class HttpReloader:
 
     def __call__(self, stop: threading.Event) -> None:
         try:
-            resp = requests.post(self.url, timeout=self.timeout, verify=False, headers={"Connection": "close"})
-        except requests.RequestException as exc:
-            raise ReloadError(f"POST {self.url} failed: {_short(exc)} (is Prometheus up?)") from exc
-        if resp.status_code != 200:
-            body = resp.text.strip().replace("\n", " ")[:500]
-            raise ReloadError(f"POST {self.url} returned {resp.status_code}: {body}")
+            status, body = call("POST", self.url, self.timeout, limit=2000)
+        except HttpCallError as exc:
+            raise ReloadError(f"{_short(exc)} (is Prometheus up?)") from exc
+        if status != 200:
+            text = body.decode("utf-8", "replace").strip().replace("\n", " ")[:500]
+            raise ReloadError(f"POST {redacted(self.url)} returned {status}: {text}")
 
 
 def _short(exc: Exception) -> str:
@@ -77,13 +74,15 @@ class SignalReloader:
         self.find = find
 
     def _runtimeinfo(self) -> tuple[bool, float]:
+        where = redacted(self.runtimeinfo_url)
         try:
-            resp = requests.get(self.runtimeinfo_url, timeout=self.timeout, verify=False)
-            resp.raise_for_status()
-            data = resp.json()["data"]
+            status, body = call("GET", self.runtimeinfo_url, self.timeout)
+            if status != 200:
+                raise ValueError(f"status {status}")
+            data = json.loads(body)["data"]
             return bool(data["reloadConfigSuccess"]), _parse_time(data["lastConfigTime"])
-        except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
-            raise ReloadError(f"cannot read runtimeinfo from {self.runtimeinfo_url}: {_short(exc)}") from exc
+        except (HttpCallError, ValueError, KeyError, TypeError) as exc:
+            raise ReloadError(f"cannot read runtimeinfo from {where}: {_short(exc)}") from exc
 
     def _pid(self) -> int:
         pids = self.find(self.process_name)

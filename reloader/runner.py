@@ -106,6 +106,8 @@ class Runner:
             periodic = now >= next_periodic
             retry = retry_at is not None and now >= retry_at
             if not (periodic or retry or (event_due is not None and now >= event_due)):
+                if event_due is not None:
+                    self.applier.prepare()
                 continue
             if periodic:
                 next_periodic = now + self.opts.watch_interval

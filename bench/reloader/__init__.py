@@ -1,0 +1,1 @@
+"""Benchmarks of promop-config-reloader (see run.py)."""

@@ -1,0 +1,252 @@
+"""Benchmarks of promop-config-reloader against a real Prometheus.
+
+    python3 -m bench.reloader [--changes 50] [--delay 100ms] [--size-mb 20]
+
+1. Latency from a config file change (an atomic rename of a new gzipped
+   config) to a completed Prometheus reload, over N changes, next to
+   Prometheus's own /-/reload time measured alone in the same run.
+   Target: p50/p99 <= delay-interval + 1.5 x the bare reload time. The bare
+   time is measured with the same HTTP client the reloader uses, so it is
+   Prometheus's reload plus the least possible client cost.
+   "Completed" is the reloader's "reload triggered" log line, written right
+   after Prometheus answered 200; its timestamp has microsecond resolution.
+2. gunzip + $(VAR) expansion + atomic write of a ~20 MB config, in a fresh
+   interpreter: wall time and peak memory (tracemalloc peak and ru_maxrss above
+   an idle interpreter), next to a naive read-it-all implementation.
+   Target: at most 3 x the output size held in memory.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import requests
+import yaml
+
+from reloader.durations import parse_duration
+from reloader.httpcall import call
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _until(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+        except requests.RequestException:
+            value = None
+        if value:
+            return value
+        time.sleep(0.005)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
+
+
+def _config(i: int) -> str:
+    return yaml.safe_dump({"global": {"scrape_interval": "15s", "external_labels": {"pod": "$(POD_NAME)", "change": str(i)}}})
+
+
+def _replace(path: Path, data: bytes) -> float:
+    """Write a temp file, then rename it over `path`; return the time of the rename."""
+    tmp = path.parent / f".{path.name}.bench"
+    tmp.write_bytes(data)
+    t0 = time.time()
+    os.replace(tmp, path)
+    return t0
+
+
+class _LogTail:
+    """Collects the reloader's JSON log lines from a pipe."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.entries: list[dict] = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._read, args=(proc,), daemon=True).start()
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        for line in proc.stderr:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            with self.cond:
+                self.entries.append(entry)
+                self.cond.notify_all()
+
+    def wait_reloads(self, n: int, timeout: float = 30) -> dict:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                done = [e for e in self.entries if e.get("msg") == "reload triggered"]
+                if len(done) >= n:
+                    return done[n - 1]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError(f"timed out waiting for reload {n}; last logs: {self.entries[-5:]}")
+                self.cond.wait(left)
+
+
+def _ts(entry: dict) -> float:
+    return datetime.fromisoformat(entry["ts"].replace("Z", "+00:00")).timestamp()
+
+
+def bench_latency(work: Path, changes: int, delay: str) -> dict:
+    prom_bin = shutil.which("prometheus")
+    if not prom_bin:
+        raise SystemExit("prometheus not found: apt-get install prometheus")
+    cfg_dir, out_dir = work / "config", work / "config_out"
+    cfg_dir.mkdir()
+    out_dir.mkdir()
+    cfg, out = cfg_dir / "prometheus.yaml.gz", out_dir / "prometheus.env.yaml"
+    cfg.write_bytes(gzip.compress(_config(0).encode()))
+    out.write_text(_config(0).replace("$(POD_NAME)", "bench-0"))
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    prom = subprocess.Popen(
+        [prom_bin, "--web.enable-lifecycle", f"--config.file={out}", f"--storage.tsdb.path={work / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    reloader = None
+    try:
+        _until(lambda: requests.get(f"{base}/-/ready", timeout=1).ok, 30, "prometheus ready")
+        bare = []
+        for i in range(changes):
+            out.write_text(_config(1000 + i).replace("$(POD_NAME)", "bench-0"))
+            started = time.perf_counter()
+            status, body = call("POST", f"{base}/-/reload", 30)
+            bare.append(time.perf_counter() - started)
+            if status != 200:
+                raise RuntimeError(f"bare reload failed: {status} {body!r}")
+        reloader = subprocess.Popen(
+            [sys.executable, "-m", "reloader", f"--config-file={cfg}", f"--config-envsubst-file={out}",
+             f"--watched-dir={cfg_dir}", f"--reload-url={base}/-/reload", f"--delay-interval={delay}",
+             "--log-format=json"],
+            env={**os.environ, "POD_NAME": "bench-0"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        tail = _LogTail(reloader)
+        tail.wait_reloads(1)
+        latencies = []
+        for i in range(1, changes + 1):
+            data = gzip.compress(_config(i).encode())
+            t0 = _replace(cfg, data)
+            latencies.append(_ts(tail.wait_reloads(i + 1)) - t0)
+        final = requests.get(f"{base}/api/v1/status/config", timeout=5).json()["data"]["yaml"]
+        if f"change: \"{changes}\"" not in final and f"change: '{changes}'" not in final:
+            raise RuntimeError(f"Prometheus did not end up with the last config: {final}")
+    finally:
+        for proc in (reloader, prom):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=15)
+    d = parse_duration(delay)
+    return {
+        "delay": d,
+        "bare_p50": _pct(bare, 50), "bare_p99": _pct(bare, 99),
+        "p50": _pct(latencies, 50), "p99": _pct(latencies, 99),
+        "target_p50": d + 1.5 * _pct(bare, 50), "target_p99": d + 1.5 * _pct(bare, 99),
+    }
+
+
+def _big_config(size_mb: float) -> bytes:
+    """A scrape-config-shaped YAML of about `size_mb` MB with $(VAR) references throughout."""
+    job = (
+        "- job_name: serviceMonitor/ns-{i}/app-{i}/0\n"
+        "  honor_labels: false\n"
+        "  kubernetes_sd_configs:\n  - role: endpoints\n    namespaces:\n      names: [ns-{i}]\n"
+        "  relabel_configs:\n"
+        "  - source_labels: [__meta_kubernetes_service_label_app]\n    regex: app-{i}\n    action: keep\n"
+        "  - target_label: prometheus_replica\n    replacement: $(POD_NAME)\n"
+        "  - source_labels: [__address__]\n    modulus: 2\n    target_label: __tmp_hash\n    action: hashmod\n"
+        "  - source_labels: [__tmp_hash]\n    regex: $(SHARD)\n    action: keep\n"
+    )
+    parts = ["global:\n  external_labels:\n    prometheus_replica: $(POD_NAME)\nscrape_configs:\n"]
+    size, i = len(parts[0]), 0
+    target = int(size_mb * 1024 * 1024)
+    while size < target:
+        chunk = job.format(i=i)
+        parts.append(chunk)
+        size += len(chunk)
+        i += 1
+    return "".join(parts).encode()
+
+
+def _child(mode: str, src: Path, dst: Path, trace: bool) -> dict:
+    cmd = [sys.executable, "-m", "bench.reloader.render_child", mode, str(src), str(dst)] + (["trace"] if trace else [])
+    env = {**os.environ, "POD_NAME": "prometheus-k8s-0", "SHARD": "0"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    return json.loads(done.stdout)
+
+
+def bench_render(work: Path, size_mb: float, rounds: int = 3) -> dict:
+    src, dst = work / "big.yaml.gz", work / "big.env.yaml"
+    src.write_bytes(gzip.compress(_big_config(size_mb), compresslevel=6))
+    idle = _child("idle", src, dst, trace=False)
+    result: dict = {"input_bytes": src.stat().st_size}
+    for mode in ("streamed", "naive"):
+        timed = min((_child(mode, src, dst, trace=False) for _ in range(rounds)), key=lambda r: r["seconds"])
+        traced = _child(mode, src, dst, trace=True)
+        result[mode] = {
+            "seconds": timed["seconds"],
+            "traced_peak": traced["traced_peak"],
+            "rss_above_idle": max(0, timed["maxrss"] - idle["maxrss"]),
+        }
+    result["output_bytes"] = dst.stat().st_size
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m bench.reloader", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--changes", type=int, default=50)
+    ap.add_argument("--delay", default="100ms", help="--delay-interval given to the reloader")
+    ap.add_argument("--size-mb", type=float, default=20.0)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-reloader-") as tmp:
+        work = Path(tmp)
+        (work / "lat").mkdir()
+        (work / "render").mkdir()
+        lat = bench_latency(work / "lat", args.changes, args.delay)
+        ren = bench_render(work / "render", args.size_mb)
+    ms = lambda s: f"{s * 1000:.1f} ms"  # noqa: E731
+    mb = lambda b: f"{b / 1024 / 1024:.1f} MB"  # noqa: E731
+    out_size = ren["output_bytes"]
+    rows = [
+        ("Prometheus bare /-/reload p50 / p99", f"{ms(lat['bare_p50'])} / {ms(lat['bare_p99'])}", "baseline"),
+        (f"change -> reload done p50 (delay {ms(lat['delay'])})", ms(lat["p50"]),
+         f"<= {ms(lat['target_p50'])} {'OK' if lat['p50'] <= lat['target_p50'] else 'MISSED'}"),
+        (f"change -> reload done p99 ({args.changes} changes)", ms(lat["p99"]),
+         f"<= {ms(lat['target_p99'])} {'OK' if lat['p99'] <= lat['target_p99'] else 'MISSED'}"),
+        ("  latency above delay, p50 / p99, x bare p50",
+         f"{(lat['p50'] - lat['delay']) / lat['bare_p50']:.2f}x / {(lat['p99'] - lat['delay']) / lat['bare_p50']:.2f}x", "<= 1.5x"),
+        (f"render {mb(out_size)} (gz {mb(ren['input_bytes'])}): time", ms(ren["streamed"]["seconds"]),
+         f"naive read-all: {ms(ren['naive']['seconds'])} ({ren['streamed']['seconds'] / ren['naive']['seconds']:.2f}x)"),
+        ("render: tracemalloc peak", f"{mb(ren['streamed']['traced_peak'])} ({ren['streamed']['traced_peak'] / out_size:.2f}x output)",
+         f"<= 3x output {'OK' if ren['streamed']['traced_peak'] <= 3 * out_size else 'MISSED'}; naive {ren['naive']['traced_peak'] / out_size:.2f}x"),
+        ("render: max RSS above idle interpreter", f"{mb(ren['streamed']['rss_above_idle'])} ({ren['streamed']['rss_above_idle'] / out_size:.2f}x output)",
+         f"naive {mb(ren['naive']['rss_above_idle'])}"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    vwidth = max(len(r[1]) for r in rows)
+    for name, value, note in rows:
+        print(f"{name:<{width}}  {value:>{vwidth}}  {note}")
+    return 0
