@@ -1,0 +1,132 @@
+"""The reflector on its own, against the API sandbox: request parameters, bookmarks, backoff."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from promop.kube.backoff import Backoff
+from promop.kube.client import KubeClient
+from promop.kube.informer_metrics import informer_metrics
+from promop.kube.reflector import Reflector, logfmt
+from promop.kube.resources import CONFIGMAPS
+
+
+def wait_until(predicate, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def kube(api_client):
+    return KubeClient(api_client, qps=0, burst=0, registry=CollectorRegistry())
+
+
+@pytest.fixture
+def reflectors():
+    made = []
+    yield made
+    for r in made:
+        r.stop()
+        r.join(5)
+
+
+def start(kube, reflectors, **kw):
+    deltas = []
+    params = dict(metrics=informer_metrics(CollectorRegistry()), backoff=Backoff(0.02, 0.1), min_watch_duration=0.05)
+    params.update(kw)
+    r = Reflector(kube, CONFIGMAPS, deltas.append, **params)
+    reflectors.append(r)
+    r.start()
+    return r, deltas
+
+
+def closed_watch_queries(sandbox):
+    """Watches are logged when they end: end them until one shows up."""
+
+    def closed():
+        sandbox.faults.close_watches()
+        return queries(sandbox, "watch")
+
+    wait_until(closed, what="a watch request")
+    return queries(sandbox, "watch")
+
+
+def queries(sandbox, verb):
+    return [parse_qs(urlsplit(r.path).query) for r in sandbox.requests if r.verb == verb and r.resource == "configmaps"]
+
+
+def test_list_then_watch_parameters(kube, sandbox, reflectors):
+    kube.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": "default"}})
+    sandbox.reset_requests()
+    r, deltas = start(kube, reflectors, namespace="default")
+    watch = closed_watch_queries(sandbox)[0]
+    [lst] = queries(sandbox, "list")
+    assert lst["limit"] == ["500"] and "resourceVersion" not in lst  # a consistent read
+    assert watch["allowWatchBookmarks"] == ["true"]
+    assert 300 <= int(watch["timeoutSeconds"][0]) < 600
+    assert watch["resourceVersion"] == [current_rv(kube)]
+    kind, scope, items, initial = deltas[0]
+    assert (kind, scope, initial) == ("list", "default", True)
+    assert [o["metadata"]["name"] for o in items] == ["a"]
+
+
+def current_rv(kube):
+    """The RV the first LIST returned: nothing changed since, so a fresh LIST has it too."""
+    return kube.list(CONFIGMAPS, "default")["metadata"]["resourceVersion"]
+
+
+def test_watch_timeout_range_is_a_parameter(kube, sandbox, reflectors):
+    start(kube, reflectors, watch_timeout_range=(1, 2))
+    # a 1 s server timeout closes the watch cleanly: re-watched, never relisted
+    wait_until(lambda: len(queries(sandbox, "watch")) >= 2, what="two watches")
+    assert len(queries(sandbox, "list")) == 1
+    assert all(q["timeoutSeconds"] == ["1"] for q in queries(sandbox, "watch"))
+
+
+def test_bookmarks_advance_the_resource_version(kube, sandbox, reflectors):
+    kube.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": "default"}})
+    r, deltas = start(kube, reflectors, namespace="default")
+    wait_until(lambda: r.last_rv is not None)
+    other = kube.create(CONFIGMAPS, {"metadata": {"name": "elsewhere", "namespace": "kube-system"}})
+    # only a bookmark can tell this watch about a change in another namespace
+    wait_until(lambda: int(r.last_rv) >= int(other["metadata"]["resourceVersion"]), timeout=5,
+               what="a bookmark past the other namespace's change")
+    assert all(d[0] == "list" for d in deltas)
+
+
+def test_failures_back_off_instead_of_spinning(kube, sandbox, reflectors):
+    sandbox.faults.fail_next(10**6, 500, verb="list")
+    started = time.monotonic()
+    r, _ = start(kube, reflectors, backoff=Backoff(0.1, 0.4, rng=lambda: 0.0))
+    wait_until(lambda: len(queries(sandbox, "list")) >= 5, what="five LIST attempts")
+    # delays 0.1 + 0.2 + 0.4 + 0.4 between the five attempts
+    assert time.monotonic() - started >= 1.0
+    assert r.backoff.failures >= 4
+
+
+def test_retry_after_is_honoured(kube, sandbox, reflectors):
+    sandbox.faults.fail_next(1, 429, verb="list", retry_after=1)
+    started = time.monotonic()
+    start(kube, reflectors)
+    wait_until(lambda: len(queries(sandbox, "list")) == 2, what="the retried LIST")
+    assert time.monotonic() - started >= 0.9
+
+
+def test_stop_interrupts_a_backoff_wait(kube, sandbox, reflectors):
+    sandbox.faults.fail_next(10**6, 500, verb="list")
+    r, _ = start(kube, reflectors, backoff=Backoff(30, 30))
+    wait_until(lambda: queries(sandbox, "list"), what="the first LIST")
+    r.stop()
+    assert r.join(2)
+
+
+def test_logfmt_quotes_values():
+    assert logfmt("hi there", a="b c", n=1, skip=None) == 'msg="hi there" a="b c" n=1'
+    assert logfmt("x", e='say "no"') == 'msg=x e="say \\"no\\""'
