@@ -1,0 +1,53 @@
+"""`promop run`: the operator. Watches Prometheus, ServiceMonitor, PodMonitor and PrometheusRule
+objects and writes the config Secret, rule ConfigMaps, Service and StatefulSets they describe."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    from promop.operator.options import add_flags
+
+    parser = subparsers.add_parser(
+        "run", help="run the operator against a cluster (in-cluster config or --kubeconfig)",
+        description="Run the operator. SIGTERM stops taking work, finishes in-flight syncs, releases the "
+                    "lease and exits 0; losing leadership exits 1.")
+    add_flags(parser)
+    parser.set_defaults(func=run)
+
+
+def install_signal_handlers(stop) -> None:
+    """SIGTERM/SIGINT set `stop` (a second SIGINT still interrupts via KeyboardInterrupt)."""
+    import signal
+
+    def on_signal(signum, frame) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+    import sys
+    import threading
+
+    from promop.operator import logs
+    from promop.operator.app import Operator
+    from promop.operator.options import OptionsError, from_args
+
+    try:
+        options = from_args(args)
+    except OptionsError as exc:
+        print(f"promop run: {exc}", file=sys.stderr)
+        return 2
+    logs.setup(options.log_level, options.log_format)
+    stop = threading.Event()
+    install_signal_handlers(stop)
+    logging.getLogger("promop.operator").info("starting", **logs.fields(
+        namespaces=",".join(options.namespaces) or "all", workers=options.workers,
+        leader_elect=options.leader_elect))
+    return Operator(options).run(stop)

@@ -1,0 +1,98 @@
+"""Create-or-update of managed objects, writing only when something differs.
+
+`Applier.apply` compares with diff.semantically_equal first; updates carry the
+current resourceVersion, so a concurrent writer causes a 409 that we resolve by
+re-reading, never a lost update. A StatefulSet update the API refuses as
+Invalid (422: an immutable field changed) is deleted with foreground
+propagation and created again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from promop.kube.client import KubeClient
+from promop.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
+from promop.kube.resources import Resource
+from promop.operator.diff import for_update, normalise, semantically_equal
+from promop.operator.logs import fields
+
+log = logging.getLogger("promop.operator.apply")
+
+CREATED, UPDATED, UNCHANGED, RECREATED, DELETED = "created", "updated", "unchanged", "recreated", "deleted"
+_CONFLICT_RETRIES = 3
+
+
+class RetryLater(Exception):
+    """The object is in a transient state (e.g. still terminating); sync again after a backoff."""
+
+
+def _name(obj: dict) -> tuple[str | None, str]:
+    md = obj.get("metadata") or {}
+    return md.get("namespace"), md["name"]
+
+
+class Applier:
+    """Writes desired objects through `client`; `on_sts_recreate` counts 422 recreations."""
+
+    def __init__(self, client: KubeClient, on_sts_recreate: Any = None) -> None:
+        self.client = client
+        self.on_sts_recreate = on_sts_recreate
+
+    def apply(self, res: Resource, desired: dict, current: dict | None) -> str:
+        """Make the API hold `desired`; `current` is what we believe is there (None: absent)."""
+        ns, name = _name(desired)
+        for _ in range(_CONFLICT_RETRIES):
+            if current is None:
+                try:
+                    self.client.create(res, normalise(desired), ns)
+                    log.info("created", **fields(resource=res.label, object=f"{ns}/{name}"))
+                    return CREATED
+                except AlreadyExists:
+                    current = self._get(res, name, ns)
+                    continue
+            if semantically_equal(desired, current):
+                return UNCHANGED
+            try:
+                self.client.update(res, for_update(desired, current), ns)
+                log.info("updated", **fields(resource=res.label, object=f"{ns}/{name}"))
+                return UPDATED
+            except Conflict:
+                current = self._get(res, name, ns)
+            except NotFound:
+                current = None
+            except Invalid as exc:
+                if res.kind != "StatefulSet":
+                    raise
+                return self._recreate(res, desired, ns, name, exc)
+        raise RetryLater(f"{res.label} {ns}/{name}: still conflicting after {_CONFLICT_RETRIES} attempts; "
+                         "another writer keeps changing it")
+
+    def _recreate(self, res: Resource, desired: dict, ns: str | None, name: str, exc: Exception) -> str:
+        log.warning("update refused as invalid: deleting and recreating",
+                    **fields(resource=res.label, object=f"{ns}/{name}", error=str(exc)))
+        if self.on_sts_recreate:
+            self.on_sts_recreate()
+        self.delete(res, name, ns, propagation_policy="Foreground")
+        try:
+            self.client.create(res, normalise(desired), ns)
+        except AlreadyExists:
+            raise RetryLater(f"{res.label} {ns}/{name} is still being deleted; it is recreated on the next sync") \
+                from None
+        return RECREATED
+
+    def delete(self, res: Resource, name: str, namespace: str | None, propagation_policy: str | None = None) -> bool:
+        """Delete if present; False when it was already gone."""
+        try:
+            self.client.delete(res, name, namespace, propagation_policy=propagation_policy)
+        except NotFound:
+            return False
+        log.info("deleted", **fields(resource=res.label, object=f"{namespace}/{name}"))
+        return True
+
+    def _get(self, res: Resource, name: str, ns: str | None) -> dict | None:
+        try:
+            return self.client.get(res, name, ns)
+        except NotFound:
+            return None

@@ -1,0 +1,252 @@
+"""The controller: informers -> event mapping -> one rate-limited queue -> N workers -> Syncer.
+
+Thin on purpose: handlers only turn events into Prometheus keys (mapping.py);
+workers only call `Syncer.sync` and requeue with backoff on error. The queue
+guarantees one key is never synced by two workers at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable
+
+from prometheus_client import CollectorRegistry
+
+from promop.kube.client import KubeClient
+from promop.kube.informer import Informer
+from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
+                                   SERVICEMONITORS, STATEFULSETS, Resource)
+from promop.kube.store import Tombstone
+from promop.kube.workqueue import RateLimitingQueue
+from promop.operator import mapping
+from promop.operator.logs import fields
+from promop.operator.metrics import OperatorMetrics
+from promop.operator.options import Options
+from promop.operator.sync import Stores, Syncer
+
+log = logging.getLogger("promop.operator.controller")
+
+# Only the StatefulSets we manage (upstream's selector).
+STATEFULSET_SELECTOR = ("managed-by in (prometheus-operator),operator.prometheus.io/shard,"
+                        "operator.prometheus.io/name,operator.prometheus.io/mode in (server)")
+
+
+def _obj(obj: Any) -> dict:
+    return obj.obj if isinstance(obj, Tombstone) else obj
+
+
+def _join_selectors(*parts: str) -> str | None:
+    joined = ",".join(p for p in parts if p)
+    return joined or None
+
+
+class Controller:
+    """Owns the informers, the queue and the workers for Prometheus objects."""
+
+    def __init__(self, client: KubeClient, options: Options, registry: CollectorRegistry | None = None,
+                 metrics: OperatorMetrics | None = None, render: Callable | None = None,
+                 references: Callable | None = None, informer_kwargs: dict | None = None) -> None:
+        if render is None or references is None:
+            from promop.render import references as default_references
+            from promop.render import render as default_render
+
+            render = render or default_render
+            references = references or default_references
+        self.client = client
+        self.options = options
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.metrics = metrics or OperatorMetrics(self.registry)
+        self.queue = RateLimitingQueue(name="prometheus", registry=self.registry)
+        kw = {"resync_period": 0, "registry": self.registry, **(informer_kwargs or {})}
+        deny = options.namespace_field_selector()
+        scope: dict[str, Any] = {"namespaces": list(options.namespaces)} if options.namespaces else {}
+
+        def informer(res: Resource, **extra: Any) -> Informer:
+            sel = _join_selectors(extra.pop("field_selector", ""), deny)
+            return Informer(client, res, field_selector=sel, **scope, **{**kw, **extra})
+
+        self.prometheuses = informer(PROMETHEUSES, resync_period=options.resync_period)
+        self.servicemonitors = informer(SERVICEMONITORS)
+        self.podmonitors = informer(PODMONITORS)
+        self.rules = informer(PROMETHEUSRULES)
+        self.secrets = informer(SECRETS, metadata_only=True, field_selector=options.secret_field_selector)
+        self.configmaps = informer(CONFIGMAPS, metadata_only=True)
+        self.statefulsets = informer(STATEFULSETS, label_selector=STATEFULSET_SELECTOR)
+        self.namespaces = Informer(client, NAMESPACES, **kw)
+        self.informers = [self.prometheuses, self.servicemonitors, self.podmonitors, self.rules, self.secrets,
+                          self.configmaps, self.statefulsets, self.namespaces]
+        self.syncer = Syncer(
+            client,
+            Stores(self.prometheuses.store, self.servicemonitors.store, self.podmonitors.store, self.rules.store,
+                   self.namespaces.store, self.statefulsets.store, self.secrets.store, self.configmaps.store),
+            options.render_options(), self.metrics, render, references,
+            namespace_allowed=options.namespace_allowed,
+        )
+        self._workers: list[threading.Thread] = []
+        self._stopping = threading.Event()
+        self._register_handlers()
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def start_informers(self) -> None:
+        for inf in self.informers:
+            inf.start()
+
+    def wait_for_sync(self, timeout: float, stop: threading.Event | None = None) -> bool:
+        """Wait until every cache holds its first LIST (False on timeout or stop)."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(inf.has_synced() for inf in self.informers):
+                return True
+            if stop is not None and stop.wait(0.05):
+                return False
+            if stop is None:
+                self.informers[0].wait_for_sync(0.05)
+        return all(inf.has_synced() for inf in self.informers)
+
+    def synced(self) -> bool:
+        return all(inf.has_synced() for inf in self.informers)
+
+    def readiness(self) -> tuple[bool, str]:
+        waiting = [inf.name for inf in self.informers if not inf.has_synced()]
+        return (not waiting, f"caches not synced: {', '.join(waiting)}" if waiting else "")
+
+    def start_workers(self) -> None:
+        """Start processing the queue (called at once, or when this replica becomes leader)."""
+        if self._workers:
+            return
+        self.metrics.set_ready(True)
+        for i in range(self.options.workers):
+            t = threading.Thread(target=self._worker, name=f"promop-worker-{i}", daemon=True)
+            t.start()
+            self._workers.append(t)
+        log.info("workers started", **fields(workers=self.options.workers))
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop taking work, let in-flight syncs finish, then stop the informers."""
+        self._stopping.set()
+        self.metrics.set_ready(False)
+        drained = threading.Thread(target=self.queue.shutdown_with_drain, daemon=True)
+        drained.start()
+        drained.join(timeout)
+        self.queue.shutdown()
+        for t in self._workers:
+            t.join(timeout)
+        for inf in self.informers:
+            inf.stop()
+
+    def enqueue_all(self) -> None:
+        for key in self.prometheuses.store.keys():
+            self.queue.add(key)
+
+    # ---- workers ------------------------------------------------------------------------
+
+    def _worker(self) -> None:
+        q = self.queue
+        while True:
+            key, shutdown = q.get()
+            if shutdown:
+                return
+            if key is None:
+                continue
+            if self._stopping.is_set():
+                q.done(key)  # stop taking work: the backlog is dropped, in-flight syncs finish
+                continue
+            try:
+                self.syncer.sync(key)
+            except Exception as exc:  # noqa: BLE001 - every failure is retried with backoff
+                log.warning("sync failed; retrying with backoff",
+                            **fields(key=key, error=str(exc), retries=q.num_requeues(key)))
+                q.add_rate_limited(key)
+            else:
+                q.forget(key)
+            finally:
+                q.done(key)
+
+    # ---- event handlers -------------------------------------------------------------------
+
+    def _enqueue(self, keys: list[str], triggered_by: str, action: str) -> None:
+        if not keys:
+            return
+        self.metrics.trigger(triggered_by, action)
+        for key in keys:
+            self.queue.add(key)
+
+    def _proms(self) -> list[dict]:
+        return self.prometheuses.store.list()
+
+    def _ns_labels(self, namespace: str) -> dict | None:
+        ns = self.namespaces.store.get(namespace)
+        return ((ns or {}).get("metadata") or {}).get("labels") or {}
+
+    def _register_handlers(self) -> None:
+        e = self._enqueue
+
+        def prom_key(obj: Any) -> list[str]:
+            return [mapping.key_of(_obj(obj))] if not isinstance(obj, Tombstone) else [obj.key]
+
+        def prom_update(old: dict, new: dict) -> None:
+            resync = not mapping.resource_version_changed(old, new)
+            if resync or mapping.prometheus_update_matters(old, new):
+                e(prom_key(new), "Prometheus", "update")
+
+        self.prometheuses.add_handler(on_add=lambda o, initial: e(prom_key(o), "Prometheus", "add"),
+                                      on_update=prom_update,
+                                      on_delete=lambda o: e(prom_key(o), "Prometheus", "delete"))
+
+        for kind, inf in (("ServiceMonitor", self.servicemonitors), ("PodMonitor", self.podmonitors),
+                          ("PrometheusRule", self.rules)):
+            def monitor_keys(obj: Any, kind: str = kind) -> list[str]:
+                ns = (_obj(obj).get("metadata") or {}).get("namespace", "")
+                return mapping.for_monitor(kind, ns, self._proms(), self._ns_labels)
+
+            def monitor_update(old: dict, new: dict, kind: str = kind, keys: Callable = monitor_keys) -> None:
+                if mapping.monitor_update_matters(old, new):
+                    e(keys(new), kind, "update")
+
+            inf.add_handler(on_add=lambda o, initial, kind=kind, keys=monitor_keys: None if initial else e(
+                                keys(o), kind, "add"),
+                            on_update=monitor_update,
+                            on_delete=lambda o, kind=kind, keys=monitor_keys: e(keys(o), kind, "delete"))
+
+        for kind, inf in (("Secret", self.secrets), ("ConfigMap", self.configmaps)):
+            def ref_keys(obj: Any, kind: str = kind) -> list[str]:
+                md = _obj(obj).get("metadata") or {}
+                return mapping.for_referenced(kind, md.get("namespace", ""), md.get("name", ""), self._proms(),
+                                              self.syncer.references)
+
+            def ref_update(old: dict, new: dict, kind: str = kind, keys: Callable = ref_keys) -> None:
+                if mapping.resource_version_changed(old, new):
+                    e(keys(new), kind, "update")
+
+            inf.add_handler(on_add=lambda o, initial, kind=kind, keys=ref_keys: None if initial else e(
+                                keys(o), kind, "add"),
+                            on_update=ref_update,
+                            on_delete=lambda o, kind=kind, keys=ref_keys: e(keys(o), kind, "delete"))
+
+        def sts_update(old: dict, new: dict) -> None:
+            if mapping.resource_version_changed(old, new):
+                e(mapping.for_statefulset(new), "StatefulSet", "update")
+
+        self.statefulsets.add_handler(
+            on_add=lambda o, initial: e(mapping.for_statefulset(o), "StatefulSet", "add"),
+            on_update=sts_update,
+            on_delete=lambda o: e(mapping.for_statefulset(_obj(o)), "StatefulSet", "delete"))
+
+        def ns_labels(obj: Any) -> dict:
+            return (_obj(obj).get("metadata") or {}).get("labels") or {}
+
+        def ns_name(obj: Any) -> str:
+            return (_obj(obj).get("metadata") or {}).get("name", "")
+
+        self.namespaces.add_handler(
+            on_add=lambda o, initial: None if initial else e(
+                mapping.for_namespace_change(None, ns_labels(o), ns_name(o), self._proms()), "Namespace", "add"),
+            on_update=lambda old, new: e(
+                mapping.for_namespace_change(ns_labels(old), ns_labels(new), ns_name(new), self._proms()),
+                "Namespace", "update"),
+            on_delete=lambda o: e(
+                mapping.for_namespace_change(ns_labels(o), None, ns_name(o), self._proms()), "Namespace", "delete"))

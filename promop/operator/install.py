@@ -1,0 +1,77 @@
+"""Create-or-update of CRDs and example objects through the client (for `promop demo` and tests)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Iterable
+
+import yaml
+
+from promop.kube.client import KubeClient
+from promop.kube.errors import AlreadyExists, ApiError, NotFound
+from promop.kube.resources import (CONFIGMAPS, CRDS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
+                                   SECRETS, SERVICEMONITORS, SERVICES, Resource)
+
+KINDS: dict[str, Resource] = {r.kind: r for r in (
+    NAMESPACES, CONFIGMAPS, SECRETS, SERVICES, PROMETHEUSES, SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, CRDS)}
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_documents(paths: Iterable[Path]) -> list[dict]:
+    """Every YAML document of every .yaml/.yml file (directories expanded, sorted)."""
+    out = []
+    for path in paths:
+        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml")) if path.is_dir() else [path]
+        for f in files:
+            with open(f, encoding="utf-8") as fh:
+                out.extend(d for d in yaml.load_all(fh, Loader=_Loader) if d)
+    return out
+
+
+def resource_for(doc: dict) -> Resource:
+    res = KINDS.get(doc.get("kind", ""))
+    if res is None:
+        raise ValueError(f"cannot apply kind {doc.get('kind')!r} ({doc.get('metadata', {}).get('name')}); "
+                         f"supported: {', '.join(sorted(KINDS))}")
+    return res
+
+
+def apply_document(client: KubeClient, doc: dict) -> str:
+    """Create `doc`, or replace it if it exists; returns "created" or "configured"."""
+    res = resource_for(doc)
+    md = doc.get("metadata") or {}
+    ns = md.get("namespace") or ("default" if res.namespaced else None)
+    try:
+        client.create(res, doc, ns)
+        return "created"
+    except AlreadyExists:
+        current = client.get(res, md["name"], ns)
+        body = {**doc, "metadata": {**md, "resourceVersion": current["metadata"]["resourceVersion"]}}
+        client.update(res, body, ns)
+        return "configured"
+
+
+def install_crds(client: KubeClient, crd_dir: Path, timeout: float = 30.0) -> list[str]:
+    """Apply every CRD in `crd_dir` and wait until each is served (Established, or listable)."""
+    names = []
+    for doc in load_documents([crd_dir]):
+        if doc.get("kind") != "CustomResourceDefinition":
+            continue
+        apply_document(client, doc)
+        names.append(doc["metadata"]["name"])
+    deadline = time.monotonic() + timeout
+    for name in names:
+        while True:
+            try:
+                crd = client.get(CRDS, name)
+                conds = {c.get("type"): c.get("status") for c in (crd.get("status") or {}).get("conditions") or []}
+                if conds.get("Established", "True") == "True":
+                    break
+            except (NotFound, ApiError):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"CRD {name} not established after {timeout}s")
+            time.sleep(0.1)
+    return names

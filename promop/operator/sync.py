@@ -1,0 +1,350 @@
+"""sync(key): one Prometheus from the caches to the API, writing only what differs.
+
+Order (upstream's): paused check; select and render; rule ConfigMaps (changed
+ones first, then stale ones deleted); config Secret, TLS asset Secrets and
+other Secrets; the governing Service; one StatefulSet per shard, then excess
+shards deleted; feedback on monitors and rules; the Prometheus status.
+
+Secret/ConfigMap informers hold metadata only, so the content a render needs
+(`references`) is read with direct GETs for each sync.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from promop.kube.client import KubeClient
+from promop.kube.errors import ApiError, Conflict, NotFound
+from promop.kube.resources import (CONFIGMAPS, EVENTS, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
+                                   SERVICEMONITORS, SERVICES, STATEFULSETS, Resource)
+from promop.operator import feedback
+from promop.operator.apply import CREATED, RECREATED, UNCHANGED, UPDATED, Applier, RetryLater
+from promop.operator.logs import fields
+from promop.operator.metrics import OperatorMetrics
+from promop.operator.status import now_rfc3339, prometheus_status, status_changed
+from promop.render.model import RenderInputs, RenderOptions, RenderResult
+
+log = logging.getLogger("promop.operator.sync")
+
+BY_KIND: dict[str, Resource] = {
+    "Secret": SECRETS, "ConfigMap": CONFIGMAPS, "Service": SERVICES, "StatefulSet": STATEFULSETS,
+}
+MONITOR_RESOURCES: dict[str, Resource] = {
+    "ServiceMonitor": SERVICEMONITORS, "PodMonitor": PODMONITORS, "PrometheusRule": PROMETHEUSRULES,
+}
+_TLS_SHARD = re.compile(r"-tls-assets-\d+$")
+_STS_SHARD = re.compile(r"^(?:-shard-\d+)?$")
+
+
+class Stores:
+    """The informer caches sync reads (each a promop.kube.store.Store or anything with get/list)."""
+
+    def __init__(self, prometheuses: Any, servicemonitors: Any, podmonitors: Any, prometheusrules: Any,
+                 namespaces: Any, statefulsets: Any, secrets: Any, configmaps: Any) -> None:
+        self.prometheuses = prometheuses
+        self.monitors = {"ServiceMonitor": servicemonitors, "PodMonitor": podmonitors,
+                         "PrometheusRule": prometheusrules}
+        self.namespaces = namespaces
+        self.statefulsets = statefulsets
+        self.secrets = secrets
+        self.configmaps = configmaps
+
+
+@dataclass
+class SyncReport:
+    """What one sync did: writes per action, for logs, tests and benchmarks."""
+
+    key: str
+    skipped: str = ""  # why nothing was done (paused, deleted)
+    writes: int = 0
+    actions: dict[str, int] | None = None
+    selected: int = 0
+    rejected: int = 0
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    md = obj.get("metadata") or {}
+    return md.get("namespace") or "", md.get("name") or ""
+
+
+class Syncer:
+    """Reconciles one Prometheus per call; safe for concurrent calls on different keys."""
+
+    def __init__(self, client: KubeClient, stores: Stores, options: RenderOptions, metrics: OperatorMetrics,
+                 render: Callable[..., RenderResult], references: Callable[[RenderInputs], set],
+                 namespace_allowed: Callable[[str], bool] = lambda ns: True,
+                 now: Callable[[], str] = now_rfc3339) -> None:
+        self.client = client
+        self.stores = stores
+        self.options = options
+        self.metrics = metrics
+        self.render = render
+        self.references_of = references
+        self.namespace_allowed = namespace_allowed
+        self.now = now
+        self.applier = Applier(client, on_sts_recreate=lambda: metrics.sts_delete_create.labels("prometheus").inc())
+        self.events = feedback.EventDeduper()
+        self._lock = threading.Lock()
+        self.references: dict[str, set[tuple[str, str, str]]] = {}  # key -> (kind, ns, name) it read
+        self.last_result: dict[str, RenderResult] = {}
+        self._render_caches: dict[str, dict] = {}
+
+    # ---- entry point ------------------------------------------------------------------
+
+    def sync(self, key: str) -> SyncReport:
+        prom = self.stores.prometheuses.get(key)
+        if prom is None:
+            self._deleted(key)
+            return SyncReport(key, skipped="deleted")
+        if (prom.get("metadata") or {}).get("deletionTimestamp"):
+            return SyncReport(key, skipped="deleting")
+        if (prom.get("spec") or {}).get("paused"):
+            log.info("paused: no action taken", **fields(key=key))
+            return SyncReport(key, skipped="paused")
+        started = time.monotonic()
+        self.metrics.reconcile_operations.labels("prometheus").inc()
+        report = SyncReport(key, actions={})
+        result: RenderResult | None = None
+        error: Exception | None = None
+        try:
+            result = self._render(key, prom)
+            self._write_all(prom, result, report)
+            self._feedback(prom, result, report)
+        except Exception as exc:  # noqa: BLE001 - reported in status, then retried by the caller
+            error = exc
+            self.metrics.reconcile_errors.labels("prometheus").inc()
+        finally:
+            self.metrics.reconcile_duration.labels("prometheus").observe(time.monotonic() - started)
+        try:
+            self._update_status(key, prom, result, error)
+        except ApiError as exc:
+            error = error or exc
+        ns, name = _key(prom)
+        if result is not None:
+            self.metrics.record_sync(ns, name, error is None, prom.get("spec") or {},
+                                     selected=_count_selected(result), rejected=_count_rejected(result))
+        else:
+            self.metrics.record_sync(ns, name, False, prom.get("spec") or {})
+        if error is not None:
+            raise error
+        log.debug("synced", **fields(key=key, writes=report.writes, **(report.actions or {})))
+        return report
+
+    # ---- render -----------------------------------------------------------------------
+
+    def _render(self, key: str, prom: dict) -> RenderResult:
+        inputs = RenderInputs(
+            prometheus=prom,
+            service_monitors=self._candidates("ServiceMonitor"),
+            pod_monitors=self._candidates("PodMonitor"),
+            prometheus_rules=self._candidates("PrometheusRule"),
+            namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(_key(n)[1])],
+            options=self.options,
+        )
+        refs = self.references_of(inputs)
+        secrets: dict[tuple[str, str], dict] = {}
+        configmaps: dict[tuple[str, str], dict] = {}
+        for ref in refs:
+            target = secrets if ref.kind == "Secret" else configmaps
+            try:
+                target[(ref.namespace, ref.name)] = self.client.get(BY_KIND[ref.kind], ref.name, ref.namespace)
+            except NotFound:
+                pass  # the renderer rejects what needs it, and says so
+        inputs.secrets, inputs.configmaps = secrets, configmaps
+        with self._lock:
+            self.references[key] = {(r.kind, r.namespace, r.name) for r in refs}
+            cache = self._render_caches.setdefault(key, {})
+        result = self.render(inputs, cache=cache)
+        with self._lock:
+            self.last_result[key] = result
+        return result
+
+    def _candidates(self, kind: str) -> list[dict]:
+        return self.stores.monitors[kind].list()
+
+    # ---- writes -----------------------------------------------------------------------
+
+    def _count(self, report: SyncReport, action: str) -> None:
+        report.actions[action] = report.actions.get(action, 0) + 1  # type: ignore[index]
+        if action != UNCHANGED:
+            report.writes += 1
+
+    def _write_all(self, prom: dict, result: RenderResult, report: SyncReport) -> None:
+        ns, name = _key(prom)
+        self._write_rule_configmaps(prom, result.rule_configmaps, report)
+        desired_secret_names = set()
+        for obj in result.objects():
+            kind = obj.get("kind")
+            if kind == "Secret":
+                desired_secret_names.add(obj["metadata"]["name"])
+            if kind in ("ConfigMap", "StatefulSet"):
+                continue
+            res = BY_KIND[kind]
+            current = self._get(res, obj["metadata"]["name"], ns)
+            self._count(report, self.applier.apply(res, obj, current))
+        self._delete_stale_tls(prom, desired_secret_names, report)
+        self._write_statefulsets(prom, result.statefulsets, report)
+
+    def _write_rule_configmaps(self, prom: dict, desired: list[dict], report: SyncReport) -> None:
+        ns, name = _key(prom)
+        existing = self.client.list(CONFIGMAPS, ns, label_selector=f"prometheus-name={name}")["items"]
+        current = {o["metadata"]["name"]: o for o in existing if _owned_by(o, prom)}
+        for obj in desired:
+            self._count(report, self.applier.apply(CONFIGMAPS, obj, current.get(obj["metadata"]["name"])))
+        wanted = {o["metadata"]["name"] for o in desired}
+        for stale in sorted(set(current) - wanted):
+            if self.applier.delete(CONFIGMAPS, stale, ns):
+                self._count(report, "deleted")
+
+    def _delete_stale_tls(self, prom: dict, desired: set[str], report: SyncReport) -> None:
+        ns, name = _key(prom)
+        prefix = f"prometheus-{name}"
+        for obj in self.stores.secrets.list():
+            o_ns, o_name = _key(obj)
+            if (o_ns == ns and o_name.startswith(prefix) and _TLS_SHARD.search(o_name)
+                    and o_name[: _TLS_SHARD.search(o_name).start()] == prefix
+                    and o_name not in desired and _owned_by(obj, prom)):
+                if self.applier.delete(SECRETS, o_name, ns):
+                    self._count(report, "deleted")
+
+    def _write_statefulsets(self, prom: dict, desired: list[dict], report: SyncReport) -> None:
+        ns, name = _key(prom)
+        for obj in desired:
+            current = self.stores.statefulsets.get(f"{ns}/{obj['metadata']['name']}")
+            action = self.applier.apply(STATEFULSETS, obj, current)
+            self._count(report, action)
+        wanted = {o["metadata"]["name"] for o in desired}
+        prefix = f"prometheus-{name}"
+        for obj in self.stores.statefulsets.list():
+            o_ns, o_name = _key(obj)
+            if (o_ns == ns and o_name not in wanted and o_name.startswith(prefix)
+                    and _STS_SHARD.match(o_name[len(prefix):]) and _owned_by(obj, prom)):
+                if self.applier.delete(STATEFULSETS, o_name, ns, propagation_policy="Foreground"):
+                    self._count(report, "deleted")
+
+    def _get(self, res: Resource, name: str, ns: str) -> dict | None:
+        try:
+            return self.client.get(res, name, ns)
+        except NotFound:
+            return None
+
+    # ---- feedback -----------------------------------------------------------------------
+
+    def _feedback(self, prom: dict, result: RenderResult, report: SyncReport) -> None:
+        verdicts = feedback.verdicts(result.selection, result.rejected)
+        report.selected = sum(1 for v in verdicts.values() if v.accepted)
+        report.rejected = sum(1 for v in verdicts.values() if not v.accepted)
+        now = self.now()
+        for kind, store in self.stores.monitors.items():
+            for obj in store.list():
+                o_ns, o_name = _key(obj)
+                verdict = verdicts.get((kind, o_ns, o_name))
+                self._write_bindings(kind, obj, prom, verdict, now)
+        self._emit_events(prom, result, now)
+
+    def _write_bindings(self, kind: str, obj: dict, prom: dict, verdict: feedback.Verdict | None, now: str) -> None:
+        res = MONITOR_RESOURCES[kind]
+        for _ in range(3):
+            bindings = feedback.desired_bindings(obj, prom, verdict, now)
+            if not feedback.bindings_changed(obj, bindings):
+                return
+            body = {**obj, "status": {**(obj.get("status") or {}), "bindings": bindings}}
+            try:
+                self.client.update(res, body, subresource="status")
+                return
+            except Conflict:
+                o_ns, o_name = _key(obj)
+                try:
+                    obj = self.client.get(res, o_name, o_ns)
+                except NotFound:
+                    return
+            except NotFound:
+                return
+
+    def _emit_events(self, prom: dict, result: RenderResult, now: str) -> None:
+        for problems, rejected in ((result.rejected, True), (result.warnings, False)):
+            for (kind, ns, name), note in feedback.problem_events(problems, rejected):
+                obj = prom if kind == "Prometheus" else (
+                    self.stores.monitors[kind].get(f"{ns}/{name}") if kind in self.stores.monitors else None)
+                if obj is None:
+                    continue
+                reason = feedback.INVALID if rejected else "UnsupportedConfiguration"
+                if not self.events.should_emit(obj, reason, note):
+                    continue
+                log.warning("skipping object" if rejected else "object uses unsupported fields",
+                            **fields(kind=kind, object=f"{ns}/{name}", prometheus="/".join(_key(prom)), note=note))
+                event = feedback.event_for(obj, feedback.API_VERSION, kind, reason, note, "Warning", now)
+                try:
+                    self.client.create(EVENTS, event, ns)
+                except ApiError as exc:
+                    log.warning("cannot record event", **fields(object=f"{ns}/{name}", error=str(exc)))
+
+    # ---- status -------------------------------------------------------------------------
+
+    def _update_status(self, key: str, prom: dict, result: RenderResult | None, error: Exception | None) -> None:
+        ns, name = _key(prom)
+        shards: dict[int, dict | None] = {}
+        from promop.operator.status import shard_count
+        for shard in range(shard_count(prom)):
+            sts_name = f"prometheus-{name}" + (f"-shard-{shard}" if shard else "")
+            shards[shard] = self.stores.statefulsets.get(f"{ns}/{sts_name}")
+        reason = ""
+        if result is not None and not any(d.selected for d in result.selection):
+            reason = "NoSelectedResources"
+        for _ in range(3):
+            desired = prometheus_status(prom, shards, error=str(error) if error else None,
+                                        reconciled_reason=reason, now=self.now())
+            if not status_changed(prom.get("status"), desired):
+                return
+            self.metrics.status_updates.labels("prometheus").inc()
+            try:
+                self.client.update(PROMETHEUSES, {**prom, "status": desired}, subresource="status")
+                return
+            except Conflict:
+                prom = self.client.get(PROMETHEUSES, name, ns)
+            except NotFound:
+                return
+            except ApiError:
+                self.metrics.status_update_errors.labels("prometheus").inc()
+                raise
+
+    # ---- deletion -------------------------------------------------------------------------
+
+    def _deleted(self, key: str) -> None:
+        """The Prometheus is gone: owned objects go by garbage collection; drop our bindings."""
+        ns, _, name = key.partition("/")
+        self.metrics.forget(ns, name)
+        with self._lock:
+            self.references.pop(key, None)
+            self.last_result.pop(key, None)
+            self._render_caches.pop(key, None)
+        ghost = {"metadata": {"namespace": ns, "name": name}}
+        now = self.now()
+        for kind, store in self.stores.monitors.items():
+            for obj in store.list():
+                self._write_bindings(kind, obj, ghost, None, now)
+
+
+def _owned_by(obj: Mapping[str, Any], prom: Mapping[str, Any]) -> bool:
+    uid = (prom.get("metadata") or {}).get("uid")
+    return any(r.get("uid") == uid and r.get("kind") == "Prometheus"
+               for r in (obj.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def _count_selected(result: RenderResult) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for kind in MONITOR_RESOURCES:
+        out[kind] = len(result.accepted(kind))
+    return out
+
+
+def _count_rejected(result: RenderResult) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for p in {(p.kind, p.namespace, p.name) for p in result.rejected}:
+        out[p[0]] = out.get(p[0], 0) + 1
+    return out

@@ -1,0 +1,110 @@
+"""Fixtures for operator tests: a sandbox with the CRDs, and operators run in-process against it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from promop.kube.client import KubeClient
+from promop.operator.app import Operator
+from promop.operator.install import install_crds
+from promop.operator.options import Options
+from promop.sandbox import Sandbox
+
+ROOT = Path(__file__).resolve().parents[2]
+OPERATOR_AGENT = "promop-operator-under-test"
+FAST_INFORMERS = {"backoff_base": 0.05, "backoff_cap": 0.5, "idle_timeout": 10.0}
+
+
+def eventually(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll `check` until it returns a truthy value (or stops raising AssertionError) before `timeout`."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+            if value:
+                return value
+        except AssertionError as exc:
+            last = exc
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f": {last}" if last else ""))
+
+
+@pytest.fixture
+def cluster():
+    """A sandbox (StatefulSets report ready) with the monitoring.coreos.com CRDs installed."""
+    with Sandbox(port=0, simulate_statefulsets=True) as sb:
+        client = KubeClient(sb.api_client())
+        install_crds(client, ROOT / "crds")
+        yield sb
+
+
+@pytest.fixture
+def kube(cluster) -> KubeClient:
+    """The test's own client (its requests are not the operator's)."""
+    return KubeClient(cluster.api_client())
+
+
+@dataclass
+class Running:
+    operator: Operator
+    thread: threading.Thread
+    stop: threading.Event
+    result: dict = field(default_factory=dict)
+
+    @property
+    def controller(self):
+        return self.operator.controller
+
+    def shutdown(self, timeout: float = 30.0) -> int | None:
+        self.stop.set()
+        self.thread.join(timeout)
+        return self.result.get("code")
+
+    def idle(self) -> bool:
+        """Every known Prometheus synced at least once and nothing queued or in flight."""
+        ctl = self.controller
+        if ctl is None or not self.operator.synced.is_set():
+            return False
+        done = all(k in ctl.syncer.last_result for k in ctl.prometheuses.store.keys())
+        return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and all(
+            inf.pending() == 0 for inf in ctl.informers)
+
+
+@pytest.fixture
+def start_operator(cluster):
+    """start_operator(**options) -> Running: an operator in a thread against `cluster`."""
+    running: list[Running] = []
+
+    def start(*, agent: str = OPERATOR_AGENT, web: bool = False, leader_kwargs: dict | None = None,
+              render: Callable | None = None, references: Callable | None = None, **opts: Any) -> Running:
+        api = cluster.api_client()
+        api.user_agent = agent
+        options = Options(listen_address="127.0.0.1:0", **opts)
+        registry = CollectorRegistry()
+        op = Operator(options, client=KubeClient(api, registry=registry), registry=registry, web=web,
+                      controller_kwargs={"informer_kwargs": dict(FAST_INFORMERS), "render": render,
+                                         "references": references},
+                      leader_kwargs=leader_kwargs)
+        stop = threading.Event()
+        r = Running(op, threading.Thread(target=lambda: None), stop)
+        r.thread = threading.Thread(target=lambda: r.result.setdefault("code", op.run(stop)), daemon=True)
+        r.thread.start()
+        running.append(r)
+        eventually(op.synced.is_set, 20, "caches to sync")
+        return r
+
+    yield start
+    for r in running:
+        r.shutdown()
+
+
+def operator_writes(sb: Sandbox, agent: str = OPERATOR_AGENT) -> list:
+    return [r for r in sb.requests if r.is_write and r.user_agent.startswith(agent)]
