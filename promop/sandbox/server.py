@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from promop.sandbox import negotiate
+from promop.sandbox import negotiate, openapi
 from promop.sandbox.errors import ApiError, bad_request
 from promop.sandbox.discovery import VERSION_INFO
 from promop.sandbox.patch import APPLY_PATCH
@@ -281,6 +281,8 @@ class Handler(BaseHTTPRequestHandler):
                 doc = sandbox.registry.api_versions(f"127.0.0.1:{sandbox.port}")
             elif path == "/apis":
                 doc = sandbox.registry.api_group_list()
+            elif path == "/openapi/v3" or path.startswith("/openapi/v3/"):
+                doc = openapi.document_for_path(sandbox.registry, path)
             else:
                 parts = path.strip("/").split("/")
                 if parts[0] == "api" and len(parts) == 2:

@@ -1,0 +1,44 @@
+"""`promop sandbox`: prints a kubeconfig path and a hint, serves, exits 0 on SIGTERM/Ctrl-C."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+from kubernetes import client, config
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_promop_sandbox_serves_until_signalled(tmp_path, stop_signal):
+    path = tmp_path / "kc"
+    proc = subprocess.Popen([sys.executable, "-m", "promop", "sandbox", "--kubeconfig",
+                             str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        first = proc.stdout.readline()
+        hint = proc.stdout.readline()
+        assert str(path) in first
+        assert hint.strip() == f"try: kubectl --kubeconfig {path} get ns"
+        api = config.new_client_from_config(config_file=str(path))
+        names = [n.metadata.name for n in client.CoreV1Api(api).list_namespace().items]
+        assert "default" in names and "kube-system" in names
+    finally:
+        proc.send_signal(stop_signal)
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+
+
+def test_default_kubeconfig_goes_to_a_temp_dir(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "promop", "sandbox", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        path = first.rsplit("kubeconfig: ", 1)[1].strip()
+        api = config.new_client_from_config(config_file=path)
+        assert client.VersionApi(api).get_code().major == "1"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+    assert proc.returncode == 0
