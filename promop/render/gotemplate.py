@@ -186,11 +186,7 @@ class _Checker:
             names = toks[:decl_end]
             if not all(k in ("var", "comma") for k, _ in names):
                 raise TemplateError(f"{where}: unexpected {toks[decl_end][1]!r}")
-            declared = [v for k, v in names if k == "var"]
-            if toks[decl_end][0] == "assign":
-                for v in declared:
-                    if not self.declared(v):
-                        raise TemplateError(f"{where}: undefined variable {v!r}")
+            declared = [v for k, v in names if k == "var"]  # Go does not check `$x = ...` at parse time
             toks = toks[decl_end + 1 :]
             if not toks:
                 raise TemplateError(f"{where}: missing value for {required or 'command'}")
@@ -202,29 +198,32 @@ class _Checker:
         self._commands(where, toks)
 
     def _commands(self, where: str, toks: list[tuple[str, str]]) -> None:
+        # Go accepts an empty last command after a pipe (`{{ $x | }}`), not an empty first one.
         depth = 0
         command_len = 0
+        after_pipe = False
         for kind, text in toks:
             if kind in ("decl", "assign", "comma"):
                 raise TemplateError(f"{where}: unexpected {text!r} in command")
             if kind == "pipe":
                 if command_len == 0:
-                    raise TemplateError(f"{where}: missing value for command")
-                command_len = 0
+                    raise TemplateError(f"{where}: unexpected \"|\" (empty command)")
+                command_len, after_pipe = 0, True
                 continue
             if kind == "lparen":
                 depth += 1
-                command_len = 0
+                command_len, after_pipe = 0, False
                 continue
             if kind == "rparen":
                 if depth == 0:
                     raise TemplateError(f"{where}: unexpected right paren")
-                if command_len == 0:
-                    raise TemplateError(f"{where}: missing value for command")
+                if command_len == 0 and not after_pipe:
+                    raise TemplateError(f"{where}: missing value for parenthesized pipeline")
                 depth -= 1
-                command_len = 1
+                command_len, after_pipe = 1, False
                 continue
             command_len += 1
+            after_pipe = False
             if kind == "ident":
                 base = text.split(".", 1)[0]
                 if base in _KEYWORDS:
@@ -237,7 +236,7 @@ class _Checker:
                     raise TemplateError(f"{where}: undefined variable {base!r}")
         if depth:
             raise TemplateError(f"{where}: unclosed left paren")
-        if command_len == 0:
+        if command_len == 0 and not after_pipe:
             raise TemplateError(f"{where}: missing value for command")
 
     def finish(self) -> None:
