@@ -71,6 +71,12 @@ class Operator:
         self.synced = threading.Event()
         self._metrics = None
 
+    def health(self) -> tuple[bool, str]:
+        """Liveness: False only when we lead but stopped renewing the lease (a stuck elector)."""
+        if self.elector is not None and not self.elector.check(max_tolerable_expiry=20.0):
+            return False, "leader election: lease not renewed in time"
+        return True, ""
+
     def readiness(self) -> tuple[bool, str]:
         if self.controller is None:
             return False, "not connected to the apiserver yet"
@@ -79,7 +85,7 @@ class Operator:
     def run(self, stop: threading.Event) -> int:
         if self._want_web:
             host, port = self.options.listen_host_port()
-            self.web = WebServer(host, port, self.registry, self.readiness).start()
+            self.web = WebServer(host, port, self.registry, self.readiness, self.health).start()
             log.info("serving /metrics /healthz /readyz", **fields(address=f"{host}:{self.web.port}"))
         try:
             return self._run(stop)
@@ -133,12 +139,14 @@ class Operator:
             controller.start_workers()
 
         def stopped() -> None:
+            controller.stop_taking_work()
             if self.leading.is_set() and not stop.is_set():
                 log.error("leadership lost: exiting", **fields(identity=self.options.identity))
                 self.lost_leadership.set()
             self.leading.clear()
 
-        self.elector = LeaderElector(self.client, cfg, on_started_leading=started, on_stopped_leading=stopped)
+        self.elector = LeaderElector(self.client, cfg, on_started_leading=started, on_stopped_leading=stopped,
+                                     registry=self.registry)
         t = threading.Thread(target=self.elector.run, name="promop-leader-election", daemon=True)
         t.start()
         log.info("waiting for leadership", **fields(identity=self.options.identity, lease=self.options.lease_name))

@@ -125,6 +125,11 @@ class Controller:
             self._workers.append(t)
         log.info("workers started", **fields(workers=self.options.workers))
 
+    def stop_taking_work(self) -> None:
+        """Workers finish the sync they are in and take no more (leadership lost)."""
+        self._stopping.set()
+        self.metrics.set_ready(False)
+
     def stop(self, timeout: float = 30.0) -> None:
         """Stop taking work, let in-flight syncs finish, then stop the informers."""
         self._stopping.set()

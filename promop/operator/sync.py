@@ -78,7 +78,7 @@ class Syncer:
     def __init__(self, client: KubeClient, stores: Stores, options: RenderOptions, metrics: OperatorMetrics,
                  render: Callable[..., RenderResult], references: Callable[[RenderInputs], set],
                  namespace_allowed: Callable[[str], bool] = lambda ns: True,
-                 now: Callable[[], str] = now_rfc3339) -> None:
+                 now: Callable[[], str] = now_rfc3339, cache_factory: Callable[[], Any] | None = None) -> None:
         self.client = client
         self.stores = stores
         self.options = options
@@ -92,7 +92,10 @@ class Syncer:
         self._lock = threading.Lock()
         self.references: dict[str, set[tuple[str, str, str]]] = {}  # key -> (kind, ns, name) it read
         self.last_result: dict[str, RenderResult] = {}
-        self._render_caches: dict[str, dict] = {}
+        self._render_caches: dict[str, Any] = {}  # per key: a cache is not shared between workers
+        if cache_factory is None:
+            from promop.render import RenderCache as cache_factory
+        self._cache_factory = cache_factory
 
     # ---- entry point ------------------------------------------------------------------
 
@@ -158,7 +161,9 @@ class Syncer:
         inputs.secrets, inputs.configmaps = secrets, configmaps
         with self._lock:
             self.references[key] = {(r.kind, r.namespace, r.name) for r in refs}
-            cache = self._render_caches.setdefault(key, {})
+            cache = self._render_caches.get(key)
+            if cache is None:
+                cache = self._render_caches[key] = self._cache_factory()
         result = self.render(inputs, cache=cache)
         with self._lock:
             self.last_result[key] = result

@@ -1,7 +1,7 @@
 """The operator's HTTP endpoint: /metrics, /healthz and /readyz on --web.listen-address.
 
-/healthz answers 200 while the process serves HTTP (a liveness probe must not
-restart a standby replica). /readyz answers 200 once the caches have synced,
+/healthz answers 200 while the process serves HTTP, unless this replica leads
+but has stopped renewing its lease (a liveness probe must not restart a standby). /readyz answers 200 once the caches have synced,
 whether or not this replica leads, and 503 with the reason before that.
 """
 
@@ -23,9 +23,11 @@ Readiness = Callable[[], "tuple[bool, str]"]
 class WebServer:
     """A small threaded HTTP server; `port` is the bound port (useful with port 0)."""
 
-    def __init__(self, host: str, port: int, registry: CollectorRegistry, readiness: Readiness) -> None:
+    def __init__(self, host: str, port: int, registry: CollectorRegistry, readiness: Readiness,
+                 health: Readiness | None = None) -> None:
         self.registry = registry
         self.readiness = readiness
+        self.health = health or (lambda: (True, ""))
         handler = _make_handler(self)
         self._server = ThreadingHTTPServer((host, port), handler)
         self._server.daemon_threads = True
@@ -62,7 +64,8 @@ def _make_handler(web: WebServer) -> type[BaseHTTPRequestHandler]:
             if path == "/metrics":
                 self._send(200, generate_latest(web.registry), CONTENT_TYPE_LATEST)
             elif path == "/healthz":
-                self._send(200, b"ok\n")
+                ok, reason = web.health()
+                self._send(200 if ok else 503, b"ok\n" if ok else f"unhealthy: {reason}\n".encode())
             elif path == "/readyz":
                 ready, reason = web.readiness()
                 self._send(200 if ready else 503, (b"ok\n" if ready else f"not ready: {reason}\n".encode()))

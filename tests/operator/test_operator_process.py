@@ -1,0 +1,121 @@
+"""`promop run` as a user runs it: a subprocess with a kubeconfig, HTTP endpoints, SIGTERM, retries."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from conftest import ROOT, eventually
+
+from promop.kube.client import KubeClient
+from promop.operator.install import install_crds
+from promop.sandbox import Sandbox
+
+
+class Proc:
+    """A `promop run` subprocess whose stderr is collected line by line."""
+
+    def __init__(self, *args: str) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.p = subprocess.Popen([sys.executable, "-m", "promop", "run", *args], stderr=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+        self.lines: list[str] = []
+        self._t = threading.Thread(target=self._read, daemon=True)
+        self._t.start()
+
+    def _read(self) -> None:
+        for line in self.p.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def grep(self, pattern: str) -> list[str]:
+        return [line for line in list(self.lines) if re.search(pattern, line)]
+
+    def url(self) -> str:
+        line = eventually(lambda: self.grep(r"serving /metrics"), 20, "the web endpoint")[0]
+        return "http://" + re.search(r"address\"?[=:] ?\"?([\d.]+:\d+)", line).group(1)
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait(10)
+
+
+def http_get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.fixture
+def proc_factory():
+    procs: list[Proc] = []
+
+    def make(*args: str) -> Proc:
+        procs.append(Proc(*args))
+        return procs[-1]
+    yield make
+    for p in procs:
+        p.stop()
+
+
+def test_run_serves_endpoints_and_exits_0_on_sigterm(cluster, tmp_path, proc_factory):
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    proc = proc_factory("--kubeconfig", kubeconfig, "--web.listen-address", "127.0.0.1:0", "--log-format", "json")
+    url = proc.url()
+    assert http_get(url + "/healthz")[0] == 200
+    eventually(lambda: http_get(url + "/readyz")[0] == 200, 30, "/readyz 200")
+    code, metrics = http_get(url + "/metrics")
+    assert code == 200
+    for name in ("prometheus_operator_reconcile_operations_total", "prometheus_operator_ready",
+                 "prometheus_operator_build_info", "prometheus_operator_managed_resources",
+                 "prometheus_operator_syncs", "prometheus_operator_triggered_total",
+                 "prometheus_operator_kubernetes_client_http_requests_total",
+                 "prometheus_operator_list_operations_total", "prometheus_operator_watch_operations_total",
+                 "prometheus_operator_workqueue_depth"):
+        assert name in metrics, name
+    eventually(lambda: 'prometheus_operator_ready{controller="prometheus"} 1.0' in http_get(url + "/metrics")[1],
+               10, "ready=1 once the workers run")
+    proc.p.send_signal(signal.SIGTERM)
+    assert proc.p.wait(30) == 0
+    assert proc.grep('"msg": "stopped"')
+    import json
+    for line in proc.lines:
+        json.loads(line)  # every log line is structured
+
+
+def test_unreachable_apiserver_is_retried_and_logged(tmp_path, proc_factory):
+    sb = Sandbox(port=0).start()
+    port = sb.port
+    kubeconfig = sb.write_kubeconfig(tmp_path / "kubeconfig")
+    sb.stop()
+    proc = proc_factory("--kubeconfig", kubeconfig, "--web.listen-address", "127.0.0.1:0")
+    url = proc.url()
+    eventually(lambda: len(proc.grep("apiserver unreachable; retrying")) >= 2, 20, "two logged retries")
+    assert http_get(url + "/healthz")[0] == 200
+    assert http_get(url + "/readyz")[0] == 503
+    assert proc.p.poll() is None
+    sb2 = Sandbox(port=port).start()
+    try:
+        install_crds(KubeClient(sb2.api_client()), ROOT / "crds")
+        eventually(lambda: http_get(url + "/readyz")[0] == 200, 60, "ready after the apiserver came up")
+        assert proc.grep("apiserver reachable")
+        proc.p.send_signal(signal.SIGTERM)
+        assert proc.p.wait(30) == 0
+    finally:
+        sb2.stop()
+
+
+def test_bad_flags_exit_2_with_a_message(proc_factory):
+    proc = proc_factory("--namespaces", "a", "--deny-namespaces", "b")
+    assert proc.p.wait(30) == 2
+    eventually(lambda: proc.grep("mutually exclusive"), 5, "the error message")
