@@ -86,6 +86,7 @@ class Runner:
     def _loop(self) -> None:
         now = time.monotonic()
         next_periodic = now + self.opts.watch_interval
+        next_rewatch = now + self.opts.retry_interval
         self._take_events()
         result = self.applier.apply(self.stop)
         retry_at = self._retry_time(result)
@@ -93,15 +94,20 @@ class Runner:
             due = [next_periodic]
             if retry_at is not None:
                 due.append(retry_at)
+            if self.watcher.failing:
+                due.append(next_rewatch)
             event_due = self._event_due()
             if event_due is not None:
                 due.append(event_due)
-            timeout = max(0.0, min(due) - time.monotonic())
-            self.wake.wait(timeout)
+            self.wake.wait(max(0.0, min(due) - time.monotonic()))
             self.wake.clear()
             if self.stop.is_set():
                 return
             now = time.monotonic()
+            if self.watcher.failing and now >= next_rewatch:
+                # A directory that could not be watched yet: try again (success notifies).
+                next_rewatch = now + self.opts.retry_interval
+                self.watcher.ensure()
             event_due = self._event_due()
             periodic = now >= next_periodic
             retry = retry_at is not None and now >= retry_at

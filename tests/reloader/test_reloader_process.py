@@ -226,3 +226,19 @@ def test_invalid_flags_exit_2(reloader_factory) -> None:
     rel = reloader_factory(["--config-envsubst-file=/tmp/x"])
     assert rel.wait_exit() == 2
     assert "needs --config-file" in rel.find_log("invalid flags")["err"]
+
+
+def test_missing_watched_dir_is_watched_once_it_appears(tmp_path, reloader_factory, reload_server, fast_flags) -> None:
+    cfg, out, rules = _setup(tmp_path)
+    late = tmp_path / "late-rules"
+    srv = reload_server()
+    rel = reloader_factory(_args(cfg, out, rules, srv.url, fast_flags) + [f"--watched-dir={late}"])
+    rel.wait_reloaded(1)
+    assert rel.find_log("cannot watch directory; will retry", dir=str(late))
+    assert rel.metric("reloader_watch_errors_total") >= 1
+    assert rel.metric("reloader_watches") == 2
+    late.mkdir()
+    rel.wait_metric("reloader_watches", lambda v: v == 3)
+    (late / "r.yaml").write_text("groups: []\n")
+    rel.wait_reloaded(2)
+    assert srv.posts == 2
