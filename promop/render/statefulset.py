@@ -337,7 +337,7 @@ def strategic_merge(base: Any, patch: Any, key: str = "") -> Any:
 def _pod_spec_passthrough(spec: Mapping[str, Any]) -> dict:
     out: dict = {}
     for key in ("serviceAccountName", "nodeSelector", "priorityClassName", "tolerations", "affinity",
-                "topologySpreadConstraints", "imagePullSecrets", "securityContext", "runtimeClassName",
+                "topologySpreadConstraints", "imagePullSecrets", "securityContext",
                 "dnsConfig", "enableServiceLinks", "hostUsers", "schedulerName"):
         if spec.get(key) not in (None, [], {}):
             out[key] = spec[key]

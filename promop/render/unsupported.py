@@ -32,6 +32,8 @@ _ENDPOINT = {
     "basicAuth": _BASIC_AUTH, "relabelings": _RELABELINGS, "metricRelabelings": _RELABELINGS,
     "filterRunning": ALL, "followRedirects": ALL, "enableHttp2": ALL,
 }
+_SAFE_TLS = {k: v for k, v in _TLS.items() if not k.endswith("File")}
+_POD_ENDPOINT = {k: (_SAFE_TLS if k == "tlsConfig" else v) for k, v in _ENDPOINT.items() if k != "bearerTokenFile"}
 _MONITOR_COMMON = {
     "jobLabel": ALL, "selector": _SELECTOR, "namespaceSelector": ALL, "sampleLimit": ALL, "targetLimit": ALL,
     "labelLimit": ALL, "labelNameLengthLimit": ALL, "labelValueLengthLimit": ALL, "keepDroppedTargets": ALL,
@@ -53,7 +55,7 @@ _REMOTE_WRITE = {
 
 SUPPORTED: dict[str, Mapping[str, Any]] = {
     "ServiceMonitor": {**_MONITOR_COMMON, "endpoints": _ENDPOINT, "targetLabels": ALL, "podTargetLabels": ALL},
-    "PodMonitor": {**_MONITOR_COMMON, "podMetricsEndpoints": _ENDPOINT, "podTargetLabels": ALL},
+    "PodMonitor": {**_MONITOR_COMMON, "podMetricsEndpoints": _POD_ENDPOINT, "podTargetLabels": ALL},
     "PrometheusRule": {"groups": ALL},
     "Prometheus": {
         # selection and config (promop/render/config.py, globals.py, scrape.py, ...)
@@ -81,7 +83,7 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "volumeMounts": ALL, "storage": ALL, "containers": ALL, "initContainers": ALL, "podMetadata": ALL,
         "resources": ALL, "imagePullPolicy": ALL, "imagePullSecrets": ALL, "serviceAccountName": ALL,
         "nodeSelector": ALL, "priorityClassName": ALL, "tolerations": ALL, "affinity": ALL,
-        "topologySpreadConstraints": ALL, "securityContext": ALL, "runtimeClassName": ALL, "dnsConfig": ALL,
+        "topologySpreadConstraints": ALL, "securityContext": ALL, "dnsConfig": ALL,
         "dnsPolicy": ALL, "enableServiceLinks": ALL, "hostUsers": ALL, "schedulerName": ALL, "hostAliases": ALL,
         "hostNetwork": ALL, "automountServiceAccountToken": ALL, "terminationGracePeriodSeconds": ALL,
         "minReadySeconds": ALL, "persistentVolumeClaimRetentionPolicy": ALL,
