@@ -123,7 +123,7 @@ def generate(source: Path) -> dict[str, str]:
     out = {}
     for name in FILES:
         with open(source / name) as f:
-            out[name] = render(trim(yaml.safe_load(f)))
+            out[name] = render(trim(yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))))
     return out
 
 
