@@ -23,7 +23,7 @@ def build_service(prometheus: dict, options: RenderOptions) -> dict:
     port_name = spec.get("portName") or "web"
     labels = {**MANAGED_BY_LABELS, "operated-prometheus": "true", **options.labels}
     md: dict = {
-        "name": spec.get("serviceName") or GOVERNING_SERVICE_NAME,
+        "name": GOVERNING_SERVICE_NAME,  # spec.serviceName names a user-made Service the StatefulSet uses
         "namespace": prometheus["metadata"]["namespace"],
         "labels": dict(sorted(labels.items())),
         "ownerReferences": [{**owner_reference(prometheus), "controller": False}],
