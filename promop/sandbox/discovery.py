@@ -43,13 +43,14 @@ class Registry:
     def group_versions(self) -> dict[str, list[str]]:
         """group -> served versions, preferred (storage, else first) first."""
         groups: dict[str, list[str]] = {}
-        for rt in list(self.types.values()):
+        types = list(self.types.values())
+        for rt in types:
             versions = groups.setdefault(rt.group, [])
             if rt.version not in versions:
                 versions.append(rt.version)
         for group, versions in groups.items():
-            preferred = next((rt.storage_version for rt in self.types.values()
-                              if rt.group == group), versions[0])
+            preferred = next((rt.storage_version for rt in types if rt.group == group),
+                             versions[0])
             versions.sort(key=lambda v: (v != preferred, v))
         return groups
 

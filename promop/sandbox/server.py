@@ -197,6 +197,11 @@ class Handler(BaseHTTPRequestHandler):
     def _decode(self, raw: bytes, content_type: str):
         if not raw:
             return None
+        media = content_type.split(";")[0].strip()
+        if not (media.endswith("json") or media.endswith("yaml")):
+            raise ApiError(415, f'the body of the request was in an unknown format "{media}" - '
+                                "accepted media types include: application/json, "
+                                "application/yaml (the sandbox does not speak protobuf)")
         try:
             if content_type.startswith(APPLY_PATCH) or "yaml" in content_type:
                 return yaml.safe_load(raw)

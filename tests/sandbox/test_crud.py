@@ -170,3 +170,11 @@ def test_all_built_in_resources_serve_crud(core, apps, api_client):
     assert leases.read_namespaced_lease("leader", "default").spec.holder_identity == "me"
     deleted = core.delete_namespaced_pod("p", "default")
     assert deleted.metadata.name == "p"  # pods answer DELETE with the object
+
+
+def test_protobuf_body_is_unsupported_media_type(api_client, sandbox):
+    response = api_client.rest_client.pool_manager.request(
+        "POST", f"{sandbox.url}/api/v1/namespaces/default/configmaps", body=b"k8s\x00\x0a",
+        headers={"Content-Type": "application/vnd.kubernetes.protobuf"})
+    assert response.status == 415
+    assert json.loads(response.data)["reason"] == "UnsupportedMediaType"
