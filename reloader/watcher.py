@@ -77,7 +77,7 @@ class Watcher:
 
     def stop(self) -> None:
         self.observer.stop()
-        self.observer.join(timeout=2)
+        self.observer.join(timeout=0.5)
 
     def _event(self, event: FileSystemEvent) -> None:
         paths = [os.fsdecode(event.src_path)]

@@ -237,3 +237,52 @@ def test_server_serves_metrics_and_health(address: str, probe: str) -> None:
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_http_call_errors_are_clear_and_redact_passwords() -> None:
+    from reloader.httpcall import HttpCallError, call, redacted
+
+    with pytest.raises(HttpCallError, match="invalid URL"):
+        call("POST", "localhost:9090/-/reload", 1)
+    assert redacted("http://u:secret@h:1/-/reload") == "http://u:***@h:1/-/reload"
+    assert redacted("http://h:1/x") == "http://h:1/x"
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(HttpCallError) as exc:
+        call("POST", f"http://u:secret@127.0.0.1:{port}/-/reload", 1)
+    message = str(exc.value)
+    assert "secret" not in message and "u:***@" in message
+    assert "refused" in message.lower()
+
+
+def test_http_reloader_treats_non_200_as_failure(reload_server) -> None:
+    import threading
+
+    from reloader.reloaders import HttpReloader, ReloadError
+
+    srv = reload_server(status=503)
+    with pytest.raises(ReloadError, match="returned 503: failed to reload config: simulated"):
+        HttpReloader(srv.url, 5)(threading.Event())
+    srv.status = 200
+    HttpReloader(srv.url, 5)(threading.Event())
+    assert srv.posts == 2
+
+
+def test_input_read_errors_become_input_errors(tmp_path) -> None:
+    from reloader.render import render
+
+    class Broken:
+        def read(self, n: int = -1) -> bytes:
+            raise OSError(5, "Input/output error")
+
+        def seek(self, n: int) -> None:
+            return None
+
+    out = tmp_path / "out.yaml"
+    out.write_text("old")
+    with pytest.raises(InputError, match="cannot read config file /x: Input/output error"):
+        render(Broken(), "/x", str(out), {})  # type: ignore[arg-type]
+    assert out.read_text() == "old"
