@@ -96,6 +96,8 @@ def decoded_config(result) -> str:
 
     from promop.render.offline import dump_all
 
+    if getattr(result, "config_text", ""):
+        return result.config_text
     data = (result.config_secret or {}).get("data") or {}
     if data.get("prometheus.yaml.gz"):
         return gzip.decompress(base64.b64decode(data["prometheus.yaml.gz"])).decode()

@@ -1,0 +1,233 @@
+"""`promop render` and `promop explain` as a user runs them: subprocesses, exit codes, messages."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from promop.render.loader import deterministic_uid
+from tests.render.test_rules import promtool
+
+PROMETHEUS = """
+apiVersion: monitoring.coreos.com/v1
+kind: Prometheus
+metadata: {name: main, namespace: monitoring}
+spec:
+  version: v2.42.0
+  serviceMonitorSelector: {matchLabels: {team: web}}
+  serviceMonitorNamespaceSelector: {matchLabels: {monitored: "true"}}
+  ruleSelector: {}
+  ruleNamespaceSelector: {}
+"""
+NAMESPACES = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: apps, labels: {monitored: "true"}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: other}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: monitoring}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: default}
+"""
+MONITORS = """
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {name: web, namespace: apps, labels: {team: web}}
+spec:
+  selector: {matchLabels: {app: web}}
+  endpoints: [{port: http, interval: 15s}, {port: metrics}]
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {name: nolabel, namespace: apps}
+spec:
+  selector: {}
+  endpoints: [{port: http}]
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {name: elsewhere, namespace: other, labels: {team: web}}
+spec:
+  selector: {}
+  endpoints: [{port: http}]
+"""
+RULES = """
+apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata: {name: good, namespace: apps}
+spec:
+  groups:
+  - name: good.rules
+    rules:
+    - alert: WebDown
+      expr: up{job="web"} == 0
+      for: 5m
+      annotations: {summary: "{{ $labels.instance }} down"}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata: {name: bad}
+spec:
+  groups:
+  - name: bad.rules
+    rules:
+    - record: x
+      expr: sum(rate(x[5m])
+"""
+
+
+def promop(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "promop", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def inputs(tmp_path) -> Path:
+    """A directory tree: nested dirs, multi-document files, a `kind: List`."""
+    root = tmp_path / "in"
+    (root / "monitoring" / "nested").mkdir(parents=True)
+    (root / "monitoring" / "prometheus.yaml").write_text(PROMETHEUS)
+    (root / "namespaces.yml").write_text(NAMESPACES)
+    (root / "monitoring" / "nested" / "monitors.yaml").write_text(MONITORS)
+    items = list(yaml.safe_load_all(RULES))
+    (root / "rules.json").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    (root / "README.txt").write_text("not yaml: [ ignored by extension")
+    return root
+
+
+def test_render_to_stdout(inputs):
+    proc = promop("render", "-f", str(inputs))
+    assert proc.returncode == 0, proc.stderr
+    objs = list(yaml.safe_load_all(proc.stdout))
+    assert [(o["kind"], o["metadata"]["name"]) for o in objs] == [
+        ("ConfigMap", "prometheus-main-rulefiles-0"),
+        ("Secret", "prometheus-main"),
+        ("Secret", "prometheus-main-tls-assets-0"),
+        ("Secret", "prometheus-main-web-config"),
+        ("Service", "prometheus-operated"),
+        ("StatefulSet", "prometheus-main"),
+    ]
+    uid = deterministic_uid("PrometheusRule", "apps", "good")
+    assert list(objs[0]["data"]) == [f"apps-good-{uid}.yaml"]
+    # the rejected rule is reported once, with its field, and does not stop the rest
+    assert ("rejected PrometheusRule default/bad: spec.groups[0].rules[0].expr: PromQL does not parse: "
+            in proc.stderr)
+    assert proc.stderr.count("rejected ") == 1
+
+
+def test_strict_exits_1_when_something_was_rejected(inputs):
+    assert promop("render", "--strict", "-f", str(inputs)).returncode == 1
+    (inputs / "rules.json").unlink()
+    proc = promop("render", "--strict", "-f", str(inputs))
+    assert proc.returncode == 0, proc.stderr
+    assert "rejected" not in proc.stderr
+
+
+def test_render_out_tree(inputs, tmp_path):
+    out = tmp_path / "out"
+    proc = promop("render", "-f", str(inputs / "monitoring"), "-f", str(inputs / "rules.json"),
+                  "-f", str(inputs / "namespaces.yml"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    base = out / "monitoring" / "main"
+    config = yaml.safe_load((base / "prometheus.yaml").read_text())
+    assert config["global"]["external_labels"]["prometheus_replica"] == "$(POD_NAME)"
+    assert [j["job_name"] for j in config["scrape_configs"]] == [
+        "serviceMonitor/apps/web/0", "serviceMonitor/apps/web/1"]
+    rule_files = sorted((base / "rules").rglob("*.yaml"))
+    uid = deterministic_uid("PrometheusRule", "apps", "good")
+    assert [p.relative_to(base).as_posix() for p in rule_files] == [
+        f"rules/prometheus-main-rulefiles-0/apps-good-{uid}.yaml"]
+    kinds = [o["kind"] for o in yaml.safe_load_all((base / "manifests.yaml").read_text())]
+    assert kinds == ["ConfigMap", "Secret", "Secret", "Secret", "Service", "StatefulSet"]
+
+
+@pytest.mark.prometheus
+def test_rendered_rule_files_pass_promtool(inputs, tmp_path):
+    out = tmp_path / "out"
+    assert promop("render", "-f", str(inputs), "--out", str(out)).returncode == 0
+    files = [str(p) for p in (out / "monitoring" / "main" / "rules").rglob("*.yaml")]
+    proc = subprocess.run([promtool(), "check", "rules", *files], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_two_prometheus_in_one_namespace_share_the_governing_service(tmp_path):
+    p2 = PROMETHEUS.replace("name: main", "name: second")
+    (tmp_path / "p.yaml").write_text(PROMETHEUS + "---" + p2)
+    proc = promop("render", "-f", str(tmp_path / "p.yaml"))
+    assert proc.returncode == 0, proc.stderr
+    services = [o for o in yaml.safe_load_all(proc.stdout) if o["kind"] == "Service"]
+    assert len(services) == 1
+    assert [r["name"] for r in services[0]["metadata"]["ownerReferences"]] == ["main", "second"]
+
+
+def test_yaml_syntax_error_exits_2_naming_file_and_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(PROMETHEUS + "---\nkind: ServiceMonitor\nmetadata: {name: x\nspec: {}\n")
+    proc = promop("render", "-f", str(bad))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"error: {bad}:")
+    line = int(proc.stderr.split(":")[2])
+    text_lines = bad.read_text().splitlines()
+    opened = text_lines.index("metadata: {name: x") + 1
+    assert line in (opened, opened + 1), proc.stderr  # the unclosed mapping, or where YAML notices it
+    assert "YAML syntax error" in proc.stderr
+
+
+def test_missing_file_and_no_prometheus_exit_2(tmp_path):
+    proc = promop("render", "-f", str(tmp_path / "nope.yaml"))
+    assert proc.returncode == 2
+    assert proc.stderr == f"error: {tmp_path / 'nope.yaml'}: no such file or directory\n"
+    (tmp_path / "m.yaml").write_text(MONITORS)
+    proc = promop("render", "-f", str(tmp_path / "m.yaml"))
+    assert proc.returncode == 2 and "no Prometheus object found" in proc.stderr
+
+
+def test_explain_selected_monitor_lists_its_jobs(inputs):
+    proc = promop("explain", "ServiceMonitor", "apps/web", "-f", str(inputs))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == textwrap.dedent("""\
+        ServiceMonitor apps/web:
+          Prometheus monitoring/main: selected; scrape jobs: serviceMonitor/apps/web/0, serviceMonitor/apps/web/1
+        """)
+
+
+def test_explain_says_exactly_why_not(inputs):
+    proc = promop("explain", "smon", "apps/nolabel", "-f", str(inputs))
+    assert proc.returncode == 1
+    assert ("Prometheus monitoring/main: not selected: serviceMonitorSelector matchLabels team=web: "
+            "label team missing") in proc.stdout
+    proc = promop("explain", "servicemonitors", "other/elsewhere", "-f", str(inputs))
+    assert proc.returncode == 1
+    assert "Prometheus monitoring/main: not selected: namespace 'other' not matched by " \
+           "serviceMonitorNamespaceSelector" in proc.stdout
+
+
+def test_explain_rules_selected_and_rejected(inputs):
+    proc = promop("explain", "promrule", "apps/good", "-f", str(inputs))
+    assert proc.returncode == 0, proc.stderr
+    uid = deterministic_uid("PrometheusRule", "apps", "good")
+    assert (f"selected; rule file apps-good-{uid}.yaml in ConfigMap prometheus-main-rulefiles-0 "
+            f"(mounted at /etc/prometheus/rules/prometheus-main-rulefiles-0/apps-good-{uid}.yaml)") in proc.stdout
+    proc = promop("explain", "PrometheusRule", "bad", "-f", str(inputs))  # namespace defaults to default
+    assert proc.returncode == 1
+    assert "selected but rejected: spec.groups[0].rules[0].expr: PromQL does not parse:" in proc.stdout
+
+
+def test_explain_input_errors(inputs):
+    proc = promop("explain", "deployment", "apps/web", "-f", str(inputs))
+    assert proc.returncode == 2 and "unknown kind 'deployment'" in proc.stderr
+    proc = promop("explain", "pmon", "apps/web", "-f", str(inputs))
+    assert proc.returncode == 2
+    assert proc.stderr == "error: PodMonitor apps/web not found in the given files\n"
