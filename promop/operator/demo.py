@@ -35,7 +35,7 @@ def first_sync_done(operator: Operator) -> bool:
     if ctl is None or not operator.synced.is_set():
         return False
     keys = ctl.prometheuses.store.keys()
-    done = all(k in ctl.syncer.last_result for k in keys)
+    done = all(k in ctl.syncer.last_report for k in keys)
     return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0
 
 

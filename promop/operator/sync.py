@@ -92,6 +92,7 @@ class Syncer:
         self._lock = threading.Lock()
         self.references: dict[str, set[tuple[str, str, str]]] = {}  # key -> (kind, ns, name) it read
         self.last_result: dict[str, RenderResult] = {}
+        self.last_report: dict[str, SyncReport] = {}  # key -> what its last finished sync did
         self._render_caches: dict[str, Any] = {}  # per key: a cache is not shared between workers
         if cache_factory is None:
             from promop.render import RenderCache as cache_factory
@@ -100,6 +101,15 @@ class Syncer:
     # ---- entry point ------------------------------------------------------------------
 
     def sync(self, key: str) -> SyncReport:
+        try:
+            report = self._sync(key)
+        except Exception:
+            self.last_report[key] = SyncReport(key, skipped="failed")
+            raise
+        self.last_report[key] = report
+        return report
+
+    def _sync(self, key: str) -> SyncReport:
         prom = self.stores.prometheuses.get(key)
         if prom is None:
             self._deleted(key)
@@ -191,6 +201,8 @@ class Syncer:
                 continue
             res = BY_KIND[kind]
             current = self._get(res, obj["metadata"]["name"], ns)
+            if current is not None and obj is result.config_secret and getattr(result, "config_unmanaged", False):
+                continue  # unmanaged config: the user owns the Secret; we only create it when absent
             self._count(report, self.applier.apply(res, obj, current))
         self._delete_stale_tls(prom, desired_secret_names, report)
         self._write_statefulsets(prom, result.statefulsets, report)
@@ -324,6 +336,7 @@ class Syncer:
         """The Prometheus is gone: owned objects go by garbage collection; drop our bindings."""
         ns, _, name = key.partition("/")
         self.metrics.forget(ns, name)
+        self.last_report.pop(key, None)
         with self._lock:
             self.references.pop(key, None)
             self.last_result.pop(key, None)

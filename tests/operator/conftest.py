@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -73,7 +75,7 @@ class Running:
         ctl = self.controller
         if ctl is None or not self.operator.synced.is_set():
             return False
-        done = all(k in ctl.syncer.last_result for k in ctl.prometheuses.store.keys())
+        done = all(k in ctl.syncer.last_report for k in ctl.prometheuses.store.keys())
         return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and all(
             inf.pending() == 0 for inf in ctl.informers)
 
@@ -108,3 +110,23 @@ def start_operator(cluster):
 
 def operator_writes(sb: Sandbox, agent: str = OPERATOR_AGENT) -> list:
     return [r for r in sb.requests if r.is_write and r.user_agent.startswith(agent)]
+
+
+KUBECTL = shutil.which("kubectl")
+
+
+@pytest.fixture
+def kubectl(cluster, tmp_path):
+    """kubectl(*args, input=None) against `cluster`; asserts success unless check=False."""
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed")
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+
+    def run(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, "--cache-dir", str(tmp_path / "kcache"), *args],
+                              capture_output=True, text=True, timeout=60, input=input)
+        if check:
+            assert proc.returncode == 0, f"kubectl {' '.join(args)}: {proc.stderr}"
+        return proc
+
+    return run

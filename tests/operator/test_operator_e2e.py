@@ -1,0 +1,241 @@
+"""End to end: the real renderer, the operator in-process, the sandbox API and the real kubectl."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from conftest import eventually, operator_writes
+
+from promop.kube.errors import NotFound
+from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
+                                   SERVICEMONITORS, SERVICES, STATEFULSETS)
+from promop.operator.demo import decode_config
+
+NS = "team"
+
+
+def prometheus(name="p", **spec):
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"serviceMonitorSelector": {}, "ruleSelector": {}, **spec}}
+
+
+def service_monitor(name, port="web", **endpoint):
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"selector": {"matchLabels": {"app": name}}, "endpoints": [{"port": port, **endpoint}]}}
+
+
+def rule(name, *exprs, annotation=""):
+    rules = [{"record": f"rec_{i}", "expr": e} for i, e in enumerate(exprs)]
+    if annotation:
+        rules.append({"alert": "Big", "expr": "up == 0", "annotations": {"description": annotation}})
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"groups": [{"name": "g", "rules": rules}]}}
+
+
+def config(kube, name="p") -> dict | None:
+    try:
+        return yaml.safe_load(decode_config(kube.get(SECRETS, f"prometheus-{name}", NS)))
+    except (NotFound, OSError):
+        return None
+
+
+def jobs(kube, name="p") -> list[str] | None:
+    cfg = config(kube, name)
+    return None if cfg is None else [j["job_name"] for j in cfg.get("scrape_configs") or []]
+
+
+def job(kube, job_name, name="p") -> dict | None:
+    cfg = config(kube, name) or {}
+    return next((j for j in cfg.get("scrape_configs") or [] if j["job_name"] == job_name), None)
+
+
+def names(kube, res, **kw) -> list[str]:
+    return sorted(o["metadata"]["name"] for o in kube.list(res, NS, **kw)["items"])
+
+
+@pytest.fixture
+def ns(kube):
+    kube.create(NAMESPACES, {"metadata": {"name": NS}})
+    return NS
+
+
+def test_kubectl_apply_edit_delete_servicemonitor(kube, kubectl, start_operator, ns, tmp_path):
+    start_operator()
+    f = tmp_path / "objs.yaml"
+    f.write_text(yaml.safe_dump_all([prometheus(), service_monitor("api", interval="30s")]))
+    kubectl("apply", "-f", str(f))
+    eventually(lambda: job(kube, "serviceMonitor/team/api/0"), 20, "the job in the config Secret")
+    assert job(kube, "serviceMonitor/team/api/0")["scrape_interval"] == "30s"
+
+    f.write_text(yaml.safe_dump(service_monitor("api", interval="15s")))
+    kubectl("apply", "-f", str(f))
+    eventually(lambda: (job(kube, "serviceMonitor/team/api/0") or {}).get("scrape_interval") == "15s", 20,
+               "the edit in the config")
+
+    kubectl("delete", "-f", str(f))
+    eventually(lambda: jobs(kube) == [], 20, "the job gone")
+
+
+def test_no_api_write_when_nothing_changed(cluster, kube, start_operator, ns):
+    op = start_operator()
+    kube.create(PROMETHEUSES, prometheus(shards=2))
+    for i in range(5):
+        kube.create(SERVICEMONITORS, service_monitor(f"sm{i}"))
+    kube.create(PROMETHEUSRULES, rule("r", "up", "sum(up)"))
+    eventually(lambda: len(jobs(kube) or []) == 5, 20, "5 jobs")
+    eventually(op.idle, 20, "idle")
+    cluster.reset_requests()
+    ctl = op.controller
+    done = ctl.metrics.reconcile_operations.labels("prometheus")._value.get()
+    for _ in range(3):
+        ctl.enqueue_all()
+        eventually(op.idle, 20, "idle after resync")
+    assert ctl.metrics.reconcile_operations.labels("prometheus")._value.get() >= done + 1
+    assert cluster.count_requests(verb="get", resource="secrets") >= 1  # it compared
+    assert operator_writes(cluster) == []
+
+    # one ServiceMonitor change: exactly the config Secret is written (plus its own status binding)
+    cluster.reset_requests()
+    sm = kube.get(SERVICEMONITORS, "sm0", NS)
+    sm["spec"]["endpoints"][0]["interval"] = "5s"
+    kube.update(SERVICEMONITORS, sm, NS)
+    eventually(lambda: (job(kube, "serviceMonitor/team/sm0/0") or {}).get("scrape_interval") == "5s", 20)
+    eventually(op.idle, 20)
+    writes = [(w.resource, w.name, w.subresource) for w in operator_writes(cluster)]
+    assert writes == [("secrets", "prometheus-p", None), ("servicemonitors", "sm0", "status")]
+
+
+def test_rule_changes_update_configmaps_with_sharding(kube, start_operator, ns):
+    op = start_operator()
+    kube.create(PROMETHEUSES, prometheus())
+    kube.create(PROMETHEUSRULES, rule("small", "up"))
+    eventually(lambda: names(kube, CONFIGMAPS) == ["prometheus-p-rulefiles-0"], 20, "one rule ConfigMap")
+
+    def rule_text() -> str:
+        return "".join(kube.get(CONFIGMAPS, "prometheus-p-rulefiles-0", NS).get("data", {}).values())
+    eventually(lambda: "rec_0" in rule_text(), 20, "the rule in the ConfigMap")
+    assert "sum(up)" not in rule_text()
+    r = kube.get(PROMETHEUSRULES, "small", NS)
+    r["spec"]["groups"][0]["rules"].append({"record": "rec_1", "expr": "sum(up)"})
+    kube.update(PROMETHEUSRULES, r, NS)
+    eventually(lambda: "sum(up)" in rule_text(), 20, "the rule change in the ConfigMap")
+
+    big = "x" * 300_000  # two of these do not fit one 512 KiB ConfigMap
+    kube.create(PROMETHEUSRULES, rule("big1", "up", annotation=big))
+    kube.create(PROMETHEUSRULES, rule("big2", "up", annotation=big))
+    eventually(lambda: len(names(kube, CONFIGMAPS)) >= 2, 30, "rules sharded over ConfigMaps")
+    cfg = config(kube)
+    assert len(cfg["rule_files"]) >= 3
+    kube.delete(PROMETHEUSRULES, "big1", NS)
+    kube.delete(PROMETHEUSRULES, "big2", NS)
+    eventually(lambda: names(kube, CONFIGMAPS) == ["prometheus-p-rulefiles-0"], 30, "stale ConfigMaps deleted")
+    eventually(op.idle)
+
+
+def test_shards_scale_up_and_down(kube, start_operator, ns):
+    start_operator()
+    kube.create(PROMETHEUSES, prometheus())
+    eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p"], 20)
+    kube.patch(PROMETHEUSES, "p", {"spec": {"shards": 3}}, NS)
+    eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p", "prometheus-p-shard-1", "prometheus-p-shard-2"],
+               20, "3 shards")
+    eventually(lambda: kube.get(PROMETHEUSES, "p", NS).get("status", {}).get("shards") == 3, 20, "status shards 3")
+    kube.patch(PROMETHEUSES, "p", {"spec": {"shards": 1}}, NS)
+    eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p"], 20, "back to 1 shard")
+
+
+def test_immutable_statefulset_change_is_recreated(cluster, kube, start_operator, ns):
+    op = start_operator()
+    kube.create(PROMETHEUSES, prometheus())
+    eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p"], 20)
+    uid = kube.get(STATEFULSETS, "prometheus-p", NS)["metadata"]["uid"]
+    kube.patch(PROMETHEUSES, "p", {"spec": {"serviceName": "custom-governing"}}, NS)
+
+    def recreated():
+        try:
+            sts = kube.get(STATEFULSETS, "prometheus-p", NS)
+        except NotFound:
+            return False
+        return sts["metadata"]["uid"] != uid and sts["spec"]["serviceName"] == "custom-governing"
+    eventually(recreated, 30, "the StatefulSet recreated with the new serviceName")
+    assert op.controller.metrics.sts_delete_create.labels("prometheus")._value.get() >= 1
+    invalid = [r for r in cluster.requests if r.resource == "statefulsets" and r.code == 422]
+    deletes = [r for r in cluster.requests if r.resource == "statefulsets" and r.verb == "delete"]
+    assert invalid and deletes
+
+
+def test_paused_stops_writes(cluster, kube, start_operator, ns):
+    op = start_operator()
+    kube.create(PROMETHEUSES, prometheus(paused=True))
+    kube.create(SERVICEMONITORS, service_monitor("a"))
+    eventually(lambda: op.controller.syncer.last_report.get(f"{NS}/p"), 20, "a sync of the paused Prometheus")
+    eventually(op.idle)
+    assert op.controller.syncer.last_report[f"{NS}/p"].skipped == "paused"
+    assert operator_writes(cluster) == []
+    assert config(kube) is None
+    kube.patch(PROMETHEUSES, "p", {"spec": {"paused": False}}, NS)
+    eventually(lambda: jobs(kube) == ["serviceMonitor/team/a/0"], 20, "resumed")
+
+
+def test_deleting_prometheus_garbage_collects_everything(kube, start_operator, ns):
+    start_operator()
+    kube.create(PROMETHEUSES, prometheus())
+    kube.create(PROMETHEUSRULES, rule("r", "up"))
+    eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p"] and names(kube, CONFIGMAPS), 20)
+    assert {"prometheus-p", "prometheus-p-tls-assets-0"} <= set(names(kube, SECRETS))
+    kube.delete(PROMETHEUSES, "p", NS)
+    eventually(lambda: not names(kube, STATEFULSETS) and not names(kube, CONFIGMAPS)
+               and not [n for n in names(kube, SECRETS) if n.startswith("prometheus-p")]
+               and not names(kube, SERVICES), 20, "everything collected")
+
+
+def test_foreign_writer_edit_is_restored(kube, start_operator, ns):
+    start_operator()
+    kube.create(PROMETHEUSES, prometheus())
+    kube.create(SERVICEMONITORS, service_monitor("a"))
+    eventually(lambda: jobs(kube) == ["serviceMonitor/team/a/0"], 20)
+    secret = kube.get(SECRETS, "prometheus-p", NS)
+    secret["data"] = {"prometheus.yaml.gz": ""}
+    secret["metadata"]["labels"]["foreign"] = "kept"
+    kube.update(SECRETS, secret, NS)
+    eventually(lambda: jobs(kube) == ["serviceMonitor/team/a/0"], 20, "the config restored")
+    assert kube.get(SECRETS, "prometheus-p", NS)["metadata"]["labels"]["foreign"] == "kept"
+
+
+def test_invalid_objects_get_bindings_and_one_event_others_unaffected(kube, kubectl, start_operator, ns):
+    op = start_operator()
+    kube.create(PROMETHEUSES, prometheus())
+    kube.create(SERVICEMONITORS, service_monitor("good"))
+    kube.create(SERVICEMONITORS, service_monitor("bad", interval="10s", scrapeTimeout="30s"))
+    eventually(lambda: jobs(kube) == ["serviceMonitor/team/good/0"], 20, "only the good job")
+
+    def accepted(name):
+        bindings = kube.get(SERVICEMONITORS, name, NS).get("status", {}).get("bindings") or []
+        return bindings and bindings[0]["conditions"][0]
+    bad = eventually(lambda: accepted("bad"), 20, "bindings on the bad monitor")
+    assert bad["status"] == "False" and bad["reason"] == "InvalidConfiguration"
+    assert "scrapeTimeout" in bad["message"]
+    assert eventually(lambda: accepted("good"), 20)["status"] == "True"
+    binding = kube.get(SERVICEMONITORS, "bad", NS)["status"]["bindings"][0]
+    assert (binding["resource"], binding["name"], binding["namespace"]) == ("prometheuses", "p", NS)
+
+    def warning_events():
+        return [e for e in kube.list(EVENTS, NS)["items"]
+                if e["reason"] == "InvalidConfiguration" and e["involvedObject"]["name"] == "bad"]
+    eventually(warning_events, 20, "an InvalidConfiguration event")
+    assert warning_events()[0]["type"] == "Warning"
+    for _ in range(2):  # resyncs do not repeat the Event
+        op.controller.enqueue_all()
+        eventually(op.idle)
+    assert len(warning_events()) == 1
+    out = kubectl("get", "servicemonitor", "bad", "-n", NS, "-o", "yaml").stdout
+    assert "InvalidConfiguration" in out and "scrapeTimeout" in out
+
+    kube.patch(SERVICEMONITORS, "bad", {"spec": {"endpoints": [{"port": "web", "interval": "30s"}]}}, NS)
+    eventually(lambda: (accepted("bad") or {}).get("status") == "True", 20, "accepted after the fix")
+    assert jobs(kube) == ["serviceMonitor/team/bad/0", "serviceMonitor/team/good/0"]
+    status = kube.get(PROMETHEUSES, "p", NS)["status"]
+    assert {c["type"] for c in status["conditions"]} == {"Available", "Reconciled"}
