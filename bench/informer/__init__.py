@@ -1,0 +1,1 @@
+"""Informer benchmarks: initial sync (raw dicts vs the kubernetes client's models) and event throughput."""

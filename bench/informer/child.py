@@ -1,0 +1,183 @@
+"""One measurement in a fresh process, so time and peak RSS are not polluted by the others.
+
+    python -m bench.informer.child sync-raw|sync-model|decode|events KUBECONFIG NAMESPACE COUNT
+
+Prints one JSON line (and `synced` first, for `events`).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import threading
+import time
+
+
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} missing from /proc/self/status")
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process
+    return usage.ru_utime + usage.ru_stime
+
+
+def _imports():
+    """Both variants import the same modules before the baseline RSS is taken."""
+    import kubernetes.client  # noqa: F401
+    from kubernetes.client import CoreV1Api  # noqa: F401
+    from kubernetes.client.models import V1ConfigMap, V1ConfigMapList  # noqa: F401
+
+    import promop.kube.informer  # noqa: F401
+    import promop.kube.workqueue  # noqa: F401
+
+
+def sync_raw(kubeconfig: str, namespace: str, count: int) -> dict:
+    from promop.kube.client import KubeClient
+    from promop.kube.informer import Informer
+    from promop.kube.resources import CONFIGMAPS
+
+    kube = KubeClient.from_kubeconfig(kubeconfig, qps=0, burst=0)
+    rss0 = _status_kb("VmRSS")
+    cpu0 = _cpu()
+    started = time.perf_counter()
+    informer = Informer(kube, CONFIGMAPS, namespace=namespace)
+    informer.start()
+    if not informer.wait_for_sync(600):
+        raise SystemExit("raw informer did not sync")
+    seconds = time.perf_counter() - started
+    cpu = _cpu() - cpu0
+    assert len(informer.store) == count, len(informer.store)
+    result = {"seconds": seconds, "cpu": cpu, "rss_before_kb": rss0, "peak_kb": _status_kb("VmHWM")}
+    informer.stop()
+    return result
+
+
+def sync_model(kubeconfig: str, namespace: str, count: int) -> dict:
+    from kubernetes.client import ApiClient, Configuration, CoreV1Api
+    from kubernetes.config import load_kube_config
+
+    cfg = Configuration()
+    load_kube_config(config_file=kubeconfig, client_configuration=cfg, persist_config=False)
+    api = CoreV1Api(ApiClient(cfg))
+    rss0 = _status_kb("VmRSS")
+    cpu0 = _cpu()
+    started = time.perf_counter()
+    # what a model-based informer's LIST does: pages of 500 into a keyed cache of models
+    cache = {}
+    token = None
+    while True:
+        page = api.list_namespaced_config_map(namespace, limit=500, _continue=token)
+        for item in page.items:
+            cache[f"{item.metadata.namespace}/{item.metadata.name}"] = item
+        token = page.metadata.var_continue
+        if not token:
+            break
+    seconds = time.perf_counter() - started
+    cpu = _cpu() - cpu0
+    assert len(cache) == count, len(cache)
+    return {"seconds": seconds, "cpu": cpu, "rss_before_kb": rss0, "peak_kb": _status_kb("VmHWM")}
+
+
+def decode(kubeconfig: str, namespace: str, count: int) -> dict:
+    """Deserialisation alone, on the same page bytes: json.loads against ApiClient.deserialize."""
+    import tracemalloc
+
+    from kubernetes.client import ApiClient, Configuration
+    from kubernetes.config import load_kube_config
+
+    cfg = Configuration()
+    load_kube_config(config_file=kubeconfig, client_configuration=cfg, persist_config=False)
+    api = ApiClient(cfg)
+    pages: list[str] = []
+    token = ""
+    while True:
+        query = "limit=500" + (f"&continue={token}" if token else "")
+        _, url, headers, _, _ = api.param_serialize(
+            "GET", f"/api/v1/namespaces/{namespace}/configmaps?{query}", header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        text = api.call_api("GET", url, headers).response.data.decode()
+        pages.append(text)
+        token = (json.loads(text)["metadata"].get("continue") or "")
+        if not token:
+            break
+    variants = {
+        "raw": lambda t: json.loads(t),
+        "model": lambda t: api.deserialize(t, "V1ConfigMapList", "application/json"),
+    }
+    out = {}
+    for name, fn in variants.items():
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            for text in pages:
+                fn(text)
+            best = min(best, time.perf_counter() - started)
+        tracemalloc.start()
+        kept = [fn(text) for text in pages]
+        retained = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        del kept
+        out[name] = {"seconds": best, "retained_bytes": retained}
+    return out
+
+
+def events(kubeconfig: str, namespace: str, count: int) -> dict:
+    """watch -> store -> handler -> workqueue -> worker; the parent floods `count` events after `synced`."""
+    from promop.kube.client import KubeClient
+    from promop.kube.informer import Informer
+    from promop.kube.resources import CONFIGMAPS
+    from promop.kube.store import object_key
+    from promop.kube.workqueue import RateLimitingQueue
+
+    kube = KubeClient.from_kubeconfig(kubeconfig, qps=0, burst=0)
+    queue = RateLimitingQueue(name="bench")
+    first: list[float] = []
+    processed = set()
+    finished = threading.Event()
+
+    def on_add(obj, initial):
+        if not first:
+            first.append(time.perf_counter())
+        queue.add(object_key(obj))
+
+    def worker():
+        while True:
+            key, shutdown = queue.get()
+            if shutdown:
+                return
+            processed.add(key)
+            queue.forget(key)
+            queue.done(key)
+            if len(processed) == count:
+                finished.set()
+
+    threading.Thread(target=worker, daemon=True).start()
+    informer = Informer(kube, CONFIGMAPS, namespace=namespace, idle_timeout=600)
+    informer.add_handler(on_add=on_add)
+    informer.start()
+    informer.wait_for_sync(60)
+    print("synced", flush=True)
+    if not finished.wait(600):
+        raise SystemExit(f"only {len(processed)} of {count} events arrived")
+    seconds = time.perf_counter() - first[0]
+    queue.shutdown()
+    informer.stop()
+    return {"events": count, "seconds": seconds, "per_second": count / seconds}
+
+
+def main(argv: list[str]) -> None:
+    mode, kubeconfig, namespace, count = argv[0], argv[1], argv[2], int(argv[3])
+    _imports()
+    run = {"sync-raw": sync_raw, "sync-model": sync_model, "events": events, "decode": decode}[mode]
+    print(json.dumps(run(kubeconfig, namespace, count)), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
