@@ -14,11 +14,10 @@ from typing import Any, Mapping
 
 import promql_parser
 
+from promop.render.duration import DurationError, parse_duration
 from promop.render.gotemplate import TemplateError, check_template
 from promop.render.versions import Version
 
-# Prometheus's model.ParseDuration: units in descending order, each at most once; "0" allowed.
-_DURATION = re.compile(r"^(?:0|(?:\d+y)?(?:\d+w)?(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?(?:\d+ms)?)$")
 _LEGACY_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _LEGACY_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 UTF8_NAMES_SINCE = "3.0.0"  # Prometheus 3 accepts any UTF-8 label/metric name
@@ -28,7 +27,9 @@ Issue = tuple[str, str]  # (field path, message)
 
 def check_duration(value: Any) -> str | None:
     """None if `value` is a Prometheus duration, else why not."""
-    if not isinstance(value, str) or not value or not _DURATION.match(value):
+    try:
+        parse_duration(value)
+    except DurationError:
         return f"{value!r} is not a duration; use a form like 30s, 5m, 1h30m or 0"
     return None
 

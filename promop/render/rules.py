@@ -77,21 +77,23 @@ def _prometheus_version(prometheus: Mapping[str, Any]) -> Version:
         return Version(None)  # the config half reports the bad version
 
 
+def _drop_too_new(obj: dict, minimums: Mapping[str, str], path: str, version: Version, where: tuple[str, str],
+                  warnings: list[Problem]) -> None:
+    for key, minimum in minimums.items():
+        if key in obj and not version.at_least(minimum):
+            del obj[key]
+            warnings.append(Problem(KIND, *where, f"{path}.{key}",
+                                    f"dropped: needs Prometheus >= {minimum}, this Prometheus is {version}"))
+
+
 def _sanitize(spec: dict, version: Version, ns: str, name: str, warnings: list[Problem]) -> dict:
     """Drop fields this Prometheus version does not understand, with a warning each."""
     for i, group in enumerate(spec.get("groups") or []):
         group.pop("partial_response_strategy", None)  # Thanos-only field
-        for key, minimum in GROUP_FIELD_MIN_VERSION.items():
-            if key in group and not version.at_least(minimum):
-                del group[key]
-                warnings.append(Problem(KIND, ns, name, f"spec.groups[{i}].{key}",
-                                        f"dropped: needs Prometheus >= {minimum}, this Prometheus is {version}"))
+        _drop_too_new(group, GROUP_FIELD_MIN_VERSION, f"spec.groups[{i}]", version, (ns, name), warnings)
         for j, rule in enumerate(group.get("rules") or []):
-            for key, minimum in RULE_FIELD_MIN_VERSION.items():
-                if key in rule and not version.at_least(minimum):
-                    del rule[key]
-                    warnings.append(Problem(KIND, ns, name, f"spec.groups[{i}].rules[{j}].{key}",
-                                            f"dropped: needs Prometheus >= {minimum}, this Prometheus is {version}"))
+            _drop_too_new(rule, RULE_FIELD_MIN_VERSION, f"spec.groups[{i}].rules[{j}]", version, (ns, name),
+                          warnings)
     return spec
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from promop.render.rules import (
     configmap_names,
     shard_rule_files,
 )
+from tests.render.helpers import promtool_path as promtool
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "kube-prometheus"
 
@@ -31,15 +30,6 @@ def rule(name="r", namespace="apps", groups=None, uid=None) -> dict:
             "metadata": {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}"},
             "spec": {"groups": groups if groups is not None else [
                 {"name": f"{name}.rules", "rules": [{"record": "job:up:sum", "expr": "sum by (job) (up)"}]}]}}
-
-
-def promtool() -> str:
-    path = shutil.which("promtool")
-    if not path:
-        if os.environ.get("CI"):
-            pytest.fail("promtool is required under CI (apt-get install prometheus)")
-        pytest.skip("promtool not installed (apt-get install prometheus)")
-    return path
 
 
 def check_rules_with_promtool(configmaps: list[dict], tmp_path: Path) -> int:

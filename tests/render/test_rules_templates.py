@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from promop.render.gotemplate import TemplateError, check_template
-from tests.render.test_rules import promtool
+from tests.render.helpers import promtool_path as promtool
 
 GOOD = [
     "{{ $labels.x }}", "plain }} text", "{{ 1 }}", "{{ -1 }}", "{{ .Labels.foo }}",
