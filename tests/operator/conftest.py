@@ -76,7 +76,7 @@ class Running:
         if ctl is None or not self.operator.synced.is_set():
             return False
         done = all(k in ctl.syncer.last_report for k in ctl.prometheuses.store.keys())
-        return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and all(
+        return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and ctl.queue.waiting() == 0 and all(
             inf.pending() == 0 for inf in ctl.informers)
 
 

@@ -6,7 +6,7 @@ import pytest
 import yaml
 from conftest import eventually, operator_writes
 
-from promop.kube.errors import NotFound
+from promop.kube.errors import ApiError, NotFound
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
                                    SERVICEMONITORS, SERVICES, STATEFULSETS)
 from promop.operator.demo import decode_config
@@ -38,7 +38,7 @@ def rule(name, *exprs, annotation=""):
 def config(kube, name="p") -> dict | None:
     try:
         return yaml.safe_load(decode_config(kube.get(SECRETS, f"prometheus-{name}", NS)))
-    except (NotFound, OSError):
+    except (ApiError, OSError):  # absent, an injected fault, or a foreign writer's garbage
         return None
 
 
