@@ -18,7 +18,10 @@ _ALL_MARK = id(ALL)
 
 _SELECTOR = ALL
 _SAFE_AUTH = {"type": ALL, "credentials": ALL}
+_AUTHORIZATION = {**_SAFE_AUTH, "credentialsFile": ALL}
 _BASIC_AUTH = {"username": ALL, "password": ALL}
+_OAUTH2 = ALL  # clientId, clientSecret, tokenUrl, scopes, endpointParams (auth.py)
+_PROXY = {"proxyUrl": ALL, "noProxy": ALL, "proxyFromEnvironment": ALL, "proxyConnectHeader": ALL}
 _TLS = {
     "ca": ALL, "cert": ALL, "keySecret": ALL, "caFile": ALL, "certFile": ALL, "keyFile": ALL,
     "serverName": ALL, "insecureSkipVerify": ALL, "minVersion": ALL, "maxVersion": ALL,
@@ -29,26 +32,29 @@ _ENDPOINT = {
     "port": ALL, "targetPort": ALL, "path": ALL, "scheme": ALL, "params": ALL, "interval": ALL,
     "scrapeTimeout": ALL, "honorLabels": ALL, "honorTimestamps": ALL, "trackTimestampsStaleness": ALL,
     "tlsConfig": _TLS, "bearerTokenFile": ALL, "bearerTokenSecret": ALL, "authorization": _SAFE_AUTH,
-    "basicAuth": _BASIC_AUTH, "relabelings": _RELABELINGS, "metricRelabelings": _RELABELINGS,
-    "filterRunning": ALL, "followRedirects": ALL, "enableHttp2": ALL,
+    "basicAuth": _BASIC_AUTH, "oauth2": _OAUTH2, **_PROXY, "relabelings": _RELABELINGS,
+    "metricRelabelings": _RELABELINGS, "filterRunning": ALL, "followRedirects": ALL, "enableHttp2": ALL,
 }
 _SAFE_TLS = {k: v for k, v in _TLS.items() if not k.endswith("File")}
-_POD_ENDPOINT = {k: (_SAFE_TLS if k == "tlsConfig" else v) for k, v in _ENDPOINT.items() if k != "bearerTokenFile"}
+_POD_ENDPOINT = {**{k: (_SAFE_TLS if k == "tlsConfig" else v) for k, v in _ENDPOINT.items() if k != "bearerTokenFile"},
+                 "portNumber": ALL}
 _MONITOR_COMMON = {
     "jobLabel": ALL, "selector": _SELECTOR, "namespaceSelector": ALL, "sampleLimit": ALL, "targetLimit": ALL,
     "labelLimit": ALL, "labelNameLengthLimit": ALL, "labelValueLengthLimit": ALL, "keepDroppedTargets": ALL,
     "bodySizeLimit": ALL, "attachMetadata": ALL, "scrapeClass": ALL, "scrapeProtocols": ALL,
-    "fallbackScrapeProtocol": ALL, "selectorMechanism": ALL,
+    "fallbackScrapeProtocol": ALL, "selectorMechanism": ALL, "scrapeClassicHistograms": ALL,
+    "nativeHistogramBucketLimit": ALL, "nativeHistogramMinBucketFactor": ALL, "convertClassicHistogramsToNHCB": ALL,
 }
 
 _ALERTMANAGER_ENDPOINT = {
     "namespace": ALL, "name": ALL, "port": ALL, "scheme": ALL, "pathPrefix": ALL, "tlsConfig": _TLS,
-    "bearerTokenFile": ALL, "basicAuth": _BASIC_AUTH, "authorization": _SAFE_AUTH, "apiVersion": ALL,
-    "timeout": ALL, "enableHttp2": ALL, "relabelings": _RELABELINGS, "alertRelabelings": _RELABELINGS,
+    "bearerTokenFile": ALL, "basicAuth": _BASIC_AUTH, "authorization": _AUTHORIZATION, "apiVersion": ALL,
+    "timeout": ALL, "enableHttp2": ALL, "relabelings": _RELABELINGS, "alertRelabelings": _RELABELINGS, **_PROXY,
 }
 _REMOTE_WRITE = {
     "url": ALL, "name": ALL, "remoteTimeout": ALL, "headers": ALL, "writeRelabelConfigs": _RELABELINGS,
-    "basicAuth": _BASIC_AUTH, "bearerTokenFile": ALL, "authorization": ALL, "tlsConfig": _TLS,
+    "basicAuth": _BASIC_AUTH, "bearerTokenFile": ALL, "authorization": ALL, "oauth2": _OAUTH2, **_PROXY,
+    "tlsConfig": _TLS,
     "queueConfig": ALL, "followRedirects": ALL, "enableHTTP2": ALL, "sendExemplars": ALL,
     "sendNativeHistograms": ALL, "metadataConfig": ALL, "messageVersion": ALL, "roundRobinDNS": ALL,
 }
@@ -73,7 +79,9 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "arbitraryFSAccessThroughSMs": ALL, "additionalScrapeConfigs": ALL, "additionalAlertRelabelConfigs": ALL,
         "additionalAlertManagerConfigs": ALL, "alerting": {"alertmanagers": _ALERTMANAGER_ENDPOINT},
         "remoteWrite": _REMOTE_WRITE, "tsdb": ALL, "exemplars": ALL, "ruleQueryOffset": ALL, "runtime": ALL,
-        "queryLogFile": ALL, "scrapeFailureLogFile": ALL,
+        "queryLogFile": ALL, "scrapeFailureLogFile": ALL, "scrapeClassicHistograms": ALL,
+        "nativeHistogramBucketLimit": ALL, "nativeHistogramMinBucketFactor": ALL,
+        "convertClassicHistogramsToNHCB": ALL,
         # StatefulSet and rules (promop/render/statefulset.py, rules.py)
         "version": ALL, "image": ALL, "baseImage": ALL, "tag": ALL, "sha": ALL, "replicas": ALL, "shards": ALL,
         "serviceName": ALL, "portName": ALL, "listenLocal": ALL, "routePrefix": ALL, "externalUrl": ALL,

@@ -33,8 +33,9 @@ def test_unsupported_prometheus_fields_are_named_with_a_reason():
 
 def test_nested_fields_are_checked_per_list_item():
     sm = obj("ServiceMonitor", {"selector": {}, "endpoints": [
-        {"port": "web"}, {"port": "x", "oauth2": {"clientId": {}}, "proxyUrl": "http://proxy"}]})
-    assert fields(sm) == ["spec.endpoints[1].oauth2", "spec.endpoints[1].proxyUrl"]
+        {"port": "web"}, {"port": "x", "oauth2": {"clientId": {}}, "futureField": 1,
+                          "tlsConfig": {"caFile": "/ca", "futureTLS": True}}]})
+    assert fields(sm) == ["spec.endpoints[1].futureField", "spec.endpoints[1].tlsConfig.futureTLS"]
     pm = obj("PodMonitor", {"podMetricsEndpoints": [{"port": "web", "tlsConfig": {"caFile": "/x"}}]})
     assert fields(pm) == ["spec.podMetricsEndpoints[0].tlsConfig.caFile"]
 
