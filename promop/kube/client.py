@@ -74,6 +74,9 @@ class KubeClient:
     token bucket (`qps`, `burst`), like client-go's rest.Config. Requests are
     counted in `prometheus_operator_kubernetes_client_http_requests_total` and
     timed per path template in `..._http_request_duration_seconds`.
+
+    The given ApiClient's urllib3 pool is rebuilt: with `pool_size` connections
+    when given, and with connection-level retries only (see `_RETRIES`).
     """
 
     def __init__(
@@ -99,48 +102,47 @@ class KubeClient:
 
     # ---- construction -------------------------------------------------------------------
 
-    @staticmethod
-    def _new_configuration(pool_size: int) -> Configuration:
+    @classmethod
+    def _configured(cls, load: Any, failure: str, pool_size: int, **kw: Any) -> "KubeClient":
+        """A client on a fresh Configuration filled by `load(cfg)`; `failure` prefixes config errors."""
+        from kubernetes.config.config_exception import ConfigException
+
         cfg = Configuration()
+        try:
+            load(cfg)
+        except (ConfigException, OSError) as exc:
+            raise ApiUnreachable(failure.replace("{error}", str(exc))) from exc
         cfg.connection_pool_maxsize = pool_size
-        return cfg
+        return cls(ApiClient(cfg), **kw)
 
     @classmethod
     def from_kubeconfig(
-        cls, path: str | None = None, context: str | None = None, *, qps: float = 50, burst: int = 100,
-        pool_size: int = 32, **kw: Any,
+        cls, path: str | None = None, context: str | None = None, *, pool_size: int = 32, **kw: Any,
     ) -> "KubeClient":
-        """A client for `context` (default: current) of the kubeconfig at `path` (default: $KUBECONFIG, ~/.kube/config)."""
+        """A client for `context` (default: current) of the kubeconfig at `path` (default: $KUBECONFIG, ~/.kube/config).
+
+        `qps`/`burst` (default 50/100) and the other keywords go to the constructor.
+        """
         from kubernetes.config import load_kube_config
-        from kubernetes.config.config_exception import ConfigException
 
         path = path or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-        cfg = cls._new_configuration(pool_size)
-        try:
-            load_kube_config(config_file=path, context=context, client_configuration=cfg, persist_config=False)
-        except (ConfigException, OSError) as exc:
-            where = f"context {context!r} of " if context else ""
-            raise ApiUnreachable(
-                f"cannot load {where}kubeconfig {path}: {exc}; pass --kubeconfig/--context or set KUBECONFIG"
-            ) from exc
-        cfg.connection_pool_maxsize = pool_size
-        return cls(ApiClient(cfg), qps=qps, burst=burst, **kw)
+        where = f"context {context!r} of " if context else ""
+        return cls._configured(
+            lambda cfg: load_kube_config(config_file=path, context=context, client_configuration=cfg, persist_config=False),
+            f"cannot load {where}kubeconfig {path}: {{error}}; pass --kubeconfig/--context or set KUBECONFIG",
+            pool_size, **kw,
+        )
 
     @classmethod
-    def in_cluster(cls, *, qps: float = 50, burst: int = 100, pool_size: int = 32, **kw: Any) -> "KubeClient":
-        """A client from the pod's service account (token file re-read as it rotates)."""
+    def in_cluster(cls, *, pool_size: int = 32, **kw: Any) -> "KubeClient":
+        """A client from the pod's service account (the token file is re-read as it rotates)."""
         from kubernetes.config import load_incluster_config
-        from kubernetes.config.config_exception import ConfigException
 
-        cfg = cls._new_configuration(pool_size)
-        try:
-            load_incluster_config(client_configuration=cfg)
-        except ConfigException as exc:
-            raise ApiUnreachable(
-                f"cannot load the in-cluster configuration: {exc}; run in a pod with a service account, or pass a kubeconfig"
-            ) from exc
-        cfg.connection_pool_maxsize = pool_size
-        return cls(ApiClient(cfg), qps=qps, burst=burst, **kw)
+        return cls._configured(
+            lambda cfg: load_incluster_config(client_configuration=cfg),
+            "cannot load the in-cluster configuration: {error}; run in a pod with a service account, or pass a kubeconfig",
+            pool_size, **kw,
+        )
 
     @classmethod
     def from_config(cls, kubeconfig: str | None = None, context: str | None = None, **kw: Any) -> "KubeClient":
