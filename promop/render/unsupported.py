@@ -18,7 +18,6 @@ _ALL_MARK = id(ALL)
 
 _SELECTOR = ALL
 _SAFE_AUTH = {"type": ALL, "credentials": ALL}
-_AUTHORIZATION = {**_SAFE_AUTH, "credentialsFile": ALL}
 _BASIC_AUTH = {"username": ALL, "password": ALL}
 _OAUTH2 = ALL  # clientId, clientSecret, tokenUrl, scopes, endpointParams (auth.py)
 _PROXY = {"proxyUrl": ALL, "noProxy": ALL, "proxyFromEnvironment": ALL, "proxyConnectHeader": ALL}
@@ -48,7 +47,7 @@ _MONITOR_COMMON = {
 
 _ALERTMANAGER_ENDPOINT = {
     "namespace": ALL, "name": ALL, "port": ALL, "scheme": ALL, "pathPrefix": ALL, "tlsConfig": _TLS,
-    "bearerTokenFile": ALL, "basicAuth": _BASIC_AUTH, "authorization": _AUTHORIZATION, "apiVersion": ALL,
+    "bearerTokenFile": ALL, "basicAuth": _BASIC_AUTH, "authorization": _SAFE_AUTH, "apiVersion": ALL,
     "timeout": ALL, "enableHttp2": ALL, "relabelings": _RELABELINGS, "alertRelabelings": _RELABELINGS, **_PROXY,
 }
 _REMOTE_WRITE = {
@@ -80,7 +79,6 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "additionalAlertManagerConfigs": ALL, "alerting": {"alertmanagers": _ALERTMANAGER_ENDPOINT},
         "remoteWrite": _REMOTE_WRITE, "tsdb": ALL, "exemplars": ALL, "ruleQueryOffset": ALL, "runtime": ALL,
         "queryLogFile": ALL, "scrapeFailureLogFile": ALL, "scrapeClassicHistograms": ALL,
-        "nativeHistogramBucketLimit": ALL, "nativeHistogramMinBucketFactor": ALL,
         "convertClassicHistogramsToNHCB": ALL,
         # StatefulSet and rules (promop/render/statefulset.py, rules.py)
         "version": ALL, "image": ALL, "baseImage": ALL, "tag": ALL, "sha": ALL, "replicas": ALL, "shards": ALL,
