@@ -7,7 +7,10 @@
    Prometheus's own /-/reload time measured alone in the same run.
    Target: p50/p99 <= delay-interval + 1.5 x the bare reload time. The bare
    time is measured with the same HTTP client the reloader uses, so it is
-   Prometheus's reload plus the least possible client cost.
+   Prometheus's reload plus the least possible client cost; bare and
+   reloader-driven reloads alternate so both see the same machine load. Two
+   configs: a minimal one (fixed costs dominate) and a typical one
+   (100 scrape jobs with relabelling, 200 recording rules).
    "Completed" is the reloader's "reload triggered" log line, written right
    after Prometheus answered 200; its timestamp has microsecond resolution.
 2. gunzip + $(VAR) expansion + atomic write of a ~20 MB config, in a fresh
@@ -164,14 +167,6 @@ def bench_latency(work: Path, changes: int, delay: str, jobs: int, rule_groups: 
     reloader = None
     try:
         _until(lambda: requests.get(f"{base}/-/ready", timeout=1).ok, 30, "prometheus ready")
-        bare = []
-        for i in range(changes):
-            out.write_text(config(1000 + i).replace("$(POD_NAME)", "bench-0"))
-            started = time.perf_counter()
-            status, body = call("POST", f"{base}/-/reload", 30)
-            bare.append(time.perf_counter() - started)
-            if status != 200:
-                raise RuntimeError(f"bare reload failed: {status} {body!r}")
         reloader = subprocess.Popen(
             [sys.executable, "-m", "reloader", f"--config-file={cfg}", f"--config-envsubst-file={out}",
              f"--watched-dir={cfg_dir}", *([f"--watched-dir={rules_dir}"] if rules_dir else []),
@@ -181,10 +176,19 @@ def bench_latency(work: Path, changes: int, delay: str, jobs: int, rule_groups: 
         )
         tail = _LogTail(reloader)
         tail.wait_reloads(1)
-        latencies, calls = [], []
+        # Bare reloads and reloader-driven ones alternate, so both see the same machine load,
+        # and each starts `delay` after the previous reload, so Prometheus is equally settled.
+        bare, latencies, calls = [], [], []
+        pause = parse_duration(delay)
         for i in range(1, changes + 1):
-            data = gzip.compress(config(i).encode())
-            t0 = _replace(cfg, data)
+            time.sleep(pause)
+            started = time.perf_counter()
+            status, body = call("POST", f"{base}/-/reload", 30)
+            bare.append(time.perf_counter() - started)
+            if status != 200:
+                raise RuntimeError(f"bare reload failed: {status} {body!r}")
+            time.sleep(pause)
+            t0 = _replace(cfg, gzip.compress(config(i).encode()))
             done = tail.wait_reloads(i + 1)
             latencies.append(_ts(done) - t0)
             calls.append(done["seconds"])

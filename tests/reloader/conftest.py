@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, TypeVar
 
 import pytest
 import requests
@@ -16,6 +16,7 @@ import requests
 from reloader_testlib import CountingServer, free_port, metric_values, parse_json_lines, wait_for
 
 PROMETHEUS = shutil.which("prometheus")
+T = TypeVar("T")
 
 
 def _require_prometheus() -> str:
@@ -168,46 +169,54 @@ def prometheus_binary() -> str:
     return _require_prometheus()
 
 
+class _Made:
+    """Objects a factory fixture made, each closed by `close` at teardown."""
+
+    def __init__(self, close: Callable[[object], None]):
+        self.items: list[object] = []
+        self.close = close
+
+    def add(self, item: T) -> T:
+        self.items.append(item)
+        return item
+
+    def close_all(self) -> None:
+        for item in self.items:
+            self.close(item)
+
+
 @pytest.fixture
 def prometheus_factory(tmp_path: Path) -> Iterator[Callable[..., Prometheus]]:
-    started: list[Prometheus] = []
+    made = _Made(lambda prom: prom.stop())
 
     def make(config: Path, port: int | None = None, executable: str | None = None, start: bool = True) -> Prometheus:
-        prom = Prometheus(config, tmp_path, port=port, executable=executable)
-        started.append(prom)
+        prom = made.add(Prometheus(config, tmp_path, port=port, executable=executable))
         return prom.start() if start else prom
 
     yield make
-    for prom in started:
-        prom.stop()
+    made.close_all()
 
 
 @pytest.fixture
 def reloader_factory() -> Iterator[Callable[..., ReloaderProcess]]:
-    started: list[ReloaderProcess] = []
+    made = _Made(lambda proc: proc.terminate())
 
     def make(args: list[str], env: dict[str, str] | None = None, command: list[str] | None = None) -> ReloaderProcess:
-        proc = ReloaderProcess(args, env=env, command=command)
-        started.append(proc)
-        return proc
+        return made.add(ReloaderProcess(args, env=env, command=command))
 
     yield make
-    for proc in started:
-        proc.terminate()
+    made.close_all()
 
 
 @pytest.fixture
 def reload_server() -> Iterator[Callable[..., CountingServer]]:
-    servers: list[CountingServer] = []
+    made = _Made(lambda srv: srv.close())
 
     def make(**kwargs: object) -> CountingServer:
-        srv = CountingServer(**kwargs)  # type: ignore[arg-type]
-        servers.append(srv)
-        return srv
+        return made.add(CountingServer(**kwargs))  # type: ignore[arg-type]
 
     yield make
-    for srv in servers:
-        srv.close()
+    made.close_all()
 
 
 FAST = ["--delay-interval=50ms", "--retry-interval=200ms", "--watch-interval=1m", "--listen-address=127.0.0.1:0"]

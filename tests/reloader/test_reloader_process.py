@@ -242,3 +242,14 @@ def test_missing_watched_dir_is_watched_once_it_appears(tmp_path, reloader_facto
     (late / "r.yaml").write_text("groups: []\n")
     rel.wait_reloaded(2)
     assert srv.posts == 2
+
+
+def test_init_mode_sigterm_while_waiting_exits_0(tmp_path, reloader_factory) -> None:
+    cfg, out, _ = _setup(tmp_path)
+    cfg.write_bytes(b"\x1f\x8b\x08 not really gzip")
+    rel = reloader_factory([f"--config-file={cfg}", f"--config-envsubst-file={out}", "--watch-interval=0",
+                            "--retry-interval=1m"])
+    assert "cannot be decompressed" in rel.wait_log("cannot apply config")["err"]
+    rel.proc.send_signal(signal.SIGTERM)
+    assert rel.wait_exit(timeout=5) == 0
+    assert not out.exists()
