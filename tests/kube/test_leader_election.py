@@ -342,7 +342,7 @@ def test_losing_leadership_stops_the_work_and_run_returns(sandbox, lease_name):
     sandbox.faults.fail_next(1000, 500, resource="leases")
     try:
         assert a.returned.wait(10)
-        assert timeline.intervals[0][2] is not None, "work still running after leadership was lost"
+        wait_until(lambda: timeline.intervals[0][2] is not None, "the work to see the stop")
         assert a.stopped_calls == 1
     finally:
         sandbox.faults.clear()
@@ -353,15 +353,19 @@ def test_losing_leadership_stops_the_work_and_run_returns(sandbox, lease_name):
 
 def test_check_fails_when_leading_but_not_renewed(sandbox, lease_name):
     clock = FakeClock()
+    acquired_at = clock.now()  # the fake clock stands still until we advance it
     a = Contender(sandbox, lease_name, "a", Timeline(), clock=clock,
                   lease_duration=15.0, renew_deadline=10.0, retry_period=2.0)
     a.start()
     assert a.led.wait(10)
     assert a.elector.check()
     a.client.hang.set()  # the next renewal hangs inside the request
-    clock.advance(2.0)
-    assert a.client.hanging.wait(10)
-    clock.advance(13.5)  # 15.5 s since the last renewal
+    deadline = time.monotonic() + 10
+    while not a.client.hanging.wait(0.02):  # until the renew loop wakes and calls the API
+        assert time.monotonic() < deadline, "no renewal attempt"
+        if clock.now() < acquired_at + 8.0:  # past 10 s the renewal would give up unsent
+            clock.advance(0.5)
+    clock.advance(acquired_at + 15.5 - clock.now())  # 15.5 s since the last renewal
     assert a.elector.is_leader()
     assert a.elector.check(max_tolerable_expiry=1.0)
     assert not a.elector.check(max_tolerable_expiry=0.0)
