@@ -62,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_REJECTED
     rendered = render_loaded(loaded)
     lines, used = explain(kind, namespace, name, rendered)
+    if not loaded.of("Namespace") and any("not selected: namespace '" in line for line in lines):
+        lines.append("note: the files hold no Namespace objects, so every namespace counts as unlabelled; "
+                     "add the Namespace manifests with -f to evaluate namespace selectors")
     print(f"{kind} {namespace}/{name}:")
     for line in lines:
         print(f"  {line}")
