@@ -14,6 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from promop.kube.client import KubeClient
+from promop.kube.errors import NotFound
 from promop.operator.app import Operator
 from promop.operator.install import install_crds
 from promop.operator.options import Options
@@ -25,7 +26,8 @@ FAST_INFORMERS = {"backoff_base": 0.05, "backoff_cap": 0.5, "idle_timeout": 10.0
 
 
 def eventually(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    """Poll `check` until it returns a truthy value (or stops raising AssertionError) before `timeout`."""
+    """Poll `check` until it returns a truthy value before `timeout`; AssertionError and NotFound
+    (the object is not there yet) count as not yet."""
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while time.monotonic() < deadline:
@@ -33,7 +35,7 @@ def eventually(check: Callable[[], Any], timeout: float = 20.0, what: str = "con
             value = check()
             if value:
                 return value
-        except AssertionError as exc:
+        except (AssertionError, NotFound) as exc:
             last = exc
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f": {last}" if last else ""))

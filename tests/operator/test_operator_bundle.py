@@ -76,3 +76,20 @@ def test_examples_are_attributed_and_parse():
             assert "Apache-2.0, Copyright The Prometheus Operator Authors" in text
             copied += 1
     assert copied == 22
+
+
+def test_kubectl_installs_the_bundle_and_the_example_prometheus_is_reconciled(kubectl, kube, start_operator):
+    from conftest import eventually
+
+    from promop.kube.resources import SECRETS
+    from promop.operator.demo import decode_config
+
+    kubectl("apply", "-f", str(ROOT / "crds"))
+    out = kubectl("apply", "-f", str(ROOT / "manifests")).stdout
+    for line in ("namespace/promop", "clusterrole.rbac.authorization.k8s.io/promop", "deployment.apps/promop",
+                 "servicemonitor.monitoring.coreos.com/promop", "prometheus.monitoring.coreos.com/main"):
+        assert line in out, out
+    start_operator()
+    secret = eventually(lambda: kube.get(SECRETS, "prometheus-main", "promop"), 20, "the example's config")
+    config = yaml.safe_load(decode_config(secret))
+    assert [j["job_name"] for j in config["scrape_configs"]] == ["serviceMonitor/promop/promop/0"]
