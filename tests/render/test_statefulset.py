@@ -218,3 +218,18 @@ def test_reloader_args_watch_rule_dirs_before_config():
     args = reloader_args({}, ["a", "b"], init=False)
     assert args[-3:] == ["--watched-dir=/etc/prometheus/rules/a", "--watched-dir=/etc/prometheus/rules/b",
                          "--watched-dir=/etc/prometheus/config"]
+
+
+def test_deliberate_differences():
+    """Every documented deviation from upstream (golden/statefulset-differences.yaml) still holds."""
+    listed = yaml.safe_load((Path(__file__).parent / "golden" / "statefulset-differences.yaml").read_text())
+    assert all(entry["reason"] for entry in listed)
+    s = sts(prom())[0]
+    pod = s["spec"]["template"]["spec"]
+    assert container(s, "config-reloader")["command"] == listed[0]["promop"]
+    assert container(s, "init-config-reloader", init=True)["command"] == listed[1]["promop"]
+    assert container(s, "config-reloader")["image"] == RenderOptions().config_reloader_image
+    assert s["metadata"]["annotations"]["prometheus-operator-input-hash"] == "abc"
+    assert all(c["env"][0]["valueFrom"]["fieldRef"]["apiVersion"] == "v1"
+               for c in pod["containers"][1:] + pod["initContainers"])
+    assert len(listed) == 5  # a new difference needs an entry here and a check above
