@@ -15,7 +15,7 @@ import heapq
 import itertools
 from typing import Any, Hashable, Optional
 
-from promop.kube.queue import Clock, Queue
+from promop.kube.queue import Queue
 
 # A heap entry: [ready_at, sequence, item, live]; `live` is cleared instead of
 # deleting from the middle of the heap when the item's ready time moves earlier.
@@ -29,13 +29,9 @@ class DelayingQueue(Queue):
     earlier. Items still waiting when the queue shuts down are dropped.
     """
 
-    def __init__(
-        self,
-        name: Optional[str] = None,
-        registry: Any = None,
-        clock: Optional[Clock] = None,
-    ) -> None:
-        super().__init__(name=name, registry=registry, clock=clock)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Takes `Queue`'s arguments (name, registry, clock)."""
+        super().__init__(*args, **kwargs)
         self._heap: list[list[Any]] = []
         self._waiting: dict[Hashable, list[Any]] = {}
         self._seq = itertools.count()

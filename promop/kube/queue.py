@@ -131,7 +131,10 @@ class Queue:
         self._drain = False
         self._stats = (
             workqueue_metrics.register_queue(
-                name, registry, self._lock, self._clock, self, self._dirty, self._processing
+                workqueue_metrics.QueueStats(
+                    name, self._lock, self._clock, self, self._dirty, self._processing
+                ),
+                registry,
             )
             if name
             else None

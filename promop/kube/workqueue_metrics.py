@@ -89,7 +89,7 @@ class QueueStats:
         self.name = name
         self.lock = lock
         self.clock = clock
-        self._owner = weakref.ref(owner)
+        self.owner = weakref.ref(owner)
         self._dirty = dirty  # depth: client-go's +1 per non-deduplicated add, -1 per get
         self._processing = processing  # item -> start time
         self.adds = 0
@@ -99,7 +99,7 @@ class QueueStats:
 
     def snapshot(self) -> "_Totals":
         with self.lock:
-            owner = self._owner()
+            owner = self.owner()
             if owner is not None:
                 owner._promote_due()  # a due delayed item counts in depth, as in client-go
             now = self.clock.now()
@@ -206,17 +206,8 @@ _collectors: "weakref.WeakKeyDictionary[Any, _Collector]" = weakref.WeakKeyDicti
 _collectors_lock = threading.Lock()
 
 
-def register_queue(
-    name: str,
-    registry: Any,
-    lock: Any,
-    clock: "Clock",
-    owner: Any,
-    dirty: dict[Hashable, float],
-    processing: dict[Hashable, float],
-) -> QueueStats:
-    """Create the stats of queue `owner` and expose them through `registry`
-    (default: prometheus_client.REGISTRY)."""
+def register_queue(stats: QueueStats, registry: Any = None) -> QueueStats:
+    """Expose a queue's stats through `registry` (default: prometheus_client.REGISTRY)."""
     registry = REGISTRY if registry is None else registry
     with _collectors_lock:
         collector = _collectors.get(registry)
@@ -224,8 +215,7 @@ def register_queue(
             collector = _Collector()
             registry.register(collector)
             _collectors[registry] = collector
-    stats = QueueStats(name, lock, clock, owner, dirty, processing)
-    collector.add(stats, owner)
+    collector.add(stats, stats.owner())
     return stats
 
 
