@@ -239,3 +239,52 @@ def test_invalid_objects_get_bindings_and_one_event_others_unaffected(kube, kube
     assert jobs(kube) == ["serviceMonitor/team/bad/0", "serviceMonitor/team/good/0"]
     status = kube.get(PROMETHEUSES, "p", NS)["status"]
     assert {c["type"] for c in status["conditions"]} == {"Available", "Reconciled"}
+
+
+def test_referenced_secret_change_in_another_namespace_updates_config(kube, start_operator, ns):
+    import base64
+
+    kube.create(NAMESPACES, {"metadata": {"name": "apps"}})
+    start_operator()
+    kube.create(PROMETHEUSES, prometheus(serviceMonitorNamespaceSelector={}))
+    b64 = lambda s: base64.b64encode(s.encode()).decode()  # noqa: E731
+    kube.create(SECRETS, {"metadata": {"name": "creds", "namespace": "apps"},
+                          "data": {"user": b64("alice"), "pass": b64("one")}})
+    sm = service_monitor("auth")
+    sm["metadata"]["namespace"] = "apps"
+    sm["spec"]["endpoints"][0]["basicAuth"] = {"username": {"name": "creds", "key": "user"},
+                                               "password": {"name": "creds", "key": "pass"}}
+    kube.create(SERVICEMONITORS, sm)
+    name = "serviceMonitor/apps/auth/0"
+    eventually(lambda: (job(kube, name) or {}).get("basic_auth", {}).get("password") == "one", 20, "inlined")
+    secret = kube.get(SECRETS, "creds", "apps")
+    secret["data"]["pass"] = b64("two")
+    kube.update(SECRETS, secret, "apps")
+    eventually(lambda: job(kube, name)["basic_auth"]["password"] == "two", 20, "the Secret change in the config")
+
+
+def test_namespace_label_change_changes_selection(kube, start_operator, ns):
+    kube.create(NAMESPACES, {"metadata": {"name": "apps"}})
+    start_operator()
+    kube.create(PROMETHEUSES, prometheus(serviceMonitorNamespaceSelector={"matchLabels": {"monitored": "yes"}}))
+    sm = service_monitor("web")
+    sm["metadata"]["namespace"] = "apps"
+    kube.create(SERVICEMONITORS, sm)
+    eventually(lambda: jobs(kube) == [], 20, "no job while the namespace is unlabelled")
+    kube.patch(NAMESPACES, "apps", {"metadata": {"labels": {"monitored": "yes"}}})
+    eventually(lambda: jobs(kube) == ["serviceMonitor/apps/web/0"], 20, "selected once labelled")
+    kube.patch(NAMESPACES, "apps", {"metadata": {"labels": {"monitored": None}}})
+    eventually(lambda: jobs(kube) == [], 20, "deselected once unlabelled")
+
+
+def test_allow_listed_namespaces_only(kube, start_operator, ns):
+    kube.create(NAMESPACES, {"metadata": {"name": "elsewhere"}})
+    op = start_operator(namespaces=(NS,))
+    other = prometheus("q")
+    other["metadata"]["namespace"] = "elsewhere"
+    kube.create(PROMETHEUSES, other)
+    kube.create(PROMETHEUSES, prometheus())
+    eventually(lambda: jobs(kube) == [], 20, "the allowed Prometheus reconciled")
+    eventually(op.idle)
+    assert [k for k in op.controller.prometheuses.store.keys()] == [f"{NS}/p"]
+    assert not kube.list(SECRETS, "elsewhere")["items"]
