@@ -36,6 +36,8 @@ class _Rendered:
 
 
 class Applier:
+    """Holds what was last written and last reloaded, so passes act only on change."""
+
     def __init__(self, opts: Options, reload: Reloader | None, metrics: Metrics, log: Log):
         self.opts = opts
         self.reload = reload

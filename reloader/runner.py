@@ -22,6 +22,8 @@ MAX_DEBOUNCE_FACTOR = 10
 
 
 class Runner:
+    """Decides when a pass runs: after a quiet --delay-interval, periodically, or to retry."""
+
     def __init__(self, opts: Options, applier: Applier, metrics: Metrics, log: Log):
         self.opts = opts
         self.applier = applier
