@@ -283,6 +283,10 @@ class LeaderElector:
         except (ApiError, _Deadline) as exc:
             log.info("lease attempt failed", extra=self._kv(err=str(exc)))
             return False
+        except Exception as exc:  # as client-go: any error fails the attempt, never the elector
+            log.error("lease attempt failed unexpectedly", exc_info=True,
+                      extra=self._kv(err=f"{type(exc).__name__}: {exc}"))
+            return False
 
     def _write(self, lease: dict, spec: dict, started: float, deadline: Optional[float]) -> None:
         """PUT `lease` (with its resourceVersion) carrying `spec`."""
