@@ -2,7 +2,8 @@
 
 The model applies client-go's semantics literally: a delayed item is added the
 instant its ready time passes (as client-go's background loop does), and every
-operation is observable. Random sequences of add/get/done/add_after/advance/
+operation is observable. Random sequences of add/get/done/add_after/
+add_rate_limited/forget/advance/
 shutdown must give the same items, lengths and shutdown flags.
 """
 
@@ -12,7 +13,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-from promop.kube.workqueue import FakeClock, RateLimitingQueue
+from promop.kube.workqueue import FakeClock, ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 ITEMS = st.sampled_from("abcd")
 DELAYS = st.sampled_from([-1.0, 0.0, 0.5, 1.0, 1.5, 3.0])
@@ -27,6 +28,12 @@ class ModelQueue:
         self.shutting_down = False
         self.waiting: dict[str, tuple[float, int]] = {}
         self.seq = 0
+        self.failures: dict[str, int] = {}
+
+    def add_rate_limited(self, item: str) -> None:
+        n = self.failures.get(item, 0)
+        self.failures[item] = n + 1
+        self.add_after(item, min(0.5 * 2**n, 2.0))  # base 0.5 s, cap 2 s
 
     def add(self, item: str) -> None:
         if self.shutting_down or item in self.dirty:
@@ -76,7 +83,9 @@ class QueueMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.clock = FakeClock(start=0.0)
-        self.queue = RateLimitingQueue(name=None, clock=self.clock)
+        self.queue = RateLimitingQueue(
+            ItemExponentialFailureRateLimiter(0.5, 2.0), name=None, clock=self.clock
+        )
         self.model = ModelQueue()
 
     @rule(item=ITEMS)
@@ -99,6 +108,18 @@ class QueueMachine(RuleBasedStateMachine):
     def add_after(self, item, delay):
         self.queue.add_after(item, delay)
         self.model.add_after(item, delay)
+
+    @rule(item=ITEMS)
+    def add_rate_limited(self, item):
+        self.queue.add_rate_limited(item)
+        self.model.add_rate_limited(item)
+        assert self.queue.num_requeues(item) == self.model.failures[item]
+
+    @rule(item=ITEMS)
+    def forget(self, item):
+        self.queue.forget(item)
+        self.model.failures.pop(item, None)
+        assert self.queue.num_requeues(item) == 0
 
     @rule(seconds=st.sampled_from([0.5, 1.0, 2.0]))
     def advance(self, seconds):
