@@ -2,9 +2,9 @@
 
 The model applies client-go's semantics literally: a delayed item is added the
 instant its ready time passes (as client-go's background loop does), and every
-operation is observable. Random sequences of add/get/done/add_after/
-add_rate_limited/forget/advance/
-shutdown must give the same items, lengths and shutdown flags.
+operation is observable. Random sequences of add, get, done, add_after,
+add_rate_limited, forget, clock advances and shutdowns must give the same
+items, lengths, requeue counts and shutdown flags.
 """
 
 from __future__ import annotations
