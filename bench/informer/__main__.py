@@ -67,7 +67,7 @@ def finish(proc: subprocess.Popen) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m bench.informer", description=__doc__.split("\n")[0])
     parser.add_argument("--objects", type=int, default=10_000)
-    parser.add_argument("--repeats", type=int, default=2, help="sync runs per variant (best time is kept)")
+    parser.add_argument("--repeats", type=int, default=3, help="sync runs per variant (best time is kept)")
     args = parser.parse_args(argv)
     n = args.objects
 
