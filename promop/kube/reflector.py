@@ -172,12 +172,22 @@ class Reflector:
             field_selector=self.field_selector, metadata_only=self.metadata_only,
         )
         if self.transform is not None:
-            items = [self.transform(o) for o in items]
+            items = [self._transform(o) for o in items]
         if self._stop.is_set():
             return
         self.sink(("list", self.namespace, items, self.lists == 0))
         self.lists += 1
         self.last_rv = rv
+
+    def _transform(self, obj: dict) -> dict:
+        """The transform hook; a failing transform keeps the object as it came (and says so)."""
+        try:
+            return self.transform(obj)  # type: ignore[misc]
+        except Exception as exc:  # noqa: BLE001 - a buggy hook must not stop the informer
+            meta = obj.get("metadata") or {}
+            log.error(logfmt("informer transform failed; keeping the object untransformed", informer=self.name,
+                             namespace=meta.get("namespace"), name=meta.get("name"), error=exc))
+            return obj
 
     def _watch(self) -> None:
         low, high = self.watch_timeout_range
@@ -193,7 +203,7 @@ class Reflector:
         if self._stop.is_set():
             stream.close()
         events = 0
-        transform, sink = self.transform, self.sink
+        transform, sink = (self._transform if self.transform else None), self.sink
         try:
             for event in stream:
                 kind = event.get("type")

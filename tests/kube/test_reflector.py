@@ -130,3 +130,14 @@ def test_stop_interrupts_a_backoff_wait(kube, sandbox, reflectors):
 def test_logfmt_quotes_values():
     assert logfmt("hi there", a="b c", n=1, skip=None) == 'msg="hi there" a="b c" n=1'
     assert logfmt("x", e='say "no"') == 'msg=x e="say \\"no\\""'
+
+
+def test_a_failing_transform_keeps_the_object(kube, reflectors):
+    kube.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": "default"}, "data": {"k": "v"}})
+
+    def transform(obj):
+        raise RuntimeError("bug in the hook")
+
+    r, deltas = start(kube, reflectors, namespace="default", transform=transform)
+    wait_until(lambda: deltas, what="the first LIST")
+    assert deltas[0][2][0]["data"] == {"k": "v"}
