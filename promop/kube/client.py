@@ -175,7 +175,7 @@ class KubeClient:
     ) -> Any:
         waited = self.limiter.wait()
         if waited:
-            self.metrics.rate_limited.observe(waited)
+            self.metrics.rate_limited.labels(endpoint).observe(waited)
         target = path + ("?" + urlencode(query, quote_via=quote) if query else "")
         headers = {"Accept": accept}
         if content_type:

@@ -48,7 +48,8 @@ class ClientMetrics:
         )
         self.rate_limited = Histogram(
             "prometheus_operator_kubernetes_client_rate_limiter_duration_seconds",
-            "Time requests waited for the client-side QPS/burst limiter.",
+            "Time requests waited for the client-side QPS/burst limiter, by path template.",
+            ["endpoint"],
             buckets=(0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30),
             registry=registry,
         )
