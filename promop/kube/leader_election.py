@@ -125,6 +125,7 @@ class LeaderElector:
         self._work_stop = threading.Event()  # handed to on_started_leading
         self._lock = threading.Lock()
         self._leading = False
+        self._ran = False
         self._lease: Optional[dict] = None  # the object last read or written (for PUT)
         self._observed_spec: Optional[dict] = None
         self._observed_time = 0.0  # local monotonic time the spec last changed
@@ -134,7 +135,15 @@ class LeaderElector:
     # -- public API ---------------------------------------------------------------------
     def run(self) -> None:
         """Block until leadership is lost or `stop()` is called; `on_stopped_leading`
-        is always called before returning, even if we never led."""
+        is always called before returning, even if we never led. One run per elector:
+        after losing leadership, make a new one (or, as the operator does, exit)."""
+        with self._lock:
+            if self._ran:
+                raise RuntimeError(
+                    f"LeaderElector for lease {self.config.lease_namespace}/{self.config.lease_name} "
+                    "was already run; create a new LeaderElector"
+                )
+            self._ran = True
         try:
             if self._acquire():
                 self._start_work()

@@ -212,6 +212,15 @@ def test_on_stopped_leading_runs_even_if_never_led(sandbox, kube, lease_name):
         "a standby must not release someone else's lease"
 
 
+def test_stop_before_run_and_run_twice(sandbox, kube, lease_name):
+    a = Contender(sandbox, lease_name, "a", Timeline())
+    a.elector.stop()
+    a.elector.run()  # returns at once
+    assert a.stopped_calls == 1 and not a.led.is_set()
+    with pytest.raises(RuntimeError, match="already run"):
+        a.elector.run()
+
+
 def test_record_timestamps_are_never_trusted(sandbox, kube, lease_name):
     # The holder's renewTime is decades old, but we have only just seen the record:
     # it stays valid for leaseDurationSeconds from our first observation.
