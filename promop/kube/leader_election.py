@@ -270,7 +270,7 @@ class LeaderElector:
                 created = self._call(
                     lambda: self.client.create(LEASES, body, cfg.lease_namespace), deadline
                 )
-                self._observe(created, started, renewed=True)
+                self._observe(created, started)
                 return True
 
             now = self._clock.now()
@@ -298,21 +298,21 @@ class LeaderElector:
             return False
 
     def _write(self, lease: dict, spec: dict, started: float, deadline: Optional[float]) -> None:
-        """PUT `lease` (with its resourceVersion) carrying `spec`."""
+        self._observe(self._put(lease, spec, deadline), started)
+
+    def _put(self, lease: dict, spec: dict, deadline: Optional[float]) -> dict:
+        """PUT `lease` as read (its resourceVersion makes it a compare-and-swap) with `spec`."""
         body = dict(lease)
         body["spec"] = {**(lease.get("spec") or {}), **spec}
-        updated = self._call(
-            lambda: self.client.update(LEASES, body, self.config.lease_namespace), deadline
-        )
-        self._observe(updated, started, renewed=True)
+        return self._call(lambda: self.client.update(LEASES, body, self.config.lease_namespace), deadline)
 
-    def _observe(self, lease: dict, started: float, renewed: bool) -> None:
+    def _observe(self, lease: dict, started: float) -> None:
+        """Record a lease we wrote; `started` is when the writing attempt began."""
         with self._lock:
             self._lease = lease
             self._observed_spec = lease.get("spec") or {}
             self._observed_time = self._clock.now()
-            if renewed:
-                self._last_renew_start = started
+            self._last_renew_start = started
 
     def _lease_valid(self, now: float) -> bool:
         spec = self._observed_spec or {}
@@ -357,13 +357,8 @@ class LeaderElector:
             "renewTime": _micro_time(),
             "leaseTransitions": (lease.get("spec") or {}).get("leaseTransitions") or 0,
         }
-        body = dict(lease)
-        body["spec"] = {**(lease.get("spec") or {}), **spec}
         try:
-            self._call(
-                lambda: self.client.update(LEASES, body, self.config.lease_namespace),
-                self._clock.now() + self.config.renew_deadline,
-            )
+            self._put(lease, spec, self._clock.now() + self.config.renew_deadline)
             log.info("released the leader lease", extra=self._kv())
         except (ApiError, _Deadline) as exc:
             log.warning("could not release the leader lease; it will expire", extra=self._kv(err=str(exc)))
