@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
-from promop.kube.workqueue import RateLimitingQueue, ItemExponentialFailureRateLimiter
+from promop.kube.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 KEYS = [f"ns/obj-{n}" for n in range(40)]
 PRODUCERS, WORKERS, ADDS_PER_PRODUCER = 6, 8, 1500
@@ -128,3 +129,33 @@ def test_each_add_before_get_is_delivered_once_under_contention():
     # unique items, each added once and never re-added: each is processed exactly once
     # (shutdown keeps handing out the backlog, so nothing is lost)
     assert sorted(got) == sorted(items)
+
+
+def test_delayed_items_reach_many_waiting_getters_on_time():
+    q = RateLimitingQueue(name=None)
+    got: dict[str, float] = {}
+    lock = threading.Lock()
+
+    def handle(key: str) -> None:
+        with lock:
+            got[key] = time.monotonic()
+
+    workers = run_workers(q, handle, 6)
+    rng = random.Random(7)
+    due: dict[str, float] = {}
+    for n in range(60):
+        delay = rng.random() * 0.05
+        key = f"k{n}"
+        due[key] = time.monotonic() + delay
+        q.add_after(key, delay)
+    deadline = time.monotonic() + JOIN_DEADLINE
+    while len(got) < len(due):
+        assert time.monotonic() < deadline, f"never delivered: {sorted(set(due) - set(got))[:5]}"
+        threading.Event().wait(0.005)
+    q.shutdown()
+    for thread in workers:
+        thread.join(JOIN_DEADLINE)
+    assert all(got[key] >= due[key] for key in due), "an item was handed out before its time"
+    # generous on a loaded 2-core machine; a lost wake-up would wait for the 10 s heartbeat
+    late = max(got[key] - due[key] for key in due)
+    assert late < 5.0, f"an item was handed out {late:.2f} s late"
