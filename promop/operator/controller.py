@@ -70,8 +70,9 @@ class Controller:
         self.servicemonitors = informer(SERVICEMONITORS)
         self.podmonitors = informer(PODMONITORS)
         self.rules = informer(PROMETHEUSRULES)
-        self.secrets = informer(SECRETS, metadata_only=True, field_selector=options.secret_field_selector)
-        self.configmaps = informer(CONFIGMAPS, metadata_only=True)
+        meta = not options.full_secret_informers
+        self.secrets = informer(SECRETS, metadata_only=meta, field_selector=options.secret_field_selector)
+        self.configmaps = informer(CONFIGMAPS, metadata_only=meta)
         self.statefulsets = informer(STATEFULSETS, label_selector=STATEFULSET_SELECTOR)
         self.namespaces = Informer(client, NAMESPACES, **kw)
         self.informers = [self.prometheuses, self.servicemonitors, self.podmonitors, self.rules, self.secrets,

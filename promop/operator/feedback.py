@@ -88,6 +88,25 @@ def desired_bindings(obj: Mapping[str, Any], prometheus: Mapping[str, Any], verd
     return [binding if _is_for(b, prometheus) else b for b in current]
 
 
+def binding_current(obj: Mapping[str, Any], prometheus: Mapping[str, Any], verdict: Verdict | None) -> bool:
+    """Cheap check (the common case on every sync): `obj` already says what `verdict` says."""
+    status = obj.get("status")
+    bindings = status.get("bindings") if status else None
+    for b in bindings or ():
+        if _is_for(b, prometheus):
+            if verdict is None:
+                return False
+            conds = b.get("conditions") or ()
+            if len(conds) != 1:
+                return False
+            c = conds[0]
+            gen = int((obj.get("metadata") or {}).get("generation") or 0)
+            return (c.get("type") == ACCEPTED and c.get("status") == ("True" if verdict.accepted else "False")
+                    and c.get("reason") == verdict.reason and c.get("message") == verdict.message
+                    and c.get("observedGeneration") == gen)
+    return verdict is None
+
+
 def bindings_changed(obj: Mapping[str, Any], bindings: list[dict]) -> bool:
     return list(((obj.get("status") or {}).get("bindings")) or []) != bindings
 

@@ -47,6 +47,7 @@ class Options:
     prometheus_default_base_image: str = DEFAULT_PROMETHEUS_BASE_IMAGE
     listen_address: str = DEFAULT_LISTEN_ADDRESS
     resync_period: float = DEFAULT_RESYNC_SECONDS
+    full_secret_informers: bool = False  # benchmark only: cache whole Secrets/ConfigMaps, as before upstream #5424
 
     def render_options(self) -> RenderOptions:
         return RenderOptions(
@@ -134,6 +135,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                      help="address of /metrics, /healthz and /readyz (default :8080)")
     run.add_argument("--resync-period", type=float, default=DEFAULT_RESYNC_SECONDS,
                      help="seconds between full resyncs of every Prometheus (default 300)")
+    run.add_argument("--full-secret-informers", action="store_true", help=argparse.SUPPRESS)
     le = parser.add_argument_group("leader election")
     le.add_argument("--leader-elect", action="store_true", help="run only while holding a Lease")
     le.add_argument("--leader-election-lease-name", dest="lease_name", default=DEFAULT_LEASE_NAME)
@@ -183,4 +185,5 @@ def from_args(args: argparse.Namespace) -> Options:
         prometheus_default_base_image=args.prometheus_default_base_image,
         listen_address=args.listen_address,
         resync_period=args.resync_period,
+        full_secret_informers=args.full_secret_informers,
     )

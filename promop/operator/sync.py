@@ -265,6 +265,8 @@ class Syncer:
         self._emit_events(prom, result, now)
 
     def _write_bindings(self, kind: str, obj: dict, prom: dict, verdict: feedback.Verdict | None, now: str) -> None:
+        if feedback.binding_current(obj, prom, verdict):
+            return
         res = MONITOR_RESOURCES[kind]
         for _ in range(3):
             bindings = feedback.desired_bindings(obj, prom, verdict, now)

@@ -106,6 +106,13 @@ def test_feedback_verdicts_and_bindings():
     sm["status"] = {"bindings": b1}
     assert not feedback.bindings_changed(sm, feedback.desired_bindings(sm, p, v[("ServiceMonitor", "a", "bad")],
                                                                         now="T2"))
+    assert feedback.binding_current(sm, p, v[("ServiceMonitor", "a", "bad")])
+    assert not feedback.binding_current(sm, p, feedback.Verdict(True))
+    assert not feedback.binding_current(sm, p, None)
+    assert feedback.binding_current(sm, p2, None) and not feedback.binding_current(sm, p2, feedback.Verdict(True))
+    sm["metadata"]["generation"] = 4
+    assert not feedback.binding_current(sm, p, v[("ServiceMonitor", "a", "bad")])
+    sm["metadata"]["generation"] = 3
     both = feedback.desired_bindings(sm, p2, feedback.Verdict(True), now="T2")
     assert [b["name"] for b in both] == ["k8s", "other"]
     sm["status"] = {"bindings": both}
