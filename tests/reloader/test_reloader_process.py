@@ -13,6 +13,7 @@ from pathlib import Path
 import requests
 
 from reloader_testlib import gz, wait_for, write_atomic
+from reloader_fixtures import reloader_factory, reload_server, fast_flags  # noqa: F401 (pytest fixtures)
 
 
 def _setup(tmp_path: Path, text: str = "global: {}\n") -> tuple[Path, Path, Path]:

@@ -21,6 +21,7 @@ from reloader.metrics import create
 from reloader.process import find_pids
 from reloader.source import InputError, decoded_chunks
 from reloader_testlib import KubeletDir
+from reloader_fixtures import reload_server  # noqa: F401 (pytest fixtures)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,10 @@
-"""Fixtures for the reloader tests: a real Prometheus, the reloader as a subprocess."""
+"""Fixtures for the reloader tests: a real Prometheus, the reloader as a subprocess.
+
+Deliberately not a conftest.py: without an __init__.py (a tests/reloader package would
+shadow the real `reloader` package) every conftest.py is imported as the top-level module
+`conftest`, and a second one replaces another area's in sys.modules. Test modules import
+these fixtures by name instead.
+"""
 from __future__ import annotations
 
 import os
