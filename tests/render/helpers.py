@@ -87,6 +87,9 @@ def load_yaml_dir(path: Path) -> list[dict]:
     return docs
 
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
 # File-path keys in a Prometheus config that promtool checks for existence.
 _FILE_KEYS = ("ca_file", "cert_file", "key_file", "bearer_token_file", "credentials_file", "password_file")
 
@@ -127,7 +130,7 @@ def lay_out(result, root: Path, pod: str = "prometheus-k8s-0", shard: str = "0")
             (certs / key).write_bytes(base64.b64decode(value))
     text = result.config_text.replace("$(POD_NAME)", pod).replace("$(SHARD)", shard)
     files: set[str] = set()
-    _walk_files(yaml.safe_load(text), files)
+    _walk_files(yaml.load(text, Loader=_Loader), files)
     for f in files:
         if f.startswith("/") and not f.startswith("/etc/prometheus/certs/"):
             target = root / f.lstrip("/")
@@ -148,7 +151,7 @@ def promtool_check_config(*configs: Path) -> subprocess.CompletedProcess:
 # Debian's prometheus/promtool 2.42 (+ds) is built WITHOUT Kubernetes service
 # discovery: it rejects `kubernetes_sd_configs` as an unknown field. So the test
 # harness checks those blocks against Prometheus 2.42's schema itself and swaps
-# them for static_configs, letting promtool check everything else.
+# them for dns_sd_configs, letting promtool check everything else.
 _K8S_SD_KEYS = {
     "role", "api_server", "namespaces", "selectors", "attach_metadata", "kubeconfig_file",
     "basic_auth", "authorization", "oauth2", "bearer_token", "bearer_token_file", "tls_config",
@@ -182,8 +185,8 @@ def check_kubernetes_sd(sd: dict) -> None:
 
 
 def without_kubernetes_sd(text: str) -> str:
-    """The config with every kubernetes_sd_configs checked and replaced by a static target."""
-    config = yaml.safe_load(text)
+    """The config with every kubernetes_sd_configs checked and replaced by a DNS SD config."""
+    config = yaml.load(text, Loader=_Loader)
     holders = list(config.get("scrape_configs") or [])
     holders += list((config.get("alerting") or {}).get("alertmanagers") or [])
     for holder in holders:
@@ -192,5 +195,6 @@ def without_kubernetes_sd(text: str) -> str:
             continue
         for sd in sds:
             check_kubernetes_sd(sd)
-        holder.setdefault("static_configs", []).append({"targets": ["localhost:9090"]})
-    return yaml.safe_dump(config, sort_keys=False)
+        # DNS SD: promtool does not apply relabeling to it (it would to static targets)
+        holder.setdefault("dns_sd_configs", []).append({"names": ["targets.example.com"], "type": "A", "port": 9090})
+    return yaml.dump(config, Dumper=_Dumper, sort_keys=False)

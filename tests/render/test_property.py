@@ -1,0 +1,148 @@
+"""Property: generated valid ServiceMonitors/PodMonitors always render to a config promtool accepts.
+
+Each example batches several monitors into one config, so one promtool call
+checks many; examples are bounded to keep the suite fast.
+"""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from promop.render import RenderInputs, render
+
+from .helpers import lay_out, pod_monitor, promtool_check_config, prometheus_obj, promtool_path, service_monitor
+
+label_name = st.text(string.ascii_lowercase + "_", min_size=1, max_size=8).filter(lambda s: not s.startswith("__"))
+k8s_name = st.builds(
+    lambda first, middle, last: first + middle + last,
+    st.sampled_from(string.ascii_lowercase),
+    st.text(string.ascii_lowercase + string.digits + "_.-", max_size=5),
+    st.sampled_from(string.ascii_lowercase + string.digits),
+)
+k8s_label_key = st.one_of(k8s_name, k8s_name.map(lambda n: f"example.com/{n}"))
+label_value = st.text(string.ascii_lowercase + string.digits, min_size=1, max_size=8)
+name = st.text(string.ascii_lowercase + string.digits, min_size=1, max_size=10).map(lambda s: "m" + s)
+duration = st.sampled_from(["5s", "10s", "15s", "30s", "1m", "1m30s", "2m"])
+regex_piece = st.sampled_from(["foo", "(.+)", ".*", "[a-z]+", "\\d+", "(a|b)", "x{1,3}", "(?i)bar", "(?:baz)?", "[^;]*"])
+regex = st.lists(regex_piece, min_size=1, max_size=3).map("".join)
+
+
+@st.composite
+def relabel(draw):
+    action = draw(st.sampled_from(["replace", "keep", "drop", "hashmod", "labelmap", "labeldrop", "labelkeep",
+                                   "lowercase", "uppercase", "keepequal", "dropequal", None]))
+    src = draw(st.lists(label_name, min_size=1, max_size=3))
+    target = draw(label_name)
+    if action in (None, "replace"):
+        rc = {"sourceLabels": src, "targetLabel": target, "regex": draw(regex), "replacement": "${1}"}
+    elif action in ("keep", "drop"):
+        rc = {"sourceLabels": src, "regex": draw(regex)}
+    elif action == "hashmod":
+        rc = {"sourceLabels": src, "targetLabel": target, "modulus": draw(st.integers(1, 1000))}
+    elif action == "labelmap":
+        rc = {"regex": "__meta_kubernetes_service_label_(.+)", "replacement": "${1}"}
+    elif action in ("labeldrop", "labelkeep"):
+        rc = {"regex": draw(regex)}
+    else:
+        rc = {"sourceLabels": src, "targetLabel": target}
+    if action:
+        rc["action"] = draw(st.sampled_from([action, action.capitalize()]))
+    return rc
+
+
+@st.composite
+def endpoint(draw, pod=False):
+    ep: dict = {}
+    port = draw(st.sampled_from(["port", "targetPort", "number", None]))
+    if port == "port":
+        ep["port"] = draw(label_value)
+    elif port == "targetPort":
+        ep["targetPort"] = draw(st.one_of(st.integers(1, 65535), label_value))
+    elif port == "number" and pod:
+        ep["portNumber"] = draw(st.integers(1, 65535))
+    if draw(st.booleans()):
+        interval = draw(duration)
+        ep["interval"] = interval
+        if draw(st.booleans()):
+            ep["scrapeTimeout"] = {"5s": "5s", "10s": "5s", "15s": "10s"}.get(interval, "15s")
+    if draw(st.booleans()):
+        ep["path"] = "/" + draw(label_value)
+    if draw(st.booleans()):
+        ep["scheme"] = draw(st.sampled_from(["http", "https", "HTTPS"]))
+    if draw(st.booleans()):
+        ep["params"] = {draw(label_name): [draw(label_value)]}
+    for f in ("honorLabels", "honorTimestamps", "filterRunning", "followRedirects", "enableHttp2"):
+        if draw(st.booleans()):
+            ep[f] = draw(st.booleans())
+    ep["relabelings"] = draw(st.lists(relabel(), max_size=4))
+    ep["metricRelabelings"] = draw(st.lists(relabel(), max_size=3))
+    if draw(st.booleans()):
+        ep["tlsConfig"] = {"insecureSkipVerify": draw(st.booleans()), "serverName": "example.com"}
+    if draw(st.booleans()):
+        ep["bearerTokenSecret"] = {"name": "creds", "key": "token"}
+    return ep
+
+
+@st.composite
+def monitor(draw, index):
+    pod = draw(st.booleans())
+    spec: dict = {
+        "selector": {
+            "matchLabels": draw(st.dictionaries(k8s_label_key, label_value, max_size=2)),
+            "matchExpressions": draw(st.lists(st.fixed_dictionaries({
+                "key": k8s_label_key, "operator": st.sampled_from(["In", "NotIn"]),
+                "values": st.lists(label_value, min_size=1, max_size=2)}), max_size=2)),
+        },
+        "podTargetLabels": draw(st.lists(k8s_label_key, max_size=2)),
+    }
+    if draw(st.booleans()):
+        spec["selector"]["matchExpressions"].append({"key": draw(k8s_label_key), "operator": draw(st.sampled_from(["Exists", "DoesNotExist"]))})
+    if draw(st.booleans()):
+        spec["jobLabel"] = draw(k8s_label_key)
+    if draw(st.booleans()):
+        spec["namespaceSelector"] = draw(st.sampled_from([{"any": True}, {"matchNames": ["a", "b"]}]))
+    if draw(st.booleans()):
+        spec["sampleLimit"] = draw(st.integers(0, 100000))
+    ns = draw(st.sampled_from(["monitoring", "apps"]))
+    mname = f"{draw(name)}-{index}"
+    if pod:
+        spec["podMetricsEndpoints"] = draw(st.lists(endpoint(pod=True), min_size=1, max_size=3))
+        return "PodMonitor", pod_monitor(mname, namespace=ns, **spec)
+    spec["targetLabels"] = draw(st.lists(k8s_label_key, max_size=2))
+    spec["endpoints"] = draw(st.lists(endpoint(), min_size=1, max_size=3))
+    return "ServiceMonitor", service_monitor(mname, namespace=ns, **spec)
+
+
+@st.composite
+def batch(draw):
+    return [draw(monitor(i)) for i in range(draw(st.integers(1, 6)))]
+
+
+@pytest.mark.prometheus
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          phases=[Phase.explicit, Phase.generate],  # no shrinking: each step costs a promtool run
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(monitors=batch(), shards=st.integers(1, 3), enforced=st.booleans())
+def test_valid_monitors_render_to_a_config_promtool_accepts(tmp_path_factory, monitors, shards, enforced):
+    promtool_path()
+    spec = {"shards": shards}
+    if enforced:
+        spec.update(enforcedNamespaceLabel="namespace", enforcedSampleLimit=5000)
+    secrets = {(ns, "creds"): {"metadata": {"name": "creds", "namespace": ns}, "stringData": {"token": "t"}}
+               for ns in ("monitoring", "apps")}
+    inputs = RenderInputs(
+        prometheus=prometheus_obj(**spec),
+        service_monitors=[m for k, m in monitors if k == "ServiceMonitor"],
+        pod_monitors=[m for k, m in monitors if k == "PodMonitor"],
+        secrets=secrets,
+    )
+    result = render(inputs)
+    assert result.rejected == []
+    assert len(result.config["scrape_configs"]) == sum(
+        len(m["spec"].get("endpoints") or m["spec"].get("podMetricsEndpoints")) for _, m in monitors)
+    proc = promtool_check_config(lay_out(result, tmp_path_factory.mktemp("cfg")))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
