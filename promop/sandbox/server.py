@@ -8,7 +8,7 @@ import logging
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -49,6 +49,7 @@ class RequestRecord:
     code: int
     user_agent: str
     path: str = ""
+    recorded: bool = field(default=False, repr=False, compare=False)
 
     @property
     def is_write(self) -> bool:
@@ -253,7 +254,8 @@ class Handler(BaseHTTPRequestHandler):
             record.code = 500
             self._send_json(500, ApiError(500, f"sandbox internal error: {exc!r}").status())
         finally:
-            sandbox.record(record)
+            if not record.recorded:
+                sandbox.record(record)
 
     @staticmethod
     def _verb(method: str, route: Route, params: dict) -> str:
@@ -420,6 +422,8 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         record.code = 200
+        sandbox.record(record)  # now, not when the stream ends: tests count open watches
+        record.recorded = True
         try:
             sandbox.store.add_watcher(watcher, since)
         except ApiError as error:  # 410: an ERROR event, then the stream ends

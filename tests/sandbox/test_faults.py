@@ -6,6 +6,7 @@ import json
 import time
 
 import pytest
+import urllib3
 from kubernetes import client
 from kubernetes.client import ApiException
 
@@ -117,8 +118,9 @@ def test_stop_refuses_connections_and_ends_watches(sandbox, core):
     response = raw_stream(core, timeout_seconds=30)
     sandbox.stop()
     assert response.read() == b""
-    with pytest.raises(Exception):
+    with pytest.raises(urllib3.exceptions.MaxRetryError) as excinfo:
         client.CoreV1Api(sandbox.api_client()).list_namespace(_request_timeout=2)
+    assert isinstance(excinfo.value.reason, urllib3.exceptions.NewConnectionError)
     sandbox.start()
     assert core.list_namespace().items
 
@@ -142,3 +144,16 @@ def test_request_accounting(sandbox, core):
     assert sandbox.count_requests(resource="secrets") == 0
     sandbox.reset_requests()
     assert sandbox.requests == []
+
+
+def test_open_watches_are_counted_while_open(sandbox, core):
+    sandbox.reset_requests()
+    response = raw_stream(core, timeout_seconds=30)
+    deadline = time.monotonic() + 5
+    while sandbox.count_requests(verb="watch", resource="configmaps") != 1:
+        assert time.monotonic() < deadline, "the open watch was never recorded"
+        time.sleep(0.01)
+    assert sandbox.requests[0].code == 200
+    sandbox.faults.close_watches()
+    response.read()
+    assert sandbox.count_requests(verb="watch") == 1
