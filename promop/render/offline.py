@@ -6,6 +6,7 @@ ConfigMaps and Namespaces found (the renderer selects, as the operator does).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -15,6 +16,7 @@ from promop.render.loader import Loaded
 from promop.render.model import Problem, RenderInputs, RenderOptions, RenderResult, obj_meta
 from promop.render.unsupported import unsupported_fields
 
+_FIELD_PREFIX = re.compile(r"^((?:spec|metadata)[\w.\[\]-]*): (.+)$", re.S)  # "spec.version: ..." messages
 MONITORING_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule")
 
 
@@ -77,7 +79,9 @@ def render_loaded(loaded: Loaded, options: RenderOptions | None = None) -> Rende
         except Exception as exc:  # noqa: BLE001 - reported per object, as the operator would
             ns, name = obj_meta(prometheus)
             out.failed.append((prometheus, str(exc)))
-            _add_unique(out.rejected, [Problem("Prometheus", ns, name, "spec", str(exc))], seen)
+            m = _FIELD_PREFIX.match(str(exc))
+            field_, message = (m.group(1), m.group(2)) if m else ("spec", str(exc))
+            _add_unique(out.rejected, [Problem("Prometheus", ns, name, field_, message)], seen)
             continue
         out.results.append((prometheus, result))
         _add_unique(out.rejected, result.rejected, seen)

@@ -231,3 +231,13 @@ def test_explain_input_errors(inputs):
     proc = promop("explain", "pmon", "apps/web", "-f", str(inputs))
     assert proc.returncode == 2
     assert proc.stderr == "error: PodMonitor apps/web not found in the given files\n"
+
+
+def test_a_prometheus_that_cannot_render_is_rejected_not_fatal(tmp_path):
+    (tmp_path / "p.yaml").write_text(PROMETHEUS.replace("v2.42.0", "banana") + "---\n" +
+                                     PROMETHEUS.replace("name: main", "name: ok"))
+    proc = promop("render", "--strict", "-f", str(tmp_path / "p.yaml"))
+    assert proc.returncode == 1
+    assert "rejected Prometheus monitoring/main: spec.version: 'banana' is not a Prometheus version" in proc.stderr
+    assert [o["metadata"]["name"] for o in yaml.safe_load_all(proc.stdout) if o["kind"] == "StatefulSet"] == [
+        "prometheus-ok"]
