@@ -372,3 +372,19 @@ def test_from_config_prefers_kubeconfig_and_reports_missing_files(sandbox, sandb
 def test_pool_size_rebuilds_the_pool(api_client):
     kube = KubeClient(api_client, pool_size=3, registry=CollectorRegistry())
     assert kube.api_client.rest_client.pool_manager.connection_pool_kw["maxsize"] == 3
+
+
+def test_watch_event_larger_than_one_read(kube):
+    rv = kube.list(CONFIGMAPS, "default")["metadata"]["resourceVersion"]
+    big = "x" * 300_000  # several 64 KiB reads for one line
+    kube.create(CONFIGMAPS, cm("big", blob=big))
+    kube.create(CONFIGMAPS, cm("small"))
+    stream = kube.watch(CONFIGMAPS, "default", resource_version=rv, timeout_seconds=30, idle_timeout=10)
+    got = []
+    for event in stream:
+        if event["type"] == "ADDED":
+            got.append(event["object"])
+        if len(got) == 2:
+            break
+    stream.close()
+    assert got[0]["data"]["blob"] == big and got[1]["metadata"]["name"] == "small"
