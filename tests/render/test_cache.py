@@ -1,0 +1,108 @@
+"""RenderCache: identical output with or without it, reuse of unchanged fragments, invalidation."""
+
+from __future__ import annotations
+
+import copy
+
+from promop.render import RenderCache, RenderInputs, render
+
+from .helpers import prometheus_obj, secret, service_monitor
+
+
+def _inputs(sms, **spec):
+    return RenderInputs(
+        prometheus=prometheus_obj(**spec),
+        service_monitors=sms,
+        secrets={("monitoring", "creds"): secret("creds", token="one")},
+    )
+
+
+def _sms(n=5):
+    sms = []
+    for i in range(n):
+        sm = service_monitor(f"sm{i}", endpoints=[{"port": "web"}, {"port": "metrics", "bearerTokenSecret": {"name": "creds", "key": "token"}}])
+        sm["metadata"].update(uid=f"uid-{i}", resourceVersion="1")
+        sms.append(sm)
+    return sms
+
+
+def _same(a, b):
+    assert a.config_text == b.config_text
+    assert a.objects() == b.objects()
+    assert a.rejected == b.rejected and a.warnings == b.warnings and a.selection == b.selection
+    assert a.jobs == b.jobs and a.rule_files == b.rule_files
+
+
+def test_cache_gives_identical_output_and_reuses_fragments():
+    cache = RenderCache()
+    inputs = _inputs(_sms())
+    first = render(inputs, cache)
+    _same(first, render(inputs))
+    misses = cache.misses
+    second = render(inputs, cache)
+    _same(second, render(inputs))
+    assert cache.misses == misses  # everything reused
+
+
+def test_changed_monitor_is_regenerated():
+    cache = RenderCache()
+    sms = _sms()
+    render(_inputs(sms), cache)
+    changed = copy.deepcopy(sms)
+    changed[2]["spec"]["endpoints"][0]["interval"] = "10s"
+    changed[2]["metadata"]["resourceVersion"] = "2"
+    misses = cache.misses
+    result = render(_inputs(changed), cache)
+    _same(result, render(_inputs(changed)))
+    assert cache.misses == misses + 1
+    job = next(j for j in result.config["scrape_configs"] if j["job_name"] == "serviceMonitor/monitoring/sm2/0")
+    assert job["scrape_interval"] == "10s"
+
+
+def test_objects_without_resource_version_are_keyed_by_content():
+    cache = RenderCache()
+    sms = _sms()
+    for sm in sms:
+        del sm["metadata"]["resourceVersion"]
+    render(_inputs(sms), cache)
+    changed = copy.deepcopy(sms)
+    changed[0]["spec"]["endpoints"][0]["path"] = "/other"
+    _same(render(_inputs(changed), cache), render(_inputs(changed)))
+
+
+def test_changed_secret_invalidates_fragments_that_read_it():
+    cache = RenderCache()
+    inputs = _inputs(_sms())
+    render(inputs, cache)
+    inputs.secrets = {("monitoring", "creds"): secret("creds", token="two")}
+    result = render(inputs, cache)
+    _same(result, render(inputs))
+    assert "bearer_token: two" in result.config_text
+
+
+def test_removed_secret_turns_into_rejection_even_when_cached():
+    cache = RenderCache()
+    inputs = _inputs(_sms(2))
+    render(inputs, cache)
+    inputs.secrets = {}
+    result = render(inputs, cache)
+    _same(result, render(inputs))
+    assert {p.name for p in result.rejected} == {"sm0", "sm1"}
+
+
+def test_prometheus_change_invalidates_fragments():
+    cache = RenderCache()
+    sms = _sms(2)
+    render(_inputs(sms), cache)
+    result = render(_inputs(sms, enforcedNamespaceLabel="tenant"), cache)
+    _same(result, render(_inputs(sms, enforcedNamespaceLabel="tenant")))
+    assert "target_label: tenant" in result.config_text
+    # an irrelevant change (replicas) still gives identical output
+    result = render(_inputs(sms, enforcedNamespaceLabel="tenant", replicas=3), cache)
+    _same(result, render(_inputs(sms, enforcedNamespaceLabel="tenant", replicas=3)))
+
+
+def test_cache_is_bounded():
+    cache = RenderCache(max_entries=3)
+    render(_inputs(_sms(6)), cache)
+    assert len(cache) <= 6  # 3 fragments + at most 3 rule renders
