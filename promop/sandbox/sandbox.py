@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 from promop.sandbox.api import Api
 from promop.sandbox.discovery import Registry
@@ -64,6 +65,10 @@ class Sandbox:
         server.server_close()
         for watcher in self.store.all_watchers():
             watcher.close()
+        # let open watches end their streams cleanly before their connections are cut
+        deadline = time.monotonic() + 1.0
+        while self.store.all_watchers() and time.monotonic() < deadline:
+            time.sleep(0.005)
         server.close_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
