@@ -9,6 +9,7 @@ is returned as (field path, message) so the user can find and fix it.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Mapping
 
@@ -34,6 +35,7 @@ def check_duration(value: Any) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=65536)  # pure; rules repeat across re-renders
 def check_promql(expr: str) -> str | None:
     """None if `expr` parses as PromQL, else the parser's message."""
     try:
@@ -66,14 +68,22 @@ def _check_labels(labels: Any, path: str, version: Version, what: str = "label")
     return out
 
 
+@functools.lru_cache(maxsize=65536)
+def _template_problem(text: str) -> str | None:
+    try:
+        check_template(text)
+    except TemplateError as exc:
+        return f"invalid template: {exc}"
+    return None
+
+
 def _check_templates(values: Any, path: str) -> list[Issue]:
     out = []
     for key, value in (values or {}).items() if isinstance(values, Mapping) else ():
         if isinstance(value, str):
-            try:
-                check_template(value)
-            except TemplateError as exc:
-                out.append((f"{path}.{key}", f"invalid template: {exc}"))
+            problem = _template_problem(value)
+            if problem:
+                out.append((f"{path}.{key}", problem))
     return out
 
 

@@ -154,3 +154,20 @@ def test_kube_prometheus_rules_pass_promtool(tmp_path, enforce):
     assert not res.rejected, res.rejected
     assert len(res.rule_files) == len(rules) == 8
     assert check_rules_with_promtool(res.configmaps, tmp_path) == 8
+
+
+def test_memo_reuses_unchanged_rules_and_gives_equal_results():
+    p = prom({"enforcedNamespaceLabel": "namespace"})
+    rules = [rule(f"r{i}") for i in range(3)] + [rule("bad", groups=[{"name": "g", "rules": [{"expr": "up"}]}])]
+    memo: dict = {}
+    first = build_rule_configmaps(p, rules, RenderOptions(), memo=memo)
+    assert len(memo) == 4
+    assert first == build_rule_configmaps(p, rules, RenderOptions())  # same with or without a memo
+    rules[0]["spec"]["groups"][0]["rules"][0]["expr"] = "count(up)"
+    second = build_rule_configmaps(p, rules, RenderOptions(), memo=memo)
+    assert len(memo) == 5  # only the changed rule was rendered again
+    assert 'count(up{namespace="apps"})' in second.configmaps[0]["data"]["apps-r0-uid-r0.yaml"]
+    assert second.rejected == first.rejected
+    # the Prometheus settings are part of the key: no stale enforcement
+    third = build_rule_configmaps(prom(), rules, RenderOptions(), memo=memo)
+    assert "namespace" not in third.configmaps[0]["data"]["apps-r1-uid-r1.yaml"]
