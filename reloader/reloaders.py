@@ -100,8 +100,8 @@ class SignalReloader:
 
     def __call__(self, stop: threading.Event) -> None:
         deadline = time.monotonic() + self.timeout
-        was_ok, before = self._runtimeinfo()
         pid = self._pid()
+        was_ok, before = self._runtimeinfo()
         wait = before + 1.0 - time.time()
         if wait > 0 and stop.wait(wait):
             raise Stopped()

@@ -287,3 +287,37 @@ def test_input_read_errors_become_input_errors(tmp_path) -> None:
     with pytest.raises(InputError, match="cannot read config file /x: Input/output error"):
         render(Broken(), "/x", str(out), {})  # type: ignore[arg-type]
     assert out.read_text() == "old"
+
+
+@pytest.mark.parametrize(
+    "pids,message",
+    [([], "no process named 'prom' found; the signal method needs a shared process namespace"),
+     ([7, 9], r"2 processes named 'prom' found \(pids \[7, 9\]\); refusing to guess")],
+)
+def test_signal_reloader_needs_exactly_one_process(pids: list[int], message: str) -> None:
+    import threading
+
+    from reloader.reloaders import ReloadError, SignalReloader
+
+    reloader = SignalReloader("prom", "http://127.0.0.1:1/api/v1/status/runtimeinfo", 1, find=lambda name: pids)
+    with pytest.raises(ReloadError, match=message):
+        reloader(threading.Event())
+
+
+def test_logfmt_and_json_lines() -> None:
+    import io
+    import json
+
+    from reloader import logs
+
+    buf = io.StringIO()
+    log = logs.setup("logfmt", "info", stream=buf)
+    log.info("config written", path="/a b", n=3, quote='say "hi"', empty="")
+    log.debug("hidden")
+    line = buf.getvalue().strip()
+    assert line.startswith("ts=") and line.endswith('msg="config written" path="/a b" n=3 quote="say \\"hi\\"" empty=""')
+    buf = io.StringIO()
+    log = logs.setup("json", "debug", stream=buf)
+    log.warning("w", var="X")
+    entry = json.loads(buf.getvalue())
+    assert (entry["level"], entry["msg"], entry["var"]) == ("warn", "w", "X")
