@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reloader_testlib import KubeletDir, free_port, gz, wait_for, write_atomic
+from reloader_testlib import KubeletDir, free_port, gz, wait_for
 from reloader_fixtures import prometheus_binary, prometheus_factory, reloader_factory, fast_flags  # noqa: F401 (pytest fixtures)
 
 pytestmark = pytest.mark.prometheus
