@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 import posixpath
 import re
 from typing import Any, Mapping
@@ -49,6 +50,8 @@ WEB_CONFIG_SINCE = "2.24.0"
 CONSOLE_FLAGS_BEFORE = "3.0.0"
 REMOTE_WRITE_RECEIVER_FLAG_SINCE = "2.33.0"
 WAL_COMPRESSION_FLAG_SINCE = "2.11.0"
+OTLP_RECEIVER_SINCE = "2.47.0"  # as the feature flag otlp-write-receiver
+OTLP_RECEIVER_FLAG_SINCE = "3.0.0"
 
 SECURITY_CONTEXT = {
     "allowPrivilegeEscalation": False,
@@ -122,6 +125,11 @@ def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
     if spec.get("enableRemoteWriteReceiver") and version.at_least(REMOTE_WRITE_RECEIVER_FLAG_SINCE):
         args.append("--web.enable-remote-write-receiver")
     features = [f for f in spec.get("enableFeatures") or [] if f]
+    if spec.get("enableOTLPReceiver") and version.at_least(OTLP_RECEIVER_SINCE):
+        if version.at_least(OTLP_RECEIVER_FLAG_SINCE):
+            args.append("--web.enable-otlp-receiver")
+        elif "otlp-write-receiver" not in features:
+            features.append("otlp-write-receiver")
     if features:
         args.append("--enable-feature=" + ",".join(features))
     if spec.get("externalUrl"):
@@ -144,11 +152,20 @@ def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
     args.append(f"--storage.tsdb.path={STORAGE_DIR}")
     if spec.get("enableAdminAPI"):
         args.append("--web.enable-admin-api")
+    alert = (spec.get("rules") or {}).get("alert") or {}
+    for key, flag in (("forOutageTolerance", "rules.alert.for-outage-tolerance"),
+                      ("forGracePeriod", "rules.alert.for-grace-period"), ("resendDelay", "rules.alert.resend-delay")):
+        if alert.get(key):
+            args.append(f"--{flag}={alert[key]}")
     query = spec.get("query") or {}
     for key, flag in (("lookbackDelta", "query.lookback-delta"), ("maxConcurrency", "query.max-concurrency"),
                       ("maxSamples", "query.max-samples"), ("timeout", "query.timeout")):
         if query.get(key) is not None:
             args.append(f"--{flag}={query[key]}")
+    if spec.get("allowOverlappingBlocks") and version.at_least("2.11.0") and not version.at_least("2.39.0"):
+        args.append("--storage.tsdb.allow-overlapping-blocks")
+    if spec.get("disableCompaction"):
+        args += ["--storage.tsdb.max-block-duration=2h", "--storage.tsdb.min-block-duration=2h"]
     if spec.get("walCompression") is not None and version.at_least(WAL_COMPRESSION_FLAG_SINCE):
         args.append("--storage.tsdb.wal-compression" if spec["walCompression"]
                     else "--no-storage.tsdb.wal-compression")
@@ -191,7 +208,9 @@ def _probes(spec: Mapping[str, Any]) -> tuple[dict, dict, dict]:
             return {"httpGet": {"path": posixpath.join(prefix, path.lstrip("/")), "port": spec.get("portName") or "web",
                                 "scheme": "HTTP"}}
     ready = handler("/-/ready")
-    startup = {**ready, "failureThreshold": 60, "periodSeconds": 15, "timeoutSeconds": 3}
+    max_startup = spec.get("maximumStartupDurationSeconds")
+    failures = math.ceil(max_startup / 15) if isinstance(max_startup, int) and max_startup >= 60 else 60
+    startup = {**ready, "failureThreshold": failures, "periodSeconds": 15, "timeoutSeconds": 3}
     readiness = {**ready, "failureThreshold": 3, "periodSeconds": 5, "timeoutSeconds": 3}
     liveness = {**handler("/-/healthy"), "failureThreshold": 6, "periodSeconds": 5, "timeoutSeconds": 3}
     return startup, readiness, liveness
@@ -406,7 +425,7 @@ def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_n
     annotations = {k: v for k, v in (md.get("annotations") or {}).items() if not k.startswith("kubectl.kubernetes.io/")}
     annotations["prometheus-operator-input-hash"] = input_hash
     sts_spec: dict = {
-        "podManagementPolicy": "Parallel",
+        "podManagementPolicy": spec.get("podManagementPolicy") or "Parallel",
         "replicas": spec.get("replicas", 1) if spec.get("replicas") is not None else 1,
         "selector": {"matchLabels": dict(sorted(sel.items()))},
         "serviceName": spec.get("serviceName") or GOVERNING_SERVICE_NAME,
@@ -415,7 +434,7 @@ def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_n
                          "labels": dict(sorted(pod_labels.items()))},
             "spec": pod_spec,
         },
-        "updateStrategy": {"type": "RollingUpdate"},
+        "updateStrategy": dict(spec.get("updateStrategy") or {"type": "RollingUpdate"}),
     }
     if spec.get("minReadySeconds") is not None:
         sts_spec["minReadySeconds"] = spec["minReadySeconds"]

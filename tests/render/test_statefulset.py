@@ -233,3 +233,24 @@ def test_deliberate_differences():
     assert all(c["env"][0]["valueFrom"]["fieldRef"]["apiVersion"] == "v1"
                for c in pod["containers"][1:] + pod["initContainers"])
     assert len(listed) == 5  # a new difference needs an entry here and a check above
+
+
+def test_more_spec_fields_become_flags_and_fields():
+    spec = {"version": "v2.38.0", "allowOverlappingBlocks": True, "disableCompaction": True,
+            "enableOTLPReceiver": True, "rules": {"alert": {"forGracePeriod": "10m", "resendDelay": "2m"}},
+            "maximumStartupDurationSeconds": 200, "podManagementPolicy": "OrderedReady",
+            "updateStrategy": {"type": "OnDelete"}}
+    s = sts(prom(spec=spec))[0]
+    args = container(s, "prometheus")["args"]
+    for flag in ("--storage.tsdb.allow-overlapping-blocks", "--storage.tsdb.max-block-duration=2h",
+                 "--storage.tsdb.min-block-duration=2h", "--rules.alert.for-grace-period=10m",
+                 "--rules.alert.resend-delay=2m"):
+        assert flag in args
+    assert "--web.enable-otlp-receiver" not in args  # before 3.0 it is a feature flag, from 2.47
+    assert container(s, "prometheus")["startupProbe"]["failureThreshold"] == 14  # ceil(200 / 15)
+    assert s["spec"]["podManagementPolicy"] == "OrderedReady"
+    assert s["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    assert "--enable-feature=otlp-write-receiver" in prometheus_args({**spec, "version": "v2.50.0"},
+                                                                       Version("v2.50.0"))
+    v3 = prometheus_args({"enableOTLPReceiver": True, "allowOverlappingBlocks": True}, Version("v3.13.2"))
+    assert "--web.enable-otlp-receiver" in v3 and "--storage.tsdb.allow-overlapping-blocks" not in v3
