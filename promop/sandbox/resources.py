@@ -26,15 +26,13 @@ class ResourceType:
     storage_version: str = ""
     # DELETE of a built-in kind answers with the object instead of a Status (pods do)
     delete_returns_object: bool = False
-    generation: bool = False  # metadata.generation is maintained
+    generation: bool = False  # metadata.generation is maintained (workloads, CRDs, CRs)
     verbs: tuple[str, ...] = ALL_VERBS
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.singular = self.singular or self.kind.lower()
         self.storage_version = self.storage_version or self.version
-        if self.status_subresource:
-            self.generation = True
 
     @property
     def key(self) -> tuple[str, str]:
@@ -64,19 +62,19 @@ def builtin_types() -> list[ResourceType]:
               categories=("all",)),
         _core("endpoints", "Endpoints", short_names=("ep",)),
         _core("pods", "Pod", short_names=("po",), status_subresource=True, categories=("all",),
-              delete_returns_object=True),
+              delete_returns_object=True, generation=True),
         _core("events", "Event", short_names=("ev",)),
         _core("serviceaccounts", "ServiceAccount", short_names=("sa",)),
         _core("persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",),
               status_subresource=True),
         _core("nodes", "Node", False, short_names=("no",), status_subresource=True),
         ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, short_names=("sts",),
-                     status_subresource=True, categories=("all",),
+                     status_subresource=True, categories=("all",), generation=True,
                      scale={"specReplicasPath": ".spec.replicas",
                             "statusReplicasPath": ".status.replicas",
                             "labelSelectorPath": ".status.selector"}),
         ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",),
-                     status_subresource=True, categories=("all",)),
+                     status_subresource=True, categories=("all",), generation=True),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
         ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),
         ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
@@ -86,7 +84,7 @@ def builtin_types() -> list[ResourceType]:
                      "ClusterRoleBinding", False),
         ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                      "CustomResourceDefinition", False, short_names=("crd", "crds"),
-                     status_subresource=True, categories=("api-extensions",)),
+                     status_subresource=True, categories=("api-extensions",), generation=True),
     ]
 
 

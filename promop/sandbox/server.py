@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from promop.sandbox import negotiate, openapi
+from promop.sandbox import negotiate, openapi, protobuf
 from promop.sandbox.errors import ApiError, bad_request
 from promop.sandbox.discovery import VERSION_INFO
 from promop.sandbox.patch import APPLY_PATCH
@@ -32,6 +32,7 @@ log = logging.getLogger("promop.sandbox")
 
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 JSON = "application/json"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 @dataclass
@@ -199,10 +200,15 @@ class Handler(BaseHTTPRequestHandler):
         if not raw:
             return None
         media = content_type.split(";")[0].strip()
+        if media == PROTOBUF:
+            obj = protobuf.decode(raw)
+            if obj is not None:
+                return obj
         if not (media.endswith("json") or media.endswith("yaml")):
             raise ApiError(415, f'the body of the request was in an unknown format "{media}" - '
                                 "accepted media types include: application/json, "
-                                "application/yaml (the sandbox does not speak protobuf)")
+                                "application/yaml (the sandbox decodes protobuf only for Namespaces, "
+                                "ConfigMaps, Secrets and ServiceAccounts)")
         try:
             if content_type.startswith(APPLY_PATCH) or "yaml" in content_type:
                 return yaml.safe_load(raw)

@@ -92,3 +92,20 @@ def test_get_namespaces_and_config_maps(kubectl, core):
     listed = yaml.safe_load(kubectl("get", "cm", "-A", "-o", "yaml").stdout)
     assert [i["metadata"]["name"] for i in listed["items"]] == ["cfg"]
     assert "k" in kubectl("describe", "cm", "cfg", "-n", "kube-system").stdout
+
+
+def test_imperative_create_generators_send_protobuf(kubectl, core):
+    kubectl("create", "namespace", "monitoring")
+    kubectl("label", "namespace", "monitoring", "team=obs")
+    kubectl("create", "configmap", "cfg", "-n", "monitoring", "--from-literal=a=b")
+    kubectl("create", "secret", "generic", "creds", "-n", "monitoring",
+            "--from-literal=password=hunter2")
+    kubectl("create", "serviceaccount", "bot", "-n", "monitoring")
+    ns = core.read_namespace("monitoring")
+    assert ns.metadata.labels == {"team": "obs"} and ns.metadata.generate_name is None
+    assert core.read_namespaced_config_map("cfg", "monitoring").data == {"a": "b"}
+    secret = core.read_namespaced_secret("creds", "monitoring")
+    assert secret.data == {"password": "aHVudGVyMg=="} and secret.type == "Opaque"
+    assert core.read_namespaced_service_account("bot", "monitoring").metadata.name == "bot"
+    proc = kubectl("create", "deployment", "web", "--image=nginx", check=False)
+    assert proc.returncode != 0 and "protobuf" in proc.stderr
