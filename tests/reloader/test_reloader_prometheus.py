@@ -37,7 +37,7 @@ def _layout(tmp_path: Path) -> tuple[KubeletDir, Path, KubeletDir]:
 
 def _sidecar_args(config: KubeletDir, out: Path, rules: KubeletDir, prom_port: int, fast: list[str]) -> list[str]:
     return [
-        f"--reload-url=http://127.0.0.1:{prom_port}/-/reload",
+        f"--reload-url=http://localhost:{prom_port}/-/reload",  # as the operator's StatefulSet
         f"--config-file={config.root / 'prometheus.yaml.gz'}",
         f"--config-envsubst-file={out}",
         f"--watched-dir={rules.root}",
@@ -62,7 +62,8 @@ def test_gzipped_config_with_pod_name_reaches_prometheus(tmp_path, prometheus_fa
     prom = prometheus_factory(out)
     assert yaml.safe_load(prom.status_config())["global"]["external_labels"] == {"pod": "prometheus-k8s-1"}
     # ...then the sidecar follows changes.
-    side = reloader_factory(_sidecar_args(config, out, rules, prom.port, fast_flags), env=env)
+    # The operator's flags: all interfaces (":8080" there; a free port here), localhost reload URL.
+    side = reloader_factory(_sidecar_args(config, out, rules, prom.port, fast_flags) + ["--listen-address=:0"], env=env)
     side.wait_reloaded(1)
     _publish_config(config, _config(pod_label="$(POD_NAME)-shard-$(SHARD)", rules_dir=rules.root, interval="17s"))
     wait_for(lambda: "scrape_interval: 17s" in prom.status_config(), what="new config in Prometheus")
