@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from promop.sandbox.errors import bad_request
+
 MAGIC = b"k8s\x00"
 
 
@@ -123,12 +125,15 @@ def decode(body: bytes) -> dict | None:
     """The object in a protobuf request body, or None when its kind is not supported here."""
     if not body.startswith(MAGIC):
         return None
-    unknown = dict(fields(body[len(MAGIC):]))
-    type_meta = dict(fields(unknown.get(1, b"")))
-    api_version, kind = _string(type_meta.get(1, b"")), _string(type_meta.get(2, b""))
-    decoder = KINDS.get(kind)
-    if decoder is None or api_version != "v1":
-        return None
-    obj = decoder(unknown.get(2, b""))
+    try:
+        unknown = dict(fields(body[len(MAGIC):]))
+        type_meta = dict(fields(unknown.get(1, b"")))
+        api_version, kind = _string(type_meta.get(1, b"")), _string(type_meta.get(2, b""))
+        decoder = KINDS.get(kind)
+        if decoder is None or api_version != "v1":
+            return None
+        obj = decoder(unknown.get(2, b""))
+    except (IndexError, ValueError, TypeError, AttributeError) as exc:
+        raise bad_request(f"the protobuf request body is malformed: {exc!r}") from None
     obj.update(apiVersion=api_version, kind=kind)
     return obj

@@ -174,7 +174,13 @@ def test_all_built_in_resources_serve_crud(core, apps, api_client):
 
 def test_protobuf_body_is_unsupported_media_type(api_client, sandbox):
     response = api_client.rest_client.pool_manager.request(
-        "POST", f"{sandbox.url}/api/v1/namespaces/default/configmaps", body=b"k8s\x00\x0a",
+        "POST", f"{sandbox.url}/apis/apps/v1/namespaces/default/deployments",
+        body=b"k8s\x00\x0a\x15\x0a\x07apps/v1\x12\x0aDeployment",
         headers={"Content-Type": "application/vnd.kubernetes.protobuf"})
     assert response.status == 415
     assert json.loads(response.data)["reason"] == "UnsupportedMediaType"
+
+    response = api_client.rest_client.pool_manager.request(
+        "POST", f"{sandbox.url}/api/v1/namespaces/default/configmaps", body=b"k8s\x00\x0a",
+        headers={"Content-Type": "application/vnd.kubernetes.protobuf"})
+    assert response.status == 400
