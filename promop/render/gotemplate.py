@@ -21,6 +21,8 @@ KNOWN_FUNCTIONS = frozenset(
     stripDomain urlQueryEscape
     """.split()
 )
+# Functions newer than the rest: Prometheus refuses templates using them before these versions.
+FUNCTION_MIN_VERSION = {"toDuration": (3, 6, 0), "now": (3, 6, 0), "urlQueryEscape": (3, 8, 0)}
 CONSTANTS = frozenset({"true", "false", "nil"})
 # Variables Prometheus defines before expanding an alert's labels and annotations.
 PREDEFINED_VARIABLES = frozenset({"$", "$labels", "$externalLabels", "$externalURL", "$value"})
@@ -119,8 +121,14 @@ def _tokens(line: int, inner: str) -> list[tuple[str, str]]:
     return out
 
 
+def functions_for(version: tuple[int, int, int]) -> frozenset[str]:
+    """The template functions a Prometheus of `version` (major, minor, patch) knows."""
+    return frozenset(f for f in KNOWN_FUNCTIONS if FUNCTION_MIN_VERSION.get(f, (0, 0, 0)) <= version)
+
+
 class _Checker:
-    def __init__(self, variables: frozenset[str]):
+    def __init__(self, variables: frozenset[str], functions: frozenset[str]):
+        self.functions = functions
         self.scopes: list[set[str]] = [set(variables)]
         self.blocks: list[str] = []
 
@@ -228,8 +236,10 @@ class _Checker:
                 base = text.split(".", 1)[0]
                 if base in _KEYWORDS:
                     raise TemplateError(f"{where}: unexpected keyword {base!r} in command")
-                if base not in KNOWN_FUNCTIONS and base not in CONSTANTS:
-                    raise TemplateError(f"{where}: function {base!r} not defined")
+                if base not in self.functions and base not in CONSTANTS:
+                    newer = FUNCTION_MIN_VERSION.get(base)
+                    hint = f" (needs Prometheus >= {'.'.join(map(str, newer))})" if newer else ""
+                    raise TemplateError(f"{where}: function {base!r} not defined{hint}")
             elif kind == "var":
                 base = text.split(".", 1)[0]
                 if not self.declared(base):
@@ -244,11 +254,12 @@ class _Checker:
             raise TemplateError(f"unexpected EOF: {{{{{self.blocks[-1]}}}}} has no matching {{{{end}}}}")
 
 
-def check_template(text: str, variables: frozenset[str] = PREDEFINED_VARIABLES) -> None:
+def check_template(text: str, variables: frozenset[str] = PREDEFINED_VARIABLES,
+                   functions: frozenset[str] = KNOWN_FUNCTIONS) -> None:
     """Raise TemplateError (with line and action) if Go's text/template would refuse `text`."""
     if "{{" not in text:
         return
-    checker = _Checker(variables)
+    checker = _Checker(variables, functions)
     for line, inner in _split_actions(text):
         checker.check_action(line, inner)
     checker.finish()

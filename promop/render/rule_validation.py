@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import promql_parser
 
 from promop.render.duration import DurationError, parse_duration
-from promop.render.gotemplate import TemplateError, check_template
+from promop.render.gotemplate import TemplateError, check_template, functions_for
 from promop.render.versions import Version
 
 _LEGACY_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -69,19 +69,19 @@ def _check_labels(labels: Any, path: str, version: Version, what: str = "label")
 
 
 @functools.lru_cache(maxsize=65536)
-def _template_problem(text: str) -> str | None:
+def _template_problem(text: str, version: tuple[int, int, int]) -> str | None:
     try:
-        check_template(text)
+        check_template(text, functions=functions_for(version))
     except TemplateError as exc:
         return f"invalid template: {exc}"
     return None
 
 
-def _check_templates(values: Any, path: str) -> list[Issue]:
+def _check_templates(values: Any, path: str, version: Version) -> list[Issue]:
     out = []
     for key, value in (values or {}).items() if isinstance(values, Mapping) else ():
         if isinstance(value, str):
-            problem = _template_problem(value)
+            problem = _template_problem(value, version.parts)
             if problem:
                 out.append((f"{path}.{key}", problem))
     return out
@@ -119,8 +119,8 @@ def _check_rule(rule: Any, path: str, version: Version) -> list[Issue]:
     out += _check_labels(rule.get("labels"), f"{path}.labels", version)
     if alert:
         out += _check_labels(rule.get("annotations"), f"{path}.annotations", version, what="annotation")
-        out += _check_templates(rule.get("labels"), f"{path}.labels")
-        out += _check_templates(rule.get("annotations"), f"{path}.annotations")
+        out += _check_templates(rule.get("labels"), f"{path}.labels", version)
+        out += _check_templates(rule.get("annotations"), f"{path}.annotations", version)
     return out
 
 

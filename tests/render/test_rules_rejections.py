@@ -159,3 +159,12 @@ def test_valid_templates_from_real_rules_are_accepted():
     res = build_rule_configmaps(prom(), [rule("ok", [{"name": "g", "rules": yaml.safe_load(text)}])],
                                 RenderOptions())
     assert not res.rejected
+
+
+def test_template_function_too_new_for_the_version():
+    groups = [{"name": "g", "rules": [{"alert": "A", "expr": "up == 0",
+                                       "annotations": {"since": "{{ now | humanizeTimestamp }}"}}]}]
+    p = one(render_bad(groups, version="v2.42.0"))
+    assert p.message.endswith("function 'now' not defined (needs Prometheus >= 3.6.0)")
+    res = build_rule_configmaps(prom("v3.6.0"), [rule("new", groups)], RenderOptions())
+    assert not res.rejected
