@@ -137,7 +137,7 @@ class Api:
                                 "it is being terminated", details={"name": namespace})
 
     # -- create --------------------------------------------------------------------------------
-    def create(self, rt: ResourceType, namespace: str, body) -> dict:
+    def create(self, rt: ResourceType, namespace: str, body, dry_run: bool = False) -> dict:
         obj = self._check_body(rt, body, namespace)
         meta = obj["metadata"]
         if not meta.get("name") and meta.get("generateName"):
@@ -164,8 +164,11 @@ class Api:
                 obj["status"] = {"phase": "Pending"}
             elif rt.key == CRDS:
                 check_crd(obj)
-                self._serve_crd(obj)
+                if not dry_run:
+                    self._serve_crd(obj)
             self._normalise(rt, obj)
+            if dry_run:
+                return obj
             return self.store.put(rt.key, obj, None)
 
     def _serve_crd(self, crd: dict) -> None:
@@ -223,7 +226,7 @@ class Api:
 
     # -- update / patch --------------------------------------------------------------------------
     def update(self, rt: ResourceType, namespace: str, name: str, body,
-               subresource: str = "") -> dict:
+               subresource: str = "", dry_run: bool = False) -> dict:
         obj = self._check_body(rt, body, namespace if rt.namespaced else "")
         if obj["metadata"].get("name", name) != name:
             raise bad_request(f'the name of the object ({obj["metadata"].get("name")}) does not '
@@ -234,16 +237,16 @@ class Api:
             wanted = obj["metadata"].get("resourceVersion")
             if wanted and wanted != old["metadata"]["resourceVersion"]:
                 raise conflict(rt.plural, rt.group, name)
-            return self._write(rt, old, obj, subresource)
+            return self._write(rt, old, obj, subresource, dry_run)
 
     def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str, body,
-              subresource: str = "") -> dict:
+              subresource: str = "", dry_run: bool = False) -> dict:
         with self.store.lock:
             try:
                 old = self._existing(rt, namespace, name)
             except ApiError:
                 if content_type.startswith(patching.APPLY_PATCH) and not subresource:
-                    return self.create(rt, namespace, body)  # server-side apply creates
+                    return self.create(rt, namespace, body, dry_run)  # apply creates
                 raise
             patched = patching.apply_patch(content_type, _without_rv(old) if not isinstance(
                 body, list) else old, body, rt.builtin)
@@ -253,9 +256,10 @@ class Api:
             obj = self._check_body(rt, patched, namespace if rt.namespaced else "")
             if obj["metadata"].get("name") != name:
                 raise bad_request("a patch may not change metadata.name")
-            return self._write(rt, old, obj, subresource)
+            return self._write(rt, old, obj, subresource, dry_run)
 
-    def _write(self, rt: ResourceType, old: dict, new: dict, subresource: str) -> dict:
+    def _write(self, rt: ResourceType, old: dict, new: dict, subresource: str,
+               dry_run: bool = False) -> dict:
         """The common end of update and patch: the status/main split, server-owned metadata,
         generation, immutability, no-op detection and finalizer release."""
         if subresource == "status":
@@ -291,20 +295,25 @@ class Api:
                 check_statefulset_update(old, new)
             if rt.key == CRDS:
                 check_crd(new)
-                self._serve_crd(new)
+                if not dry_run:
+                    self._serve_crd(new)
             if rt.generation and _spec_part(rt, new) != _spec_part(rt, old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
             self._normalise(rt, new)
         new["metadata"].pop("resourceVersion", None)
         if _without_rv(new) == _without_rv(old):
             return old  # a no-op write: same resourceVersion, no watch event
+        if dry_run:
+            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            return new
         stored = self.store.put(rt.key, new, old)
         if self.collector.finish_if_released(rt.key, stored):
             return stored
         return stored
 
     # -- delete --------------------------------------------------------------------------------
-    def delete(self, rt: ResourceType, namespace: str, name: str, options: dict) -> dict:
+    def delete(self, rt: ResourceType, namespace: str, name: str, options: dict,
+               dry_run: bool = False) -> dict:
         policy = options.get("propagationPolicy")
         if policy is None and options.get("orphanDependents") is not None:
             policy = "Orphan" if options["orphanDependents"] else "Background"
@@ -322,6 +331,8 @@ class Api:
             if pre.get("resourceVersion") and \
                     pre["resourceVersion"] != obj["metadata"]["resourceVersion"]:
                 raise conflict(rt.plural, rt.group, name)
+            if dry_run:
+                return obj
             result, gone = self.collector.delete(rt.key, obj, policy)
         if gone and not rt.delete_returns_object:
             return success_status(rt.plural, name, rt.group, obj["metadata"]["uid"])

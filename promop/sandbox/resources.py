@@ -75,6 +75,7 @@ def builtin_types() -> list[ResourceType]:
                             "labelSelectorPath": ".status.selector"}),
         ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",),
                      status_subresource=True, categories=("all",), generation=True),
+        ResourceType("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",)),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
         ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),
         ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True),

@@ -315,6 +315,7 @@ class Handler(BaseHTTPRequestHandler):
     def _resource(self, route: Route, verb: str, params: dict, body, content_type: str):
         api = self.server.sandbox.api
         rt, ns, name, sub = route.rt, route.namespace or "", route.name, route.subresource
+        dry_run = bool(_first(params, "dryRun"))
         if sub == "scale":
             if verb == "get":
                 return 200, api.get_scale(rt, ns, name)
@@ -337,24 +338,22 @@ class Handler(BaseHTTPRequestHandler):
         if verb == "create":
             if body is None:
                 raise bad_request("a create needs a request body")
-            if _first(params, "dryRun"):
-                return 201, body
-            return 201, api.create(rt, ns, body)
+            return 201, api.create(rt, ns, body, dry_run)
         if verb == "update":
             if body is None:
                 raise bad_request("an update needs a request body")
-            return 200, api.update(rt, ns, name, body, sub or "")
+            return 200, api.update(rt, ns, name, body, sub or "", dry_run)
         if verb == "patch":
             if body is None:
                 raise bad_request("a patch needs a request body")
-            return 200, api.patch(rt, ns, name, content_type, body, sub or "")
+            return 200, api.patch(rt, ns, name, content_type, body, sub or "", dry_run)
         options = dict(body or {}) if isinstance(body, dict) else {}
         for param in ("propagationPolicy", "orphanDependents"):
             if _first(params, param) is not None:
                 value = _first(params, param)
                 options[param] = value if param == "propagationPolicy" else value == "true"
         if verb == "delete":
-            return 200, api.delete(rt, ns, name, options)
+            return 200, api.delete(rt, ns, name, options, dry_run)
         return 200, api.delete_collection(rt, route.namespace, self._predicate(params), options)
 
     @staticmethod

@@ -156,3 +156,13 @@ def test_crd_object_read_back_with_established_condition(make_crd, ext):
     model = raw(ext.read_custom_resource_definition("widgets.example.com",
                                                     _preload_content=False))
     assert model["spec"]["names"]["plural"] == "widgets"
+
+
+def test_multi_version_crd_serves_the_same_objects_under_each_version(make_crd, custom):
+    make_crd(versions=("v1", "v2"))
+    custom.create_namespaced_custom_object("example.com", "v1", "default", "widgets",
+                                           widget("w", size=1))
+    got = custom.get_namespaced_custom_object("example.com", "v2", "default", "widgets", "w")
+    assert got["apiVersion"] == "example.com/v2" and got["spec"] == {"size": 1}
+    listed = custom.list_namespaced_custom_object("example.com", "v2", "default", "widgets")
+    assert [i["apiVersion"] for i in listed["items"]] == ["example.com/v2"]

@@ -184,3 +184,32 @@ def test_protobuf_body_is_unsupported_media_type(api_client, sandbox):
         "POST", f"{sandbox.url}/api/v1/namespaces/default/configmaps", body=b"k8s\x00\x0a",
         headers={"Content-Type": "application/vnd.kubernetes.protobuf"})
     assert response.status == 400
+
+
+def test_dry_run_checks_but_stores_nothing(core, sandbox):
+    rv = sandbox.store.rv
+    made = core.create_namespaced_config_map("default", configmap("a", k="v"), dry_run="All")
+    assert made.metadata.name == "a" and made.metadata.uid
+    with pytest.raises(ApiException):
+        core.read_namespaced_config_map("a", "default")
+    with pytest.raises(ApiException) as excinfo:
+        core.create_namespaced_config_map("default", configmap("Bad"), dry_run="All")
+    assert excinfo.value.status == 422
+    core.create_namespaced_config_map("default", configmap("a", k="v"))
+    core.patch_namespaced_config_map("a", "default", {"data": {"k": "dry"}}, dry_run="All")
+    core.delete_namespaced_config_map("a", "default", dry_run="All")
+    assert core.read_namespaced_config_map("a", "default").data == {"k": "v"}
+    assert sandbox.store.rv == rv + 1
+
+
+def test_events_k8s_io_v1(api_client):
+    from kubernetes import client
+
+    events = client.EventsV1Api(api_client)
+    events.create_namespaced_event("default", {
+        "metadata": {"name": "e"}, "eventTime": "2026-11-22T00:00:00.000000Z",
+        "reason": "Reconciled", "note": "ok", "type": "Normal", "action": "Sync",
+        "reportingController": "promop", "reportingInstance": "promop-0",
+        "regarding": {"kind": "Prometheus", "name": "k8s", "namespace": "default"}})
+    listed = events.list_namespaced_event("default", field_selector="regarding.name=k8s")
+    assert [e.reason for e in listed.items] == ["Reconciled"]
