@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 
-from .atomic import OutputError
+from .atomic import OutputError, remove_stale_temps
 from .envsubst import Expansion, environment
 from .flags import Options
 from .hashing import add_stream, dirs_digest
@@ -51,6 +51,9 @@ class Applier:
         self.warned_vars: set[str] = set()
         self.last_error: str | None = None
         self.hash_exclude = {os.path.abspath(p) for p in (opts.config_file, opts.config_envsubst_file) if p}
+        if opts.config_envsubst_file:
+            for name in remove_stale_temps(opts.config_envsubst_file):
+                log.info("removed a temp file left by an earlier run", file=name)
 
     def apply(self, stop: threading.Event, reload: bool = True) -> Result:
         """Run one pass; RETRY means try again after --retry-interval."""

@@ -55,6 +55,25 @@ def is_temp_of(path: str, candidate: str) -> bool:
     )
 
 
+def remove_stale_temps(path: str) -> list[str]:
+    """Delete temp files a killed earlier run left next to `path`; return their names."""
+    directory = os.path.dirname(os.path.abspath(path))
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        candidate = os.path.join(directory, name)
+        if is_temp_of(path, candidate):
+            try:
+                os.unlink(candidate)
+                removed.append(name)
+            except OSError:
+                continue
+    return removed
+
+
 def _io(what: str, fn: Callable[..., object], *args: object) -> None:
     try:
         fn(*args)

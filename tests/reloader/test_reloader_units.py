@@ -321,3 +321,14 @@ def test_logfmt_and_json_lines() -> None:
     log.warning("w", var="X")
     entry = json.loads(buf.getvalue())
     assert (entry["level"], entry["msg"], entry["var"]) == ("warn", "w", "X")
+
+
+def test_stale_temp_files_are_removed(tmp_path) -> None:
+    from reloader.atomic import remove_stale_temps
+
+    out = tmp_path / "prometheus.env.yaml"
+    (tmp_path / ".prometheus.env.yaml.abc123.tmp").write_text("half")
+    (tmp_path / ".other.yaml.abc123.tmp").write_text("not ours")
+    (tmp_path / "prometheus.env.yaml").write_text("good")
+    assert remove_stale_temps(str(out)) == [".prometheus.env.yaml.abc123.tmp"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.yaml.abc123.tmp", "prometheus.env.yaml"]
