@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 from collections import deque
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import quote, urlencode
 
 import urllib3
@@ -253,12 +253,15 @@ class KubeClient:
         return page
 
     def list_all(
-        self, res: Resource, namespace: str | None = None, *, page_size: int = 500, **kw: Any
+        self, res: Resource, namespace: str | None = None, *, page_size: int = 500,
+        transform: Callable[[dict], dict] | None = None, **kw: Any
     ) -> tuple[list[dict], str]:
         """Every object, paging by `page_size`; returns (items, the list's resourceVersion).
 
-        If the continue token expires mid-way (410), falls back to one
-        unpaginated LIST, as client-go's pager does with FullListIfExpired.
+        `transform` is applied to each item as its page arrives (so a
+        slimming transform bounds the peak memory of a big LIST). If the
+        continue token expires mid-way (410), falls back to one unpaginated
+        LIST, as client-go's pager does with FullListIfExpired.
         """
         items: list[dict] = []
         token: str | None = None
@@ -270,11 +273,12 @@ class KubeClient:
                 if token is None:
                     raise
                 page = self.list(res, namespace, **kw)
-                return page["items"], (page.get("metadata") or {}).get("resourceVersion", "")
+                full = page["items"] if transform is None else [transform(o) for o in page["items"]]
+                return full, (page.get("metadata") or {}).get("resourceVersion", "")
             meta = page.get("metadata") or {}
             if token is None:
                 rv = meta.get("resourceVersion", "")
-            items.extend(page["items"])
+            items.extend(page["items"] if transform is None else map(transform, page["items"]))
             token = meta.get("continue") or None
             if not token:
                 return items, rv

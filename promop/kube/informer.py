@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import sys
 import threading
 import time
 from typing import Any, Callable
@@ -40,6 +41,48 @@ def strip_managed_fields(obj: dict) -> dict:
     if meta and "managedFields" in meta:
         del meta["managedFields"]
     return obj
+
+
+_SHARE_MAX = 128  # longer strings are rarely repeated (and interning them costs more than it saves)
+
+
+def _shared(value: Any) -> Any:
+    return sys.intern(value) if type(value) is str and len(value) <= _SHARE_MAX else value
+
+
+def share_strings(obj: dict) -> dict:
+    """Intern the metadata strings that repeat across objects, in place.
+
+    Namespace, kind, apiVersion, creation time, label keys and values and
+    annotation keys recur in thousands of objects; each JSON decode makes a
+    fresh copy. Interned, the cache holds one. Strings are immutable, so
+    readers cannot tell; interned strings are freed when unused.
+    """
+    for field in ("apiVersion", "kind"):
+        if field in obj:
+            obj[field] = _shared(obj[field])
+    meta = obj.get("metadata")
+    if not meta:
+        return obj
+    for field in ("namespace", "creationTimestamp", "generateName"):
+        if field in meta:
+            meta[field] = _shared(meta[field])
+    labels = meta.get("labels")
+    if labels:
+        meta["labels"] = {_shared(k): _shared(v) for k, v in labels.items()}
+    annotations = meta.get("annotations")
+    if annotations:
+        meta["annotations"] = {_shared(k): v for k, v in annotations.items()}
+    return obj
+
+
+_share = share_strings
+
+
+def _chain(first: Transform | None, second: Transform | None) -> Transform | None:
+    if first is None or second is None:
+        return first or second
+    return lambda obj: second(first(obj))
 
 
 def _rv(obj: dict) -> str | None:
@@ -87,6 +130,10 @@ class Informer:
     (watch/list failure backoff), `idle_timeout` (socket read timeout on
     watches), `watch_timeout_range` (server-side timeoutSeconds) and
     `resync_period` (0 = never).
+
+    `transform` runs on every object before it is cached (default: strip
+    managedFields); then, with `share_strings`, repeated metadata strings are
+    interned (see `share_strings`).
     """
 
     def __init__(
@@ -100,6 +147,7 @@ class Informer:
         field_selector: str | None = None,
         metadata_only: bool = False,
         transform: Transform | None = strip_managed_fields,
+        share_strings: bool = True,
         resync_period: float = 0,
         name: str | None = None,
         watch_timeout_range: tuple[float, float] = (300, 600),
@@ -138,7 +186,7 @@ class Informer:
             Reflector(
                 client, res, self._deltas.put, metrics=self.metrics, namespace=scope,
                 label_selector=label_selector, field_selector=field_selector, metadata_only=metadata_only,
-                transform=transform, page_size=page_size, watch_timeout_range=watch_timeout_range,
+                transform=_chain(transform, _share if share_strings else None), page_size=page_size, watch_timeout_range=watch_timeout_range,
                 idle_timeout=idle_timeout, backoff=Backoff(backoff_base, backoff_cap, reset_after=backoff_reset),
                 min_watch_duration=min_watch_duration, name=f"{self.name}/{scope}" if scope else self.name,
             )

@@ -170,9 +170,8 @@ class Reflector:
         items, rv = self.client.list_all(
             self.res, self.namespace, page_size=self.page_size, label_selector=self.label_selector,
             field_selector=self.field_selector, metadata_only=self.metadata_only,
+            transform=self._transform if self.transform is not None else None,
         )
-        if self.transform is not None:
-            items = [self._transform(o) for o in items]
         if self._stop.is_set():
             return
         self.sink(("list", self.namespace, items, self.lists == 0))

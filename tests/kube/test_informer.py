@@ -435,3 +435,39 @@ def test_constructor_validation(kube):
         Informer(kube, CONFIGMAPS, namespace="a", namespaces=["b"])
     with pytest.raises(ValueError, match="cluster-scoped"):
         Informer(kube, NAMESPACES, namespace="a")
+
+
+def test_share_strings_interns_repeated_metadata():
+    from promop.kube.informer import share_strings
+
+    def fresh(name):  # strings built at run time, as json.loads makes them
+        return {"apiVersion": "".join(["v", "1"]), "kind": "".join(["Config", "Map"]),
+                "metadata": {"name": name, "namespace": "".join(["team-", "a"]),
+                             "labels": {"".join(["app", ".kubernetes.io/name"]): "".join(["we", "b"])},
+                             "annotations": {"".join(["note", "s"]): "long " * 100}},
+                "data": {"k": "".join(["v", "1"])}}
+
+    a, b = share_strings(fresh("a")), share_strings(fresh("b"))
+    assert a == fresh("a")  # same content
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    assert a["kind"] is b["kind"] and a["apiVersion"] is b["apiVersion"]
+    [(ka, va)], [(kb, vb)] = a["metadata"]["labels"].items(), b["metadata"]["labels"].items()
+    assert ka is kb and va is vb
+    assert next(iter(a["metadata"]["annotations"])) is next(iter(b["metadata"]["annotations"]))
+    assert a["data"]["k"] is not b["data"]["k"]  # data is left alone
+
+
+def test_cached_objects_share_metadata_strings(kube, make_informer):
+    for i in range(2):
+        kube.create(CONFIGMAPS, cm(f"s{i}", labels={"team": "platform"}))
+    inf = make_informer()
+    inf.start()
+    assert inf.wait_for_sync(10)
+    a, b = inf.store.get("default/s0"), inf.store.get("default/s1")
+    assert a["metadata"]["labels"]["team"] is b["metadata"]["labels"]["team"]
+    plain = make_informer(share_strings=False, name="plain")
+    plain.start()
+    assert plain.wait_for_sync(10)
+    a, b = plain.store.get("default/s0"), plain.store.get("default/s1")
+    assert a["metadata"]["labels"]["team"] == b["metadata"]["labels"]["team"]
+    assert a["metadata"]["labels"]["team"] is not b["metadata"]["labels"]["team"]  # json.loads copies values
