@@ -35,13 +35,48 @@ def check_duration(value: Any) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=65536)  # pure; rules repeat across re-renders
-def check_promql(expr: str) -> str | None:
-    """None if `expr` parses as PromQL, else the parser's message."""
+# PromQL functions whose availability depends on the Prometheus version (only well-known cases).
+PROMQL_FUNCTION_MIN_VERSION = {
+    "double_exponential_smoothing": "3.0.0",  # holt_winters' new name
+    **dict.fromkeys(("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+                     "atanh", "deg", "rad", "pi"), "2.31.0"),
+}
+PROMQL_FUNCTION_REMOVED = {"holt_winters": ("3.0.0", "renamed double_exponential_smoothing")}
+
+
+def _register_removed_functions() -> None:
+    """promql-parser follows Prometheus 3; teach it holt_winters so 2.x rules still parse."""
+    matrix, scalar, vector = (promql_parser.ValueType.Matrix, promql_parser.ValueType.Scalar,
+                              promql_parser.ValueType.Vector)
     try:
-        promql_parser.parse(expr)
+        promql_parser.register_extra_functions(
+            [promql_parser.Function("holt_winters", [matrix, scalar, scalar], vector)])
+    except ValueError:
+        pass  # already registered in this process
+
+
+_register_removed_functions()
+
+
+@functools.lru_cache(maxsize=65536)  # pure; rules repeat across re-renders
+def check_promql(expr: str, version: Version | None = None) -> str | None:
+    """None if `expr` parses as PromQL for this Prometheus version, else why not."""
+    try:
+        tree = promql_parser.parse(expr)
     except (ValueError, TypeError) as exc:
         return f"PromQL does not parse: {exc}"
+    if version is None:
+        return None
+    calls: list[str] = []
+    promql_parser.walk(tree, pre_visit=lambda n: calls.append(n.func.name) if isinstance(n, promql_parser.Call)
+                       else None)
+    for name in calls:
+        minimum = PROMQL_FUNCTION_MIN_VERSION.get(name)
+        if minimum and not version.at_least(minimum):
+            return f"function {name}() needs Prometheus >= {minimum}, this Prometheus is {version}"
+        removed = PROMQL_FUNCTION_REMOVED.get(name)
+        if removed and version.at_least(removed[0]):
+            return f"function {name}() was {removed[1]} in Prometheus {removed[0]}; this Prometheus is {version}"
     return None
 
 
@@ -102,7 +137,7 @@ def _check_rule(rule: Any, path: str, version: Version) -> list[Issue]:
     if not isinstance(expr, str) or not expr.strip():
         out.append((f"{path}.expr", "field 'expr' must be set to a PromQL expression"))
     else:
-        problem = check_promql(expr)
+        problem = check_promql(expr, version)
         if problem:
             out.append((f"{path}.expr", problem))
     for key in ("for", "keep_firing_for"):

@@ -171,3 +171,12 @@ def test_memo_reuses_unchanged_rules_and_gives_equal_results():
     # the Prometheus settings are part of the key: no stale enforcement
     third = build_rule_configmaps(prom(), rules, RenderOptions(), memo=memo)
     assert "namespace" not in third.configmaps[0]["data"]["apps-r1-uid-r1.yaml"]
+
+
+@pytest.mark.prometheus
+def test_holt_winters_is_accepted_for_prometheus_2(tmp_path):
+    r = rule(groups=[{"name": "g", "rules": [{"record": "x:smoothed", "expr": "holt_winters(x[5m], 0.5, 0.5)"}]}])
+    res = build_rule_configmaps(prom({"version": "v2.42.0", "enforcedNamespaceLabel": "namespace"}), [r],
+                                RenderOptions())
+    assert not res.rejected
+    assert check_rules_with_promtool(res.configmaps, tmp_path) == 1

@@ -168,3 +168,12 @@ def test_template_function_too_new_for_the_version():
     assert p.message.endswith("function 'now' not defined (needs Prometheus >= 3.6.0)")
     res = build_rule_configmaps(prom("v3.6.0"), [rule("new", groups)], RenderOptions())
     assert not res.rejected
+
+
+def test_promql_function_not_in_this_prometheus_version():
+    p = one(render_bad([{"name": "g", "rules": [{"record": "x", "expr": "holt_winters(x[5m], 0.5, 0.5)"}]}]))
+    assert p.field == "spec.groups[0].rules[0].expr"
+    assert p.message.startswith("function holt_winters() was renamed double_exponential_smoothing in Prometheus 3.0")
+    p = one(render_bad([{"name": "g", "rules": [{"record": "x", "expr": "double_exponential_smoothing(x[5m], .5, .5)"}]}],
+                       version="v2.42.0"))
+    assert p.message == "function double_exponential_smoothing() needs Prometheus >= 3.0.0, this Prometheus is v2.42.0"
