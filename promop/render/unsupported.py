@@ -130,7 +130,7 @@ def _walk(value: Any, tree: Mapping[str, Any], path: str, out: list[str]) -> Non
 
 
 def unsupported_fields(obj: dict) -> list[Problem]:
-    """One warning per spec field set in `obj` that promop does not implement."""
+    """One warning per spec field set in `obj` that promop does not implement or overrides."""
     kind = obj.get("kind", "")
     tree = SUPPORTED.get(kind)
     spec = obj.get("spec")
@@ -140,6 +140,13 @@ def unsupported_fields(obj: dict) -> list[Problem]:
     paths: list[str] = []
     _walk(spec, tree, "spec", paths)
     problems = []
+    if kind == "Prometheus":
+        from promop.render.statefulset import conflicting_additional_args  # avoids an import cycle at load
+
+        for arg in conflicting_additional_args(spec):
+            problems.append(Problem(kind, namespace, name, "spec.additionalArgs",
+                                    f"--{arg.lstrip('-')} is managed by the operator; this additional argument "
+                                    "is ignored"))
     for path in paths:
         top = path.split(".")[1].split("[")[0]
         reason = REASONS.get((kind, top), "not supported by promop")

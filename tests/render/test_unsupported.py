@@ -59,3 +59,11 @@ def test_kube_prometheus_fixtures_only_warn_about_probes_and_scrape_configs():
             found.update(f"{doc['kind']} {p.field}" for p in unsupported_fields(doc))
     assert found == {"Prometheus spec.probeSelector", "Prometheus spec.probeNamespaceSelector",
                      "Prometheus spec.scrapeConfigSelector", "Prometheus spec.scrapeConfigNamespaceSelector"}
+
+
+def test_additional_args_the_operator_manages_are_reported():
+    problems = unsupported_fields(obj("Prometheus", {"additionalArgs": [
+        {"name": "storage.tsdb.path", "value": "/x"}, {"name": "web.page-title", "value": "ok"}]}))
+    assert [(p.field, p.message) for p in problems] == [(
+        "spec.additionalArgs",
+        "--storage.tsdb.path is managed by the operator; this additional argument is ignored")]
