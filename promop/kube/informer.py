@@ -164,9 +164,9 @@ class Informer:
             raise ValueError(f"informer for {res.label}: give namespace or namespaces, not both")
         if (namespace or namespaces) and not res.namespaced:
             raise ValueError(f"informer for {res.label}: a cluster-scoped resource has no namespaces")
+        if namespaces is not None and not namespaces:
+            raise ValueError(f"informer for {res.label}: namespaces is empty (pass None to watch all namespaces)")
         scopes: list[str | None] = list(dict.fromkeys(namespaces)) if namespaces else [namespace]
-        if not scopes:
-            raise ValueError(f"informer for {res.label}: namespaces is empty")
         self.client = client
         self.res = res
         self.name = name or res.label
@@ -186,8 +186,8 @@ class Informer:
             Reflector(
                 client, res, self._deltas.put, metrics=self.metrics, namespace=scope,
                 label_selector=label_selector, field_selector=field_selector, metadata_only=metadata_only,
-                transform=_chain(transform, _share if share_strings else None), page_size=page_size, watch_timeout_range=watch_timeout_range,
-                idle_timeout=idle_timeout, backoff=Backoff(backoff_base, backoff_cap, reset_after=backoff_reset),
+                transform=_chain(transform, _share if share_strings else None), page_size=page_size,
+                watch_timeout_range=watch_timeout_range, idle_timeout=idle_timeout, backoff=Backoff(backoff_base, backoff_cap, reset_after=backoff_reset),
                 min_watch_duration=min_watch_duration, name=f"{self.name}/{scope}" if scope else self.name,
             )
             for scope in scopes
@@ -283,6 +283,9 @@ class Informer:
                         self._apply_list(delta[1], delta[2], delta[3])
             except Exception as exc:  # noqa: BLE001 - e.g. an object without a name; skip it, keep going
                 log.exception(logfmt("informer could not apply a delta", informer=self.name, error=exc))
+            if next_resync is not None and time.monotonic() >= next_resync:  # busy streams resync too
+                self._resync()
+                next_resync = time.monotonic() + period
 
     def _notify(self, note: tuple) -> None:
         for listener in self._listeners:
@@ -304,7 +307,11 @@ class Informer:
         store = self.store
         seen = set()
         for obj in items:
-            key = object_key(obj)
+            try:
+                key = object_key(obj)
+            except ValueError as exc:
+                log.error(logfmt("informer skipped a listed object", informer=self.name, error=exc))
+                continue
             seen.add(key)
             old = store.put(key, obj)
             if old is None:

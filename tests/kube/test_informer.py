@@ -433,6 +433,8 @@ def test_stop_ends_all_threads(kube, make_informer):
 def test_constructor_validation(kube):
     with pytest.raises(ValueError, match="not both"):
         Informer(kube, CONFIGMAPS, namespace="a", namespaces=["b"])
+    with pytest.raises(ValueError, match="namespaces is empty"):
+        Informer(kube, CONFIGMAPS, namespaces=[])
     with pytest.raises(ValueError, match="cluster-scoped"):
         Informer(kube, NAMESPACES, namespace="a")
 
@@ -471,3 +473,27 @@ def test_cached_objects_share_metadata_strings(kube, make_informer):
     a, b = plain.store.get("default/s0"), plain.store.get("default/s1")
     assert a["metadata"]["labels"]["team"] == b["metadata"]["labels"]["team"]
     assert a["metadata"]["labels"]["team"] is not b["metadata"]["labels"]["team"]  # json.loads copies values
+
+
+def test_resync_also_fires_while_events_keep_flowing(kube, make_informer):
+    """The resync deadline is absolute: a steady stream of events does not postpone it."""
+    kube.create(CONFIGMAPS, cm("busy", v="0"))
+    rec = Recorder()
+    inf = make_informer(recorder=rec, resync_period=0.2)
+    inf.start()
+    assert inf.wait_for_sync(10)
+    stop = threading.Event()
+
+    def writer():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            kube.patch(CONFIGMAPS, "busy", {"data": {"v": str(i)}}, "default")
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        wait_until(lambda: any(same for _, _, same in rec.events("update")), what="a resync during the writes")
+    finally:
+        stop.set()
+        t.join(10)
