@@ -122,6 +122,11 @@ def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
                  "--web.console.libraries=/etc/prometheus/console_libraries"]
     if spec.get("reloadStrategy", "HTTP") != "ProcessSignal":
         args.append("--web.enable-lifecycle")
+    web = spec.get("web") or {}
+    if web.get("pageTitle"):
+        args.append(f"--web.page-title={web['pageTitle']}")
+    if web.get("maxConnections") is not None:
+        args.append(f"--web.max-connections={web['maxConnections']}")
     if spec.get("enableRemoteWriteReceiver") and version.at_least(REMOTE_WRITE_RECEIVER_FLAG_SINCE):
         args.append("--web.enable-remote-write-receiver")
     features = [f for f in spec.get("enableFeatures") or [] if f]
@@ -282,8 +287,11 @@ def _volumes_and_mounts(prometheus: Mapping[str, Any], rule_cms: list[str], tls_
         reloader_mounts.append(dict(mount))
     if _web_config_enabled(version):
         volumes.append({"name": "web-config", "secret": {"secretName": f"{base}-web-config"}})
-        prom_mounts.append({"mountPath": f"{WEB_CONFIG_DIR}/{WEB_CONFIG_FILE}", "name": "web-config",
-                            "readOnly": True, "subPath": WEB_CONFIG_FILE})
+        web_mount = {"mountPath": f"{WEB_CONFIG_DIR}/{WEB_CONFIG_FILE}", "name": "web-config", "readOnly": True,
+                     "subPath": WEB_CONFIG_FILE}
+        prom_mounts.append(web_mount)
+        if spec.get("web") is not None:  # upstream: the reloader reads the web config only when spec.web is set
+            reloader_mounts.append(dict(web_mount))
     if db_volume is not None:
         volumes.append(db_volume)
     volumes += [dict(v) for v in spec.get("volumes") or []]
@@ -296,6 +304,8 @@ def reloader_args(spec: Mapping[str, Any], rule_cms: list[str], init: bool) -> l
         args = ["--watch-interval=0", f"--listen-address=:{RELOADER_INIT_PORT}"]
     else:
         args = [f"--listen-address=:{RELOADER_PORT}"]
+        if spec.get("web") is not None:
+            args.append(f"--web-config-file={WEB_CONFIG_DIR}/{WEB_CONFIG_FILE}")
         base = f"http://{LOCALHOST}:{PROMETHEUS_PORT}"
         if spec.get("reloadStrategy") == "ProcessSignal":
             args += ["--reload-method=signal",

@@ -92,6 +92,7 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "topologySpreadConstraints": ALL, "securityContext": ALL, "dnsConfig": ALL,
         "dnsPolicy": ALL, "enableServiceLinks": ALL, "hostUsers": ALL, "schedulerName": ALL, "hostAliases": ALL,
         "hostNetwork": ALL, "automountServiceAccountToken": ALL, "terminationGracePeriodSeconds": ALL,
+        "web": {"pageTitle": ALL, "maxConnections": ALL},
         "minReadySeconds": ALL, "persistentVolumeClaimRetentionPolicy": ALL, "maximumStartupDurationSeconds": ALL,
         "podManagementPolicy": ALL, "updateStrategy": ALL, "rules": {"alert": ALL}, "enableOTLPReceiver": ALL,
         "allowOverlappingBlocks": ALL, "disableCompaction": ALL,

@@ -254,3 +254,14 @@ def test_more_spec_fields_become_flags_and_fields():
                                                                        Version("v2.50.0"))
     v3 = prometheus_args({"enableOTLPReceiver": True, "allowOverlappingBlocks": True}, Version("v3.13.2"))
     assert "--web.enable-otlp-receiver" in v3 and "--storage.tsdb.allow-overlapping-blocks" not in v3
+
+
+def test_web_page_title_and_max_connections():
+    s = sts(prom(spec={"web": {"pageTitle": "Team A", "maxConnections": 100}}))[0]
+    args = container(s, "prometheus")["args"]
+    assert args[1:4] == ["--web.enable-lifecycle", "--web.page-title=Team A", "--web.max-connections=100"]
+    reloader = container(s, "config-reloader")
+    # as upstream (TestListenTLS without TLS): with spec.web set the reloader gets the web config file
+    assert reloader["args"][:2] == ["--listen-address=:8080",
+                                    "--web-config-file=/etc/prometheus/web_config/web-config.yaml"]
+    assert reloader["volumeMounts"][-1]["name"] == "web-config"
