@@ -144,7 +144,7 @@ def job_tail(
     metric = [
         *relabel.to_prometheus_list(cls.get("metricRelabelings")),
         *relabel.to_prometheus_list(ep.get("metricRelabelings")),
-        *enforced,
+        *(dict(r) for r in enforced),
     ]
     if metric:
         job["metric_relabel_configs"] = metric

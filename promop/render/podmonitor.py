@@ -82,6 +82,6 @@ def _relabels(
         rules.append({"target_label": "endpoint", "replacement": str(endpoint)})
     rules += relabel.to_prometheus_list(cls.get("relabelings"))
     rules += relabel.to_prometheus_list(ep.get("relabelings"))
-    rules += enforced
+    rules += [dict(r) for r in enforced]
     rules += sharding(ctx)
     return rules

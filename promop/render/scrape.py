@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Mapping
 
 from promop.kube.selector import parse_selector
@@ -46,7 +47,7 @@ def k8s_sd_config(
     names = sd_namespaces(ctx, namespace, spec.get("namespaceSelector"))
     if names is not None:
         sd["namespaces"] = {"names": names}
-    sd.update(ctx.apiserver_sd)
+    sd.update(copy.deepcopy(ctx.apiserver_sd))
     attach = spec.get("attachMetadata") or cls.get("attachMetadata")
     if attach:
         scope.put(sd, "attach_metadata", {"node": bool(attach.get("node"))}, "2.37.0", "spec.attachMetadata")
@@ -138,6 +139,6 @@ def _relabels(
         rules.append({"target_label": "endpoint", "replacement": str(endpoint)})
     rules += relabel.to_prometheus_list(cls.get("relabelings"))
     rules += relabel.to_prometheus_list(ep.get("relabelings"))
-    rules += enforced
+    rules += [dict(r) for r in enforced]
     rules += sharding(ctx)
     return rules

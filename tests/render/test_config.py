@@ -51,6 +51,21 @@ def test_assembled_text_equals_dumping_the_whole_config():
     assert list(result.config) == ["global", "rule_files", "scrape_configs", "storage", "alerting", "remote_write"]
 
 
+def test_text_equals_a_plain_csafedumper_dump_without_shared_objects():
+    """No anchors/aliases would appear with a stock dumper, and memoised resolution changes nothing."""
+    inputs = _full_inputs()
+    inputs.prometheus["spec"].update(enforcedNamespaceLabel="namespace", shards=2,
+                                     apiserverConfig={"host": "https://k8s", "basicAuth": {
+                                         "username": {"name": "rw", "key": "user"}, "password": {"name": "rw", "key": "pw"}}})
+    inputs.service_monitors[0]["spec"]["endpoints"] *= 2
+    inputs.service_monitors[0]["spec"]["endpoints"][1]["metricRelabelings"] = [{"action": "labeldrop", "regex": "x"}]
+    result = render(inputs)
+    plain = yaml.dump(result.config, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
+                      default_flow_style=False, sort_keys=False, allow_unicode=True)
+    assert "&id" not in plain
+    assert plain == result.config_text
+
+
 def test_empty_scrape_configs_text():
     result = generate_config(prometheus_obj(version="v2.45.0"))
     assert "scrape_configs: []\n" in result.text

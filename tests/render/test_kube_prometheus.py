@@ -62,3 +62,5 @@ def test_kube_prometheus_jobs_and_selection(kube_prometheus):
     data = gzip.decompress(base64.b64decode(result.config_secret["data"]["prometheus.yaml.gz"])).decode()
     assert data == result.config_text
     assert yaml.safe_load(data) == result.config
+    assert yaml.dump(result.config, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), default_flow_style=False,
+                     sort_keys=False, allow_unicode=True) == data

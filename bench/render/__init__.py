@@ -1,0 +1,1 @@
+"""Benchmark of the pure renderer (see __main__.py)."""
