@@ -102,6 +102,7 @@ class Reflector:
         self.metrics = metrics
         self.last_rv: str | None = None
         self.lists = 0
+        self._gone_streak = 0
         self._label = res.label
         self._stop = threading.Event()
         self._stream: WatchStream | None = None
@@ -140,13 +141,18 @@ class Reflector:
                 need_list = False
             try:
                 self._watch()
+                self._gone_streak = 0
             except WatchIdleTimeout as exc:
                 self.metrics.watch_failed.labels(self._label).inc()
                 log.warning(logfmt("watch went silent; re-watching", informer=self.name, rv=self.last_rv, error=exc))
             except Gone as exc:
                 self.metrics.watch_failed.labels(self._label).inc()
-                log.info(logfmt("resourceVersion expired; relisting", informer=self.name, rv=self.last_rv, error=exc))
                 need_list = True
+                self._gone_streak += 1
+                if self._gone_streak > 1:  # a fresh list's RV is already too old: do not spin
+                    self._pause(exc, "resourceVersion expired again right after a relist; relisting after backoff")
+                else:
+                    log.info(logfmt("resourceVersion expired; relisting", informer=self.name, rv=self.last_rv, error=exc))
             except (TooManyRequests, ApiUnreachable, VeryShortWatch) as exc:
                 self.metrics.watch_failed.labels(self._label).inc()
                 self._pause(exc, "watch failed; re-watching after backoff")
@@ -219,6 +225,7 @@ class Reflector:
                     obj = transform(obj)
                 sink(("event", kind, obj))
                 events += 1
+                self._gone_streak = 0
                 if rv:
                     self.last_rv = rv
         finally:

@@ -141,3 +141,12 @@ def test_a_failing_transform_keeps_the_object(kube, reflectors):
     r, deltas = start(kube, reflectors, namespace="default", transform=transform)
     wait_until(lambda: deltas, what="the first LIST")
     assert deltas[0][2][0]["data"] == {"k": "v"}
+
+
+def test_repeated_gone_backs_off(kube, sandbox, reflectors):
+    sandbox.faults.fail_next(10**6, 410, verb="watch")
+    started = time.monotonic()
+    start(kube, reflectors, backoff=Backoff(0.1, 0.4, rng=lambda: 0.0))
+    wait_until(lambda: len(queries(sandbox, "list")) >= 5, what="five LISTs")
+    # the first 410 relists at once; the following ones wait 0.1 + 0.2 + 0.4
+    assert time.monotonic() - started >= 0.65
