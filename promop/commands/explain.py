@@ -14,6 +14,7 @@ import sys
 from promop.commands.render import EXIT_INPUT, EXIT_OK, EXIT_REJECTED, add_file_argument, load_or_exit
 
 KIND_ALIASES = {
+    "Prometheus": ("prometheus", "prometheuses", "prom"),
     "ServiceMonitor": ("servicemonitor", "servicemonitors", "smon"),
     "PodMonitor": ("podmonitor", "podmonitors", "pmon"),
     "PrometheusRule": ("prometheusrule", "prometheusrules", "promrule"),
@@ -26,7 +27,8 @@ def register(subparsers) -> None:
         "explain", help="say which Prometheus objects use a monitor or rule, and why (not)",
         description="Explain whether each Prometheus in the files selects the object, what it becomes "
                     "(scrape jobs or a rule file) or exactly why not.")
-    parser.add_argument("kind", help="ServiceMonitor (smon), PodMonitor (pmon) or PrometheusRule (promrule)")
+    parser.add_argument("kind", help="ServiceMonitor (smon), PodMonitor (pmon), PrometheusRule (promrule), or "
+                                     "Prometheus (prom) for everything one Prometheus selects and why")
     parser.add_argument("name", metavar="NAMESPACE/NAME", help="the object; the namespace defaults to 'default'")
     add_file_argument(parser)
     parser.set_defaults(func=run)
@@ -46,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
 
     kind = canonical_kind(args.kind)
     if kind is None:
-        print(f"error: unknown kind {args.kind!r}; use ServiceMonitor (smon), PodMonitor (pmon) "
-              "or PrometheusRule (promrule)", file=sys.stderr)
+        print(f"error: unknown kind {args.kind!r}; use ServiceMonitor (smon), PodMonitor (pmon), "
+              "PrometheusRule (promrule) or Prometheus (prom)", file=sys.stderr)
         return EXIT_INPUT
     namespace, _, name = args.name.rpartition("/")
     namespace = namespace or "default"
@@ -61,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{kind} {namespace}/{name}: not used: no Prometheus object in the given files")
         return EXIT_REJECTED
     rendered = render_loaded(loaded)
+    if kind == "Prometheus":
+        lines, ok = explain_prometheus(namespace, name, rendered)
+        print("\n".join(lines))
+        return EXIT_OK if ok else EXIT_REJECTED
     lines, used = explain(kind, namespace, name, rendered)
     if not loaded.of("Namespace") and any("not selected: namespace '" in line for line in lines):
         lines.append("note: the files hold no Namespace objects, so every namespace counts as unlabelled; "
@@ -106,8 +112,34 @@ def _becomes(kind: str, namespace: str, name: str, result) -> str:
         if not where:
             return "but it produced no rule file"
         cm, key = where
-        return f"rule file {key} in ConfigMap {cm} (mounted at {RULES_DIR}/{cm}/{key})"
+        return f"rule file {RULES_DIR}/{cm}/{key} (ConfigMap {cm}, key {key})"
     jobs = result.jobs.get((kind, namespace, name)) or []
     if not jobs:
         return "but it produced no scrape job (no endpoints?)"
     return "scrape jobs: " + ", ".join(jobs)
+
+
+def explain_prometheus(namespace: str, name: str, rendered) -> tuple[list[str], bool]:
+    """Every candidate object of one Prometheus: what it becomes, or why it is not used."""
+    for prometheus, reason in rendered.failed:
+        if (prometheus["metadata"]["namespace"], prometheus["metadata"]["name"]) == (namespace, name):
+            return [f"Prometheus {namespace}/{name}: could not render: {reason}"], False
+    result = next(r for p, r in rendered.results
+                  if (p["metadata"]["namespace"], p["metadata"]["name"]) == (namespace, name))
+    jobs = sum(len(j) for j in result.jobs.values())
+    lines = [f"Prometheus {namespace}/{name}: {jobs} scrape jobs, {len(result.rule_files)} rule files, "
+             f"{len(result.statefulsets)} StatefulSet(s)"]
+    rejected = {(p.kind, p.namespace, p.name): p for p in result.rejected}
+    for d in sorted(result.selection, key=lambda d: (d.kind, d.namespace, d.name)):
+        who = f"{d.kind} {d.namespace}/{d.name}"
+        if not d.selected:
+            lines.append(f"  {who}: not selected: {d.reason}")
+        elif (d.kind, d.namespace, d.name) in rejected:
+            p = rejected[(d.kind, d.namespace, d.name)]
+            lines.append(f"  {who}: selected but rejected: {p.field}: {p.message}")
+        else:
+            lines.append(f"  {who}: selected; {_becomes(d.kind, d.namespace, d.name, result)}")
+    for p in result.warnings:
+        if (p.kind, p.namespace, p.name) == ("Prometheus", namespace, name):
+            lines.append(f"  warning: {p.field}: {p.message}")
+    return lines, True

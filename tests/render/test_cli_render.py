@@ -218,8 +218,8 @@ def test_explain_rules_selected_and_rejected(inputs):
     proc = promop("explain", "promrule", "apps/good", "-f", str(inputs))
     assert proc.returncode == 0, proc.stderr
     uid = deterministic_uid("PrometheusRule", "apps", "good")
-    assert (f"selected; rule file apps-good-{uid}.yaml in ConfigMap prometheus-main-rulefiles-0 "
-            f"(mounted at /etc/prometheus/rules/prometheus-main-rulefiles-0/apps-good-{uid}.yaml)") in proc.stdout
+    assert (f"selected; rule file /etc/prometheus/rules/prometheus-main-rulefiles-0/apps-good-{uid}.yaml "
+            f"(ConfigMap prometheus-main-rulefiles-0, key apps-good-{uid}.yaml)") in proc.stdout
     proc = promop("explain", "PrometheusRule", "bad", "-f", str(inputs))  # namespace defaults to default
     assert proc.returncode == 1
     assert "selected but rejected: spec.groups[0].rules[0].expr: PromQL does not parse:" in proc.stdout
@@ -241,3 +241,16 @@ def test_a_prometheus_that_cannot_render_is_rejected_not_fatal(tmp_path):
     assert "rejected Prometheus monitoring/main: spec.version: 'banana' is not a Prometheus version" in proc.stderr
     assert [o["metadata"]["name"] for o in yaml.safe_load_all(proc.stdout) if o["kind"] == "StatefulSet"] == [
         "prometheus-ok"]
+
+
+def test_explain_a_prometheus_lists_every_candidate(inputs):
+    proc = promop("explain", "prom", "monitoring/main", "-f", str(inputs))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "Prometheus monitoring/main: 2 scrape jobs, 1 rule files, 1 StatefulSet(s)"
+    assert "  PrometheusRule default/bad: selected but rejected: spec.groups[0].rules[0].expr: PromQL does not " \
+           "parse: unclosed left parenthesis" in lines
+    assert "  ServiceMonitor apps/nolabel: not selected: serviceMonitorSelector matchLabels team=web: " \
+           "label team missing" in lines
+    assert "  ServiceMonitor apps/web: selected; scrape jobs: serviceMonitor/apps/web/0, serviceMonitor/apps/web/1" \
+           in lines
