@@ -152,13 +152,11 @@ def job_tail(
 
 def _limit(ctx: GenContext, user: Any, enforced: Any) -> int | None:
     """Upstream's getLimit: the user's limit capped by the enforced one."""
-    if enforced is None:
+    if not enforced:
         return user
-    if user is None:
+    if not user:
         return None if ctx.version.at_least("2.45.0") else enforced
-    if enforced and (not user or user > enforced):
-        return enforced
-    return user
+    return min(user, enforced)
 
 
 def _body_size_limit(user: Any, enforced: Any, ctx: GenContext) -> str | None:

@@ -47,6 +47,9 @@ def _relabels(
 ) -> list[dict]:
     san = relabel.sanitize_label_name
     rules: list[dict] = [{"source_labels": ["job"], "target_label": "__tmp_prometheus_job_name"}]
+    # Unlike ServiceMonitors, upstream filters on the pod phase first.
+    if ep.get("filterRunning") is not False:
+        rules.append({"action": "drop", "source_labels": ["__meta_kubernetes_pod_phase"], "regex": "(Failed|Succeeded)"})
     if not role_selector:
         rules += relabel.selector_relabels(spec.get("selector"), "__meta_kubernetes_pod")
     port, port_number, target_port = ep.get("port"), ep.get("portNumber"), ep.get("targetPort")
@@ -64,8 +67,6 @@ def _relabels(
         ("__meta_kubernetes_pod_name", "pod"),
     ):
         rules.append({"source_labels": [source], "target_label": target})
-    if ep.get("filterRunning") is not False:
-        rules.append({"action": "drop", "source_labels": ["__meta_kubernetes_pod_phase"], "regex": "(Failed|Succeeded)"})
     for label in [*(spec.get("podTargetLabels") or ()), *(ctx.spec.get("podTargetLabels") or ())]:
         rules.append({
             "source_labels": [f"__meta_kubernetes_pod_label_{san(label)}"],

@@ -180,3 +180,18 @@ def test_unmanaged_config_when_no_scrape_selector():
         del prom["spec"][k]
     result = render(RenderInputs(prometheus=prom))
     assert result.config_unmanaged and result.config_secret["data"] == {} and result.config == {}
+
+
+def test_pod_monitor_relabel_order():
+    pm = pod_monitor("p", jobLabel="app", podMetricsEndpoints=[{"port": "metrics", "relabelings": [
+        {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]}])
+    cfg = render(RenderInputs(prometheus=prometheus_obj(version="v2.42.0"), pod_monitors=[pm])).config
+    [job] = cfg["scrape_configs"]
+    assert job["job_name"] == "podMonitor/monitoring/p/0"
+    assert job["kubernetes_sd_configs"] == [{"role": "pod", "namespaces": {"names": ["monitoring"]}}]
+    targets = [r.get("target_label") or r.get("action") for r in job["relabel_configs"]]
+    assert targets == [
+        "__tmp_prometheus_job_name", "drop", "keep", "keep", "namespace", "container", "pod",
+        "job", "job", "endpoint", "node", "__tmp_current_shard", "keep", "__tmp_hash", "__tmp_hash", "keep"]
+    assert job["relabel_configs"][7] == {"target_label": "job", "replacement": "monitoring/p"}
+    assert job["relabel_configs"][2]["source_labels"] == ["__meta_kubernetes_pod_label_app", "__meta_kubernetes_pod_labelpresent_app"]
