@@ -161,6 +161,8 @@ def _check_rule(rule: Any, path: str, version: Version) -> list[Issue]:
 
 def validate_rule_spec(spec: Any, version: Version) -> list[Issue]:
     """Every problem that would make Prometheus refuse the rule file made from `spec`."""
+    if spec is None:
+        return []  # an empty PrometheusRule renders to an empty (valid) rule file
     if not isinstance(spec, Mapping):
         return [("spec", "must be a mapping with a 'groups' list")]
     groups = spec.get("groups") or []

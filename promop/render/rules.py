@@ -131,6 +131,8 @@ def _render_one(prometheus: Mapping[str, Any], rule: Mapping[str, Any], version:
     rejected: list[Problem] = []
     warnings: list[Problem] = []
     spec = json.loads(json.dumps(rule.get("spec")))  # a private copy (faster than deepcopy)
+    if spec is None:
+        spec = {}
     issues = validate_rule_spec(spec, version)
     if issues:
         return None, [Problem(KIND, ns, name, path, msg) for path, msg in issues], warnings
