@@ -37,10 +37,14 @@ def load_or_exit(files: list[str]):
     from promop.render.loader import LoadError, load
 
     try:
-        return load(files)
+        loaded = load(files)
     except LoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
+    if loaded.skipped:
+        shown = "; ".join(loaded.skipped[:3]) + ("; ..." if len(loaded.skipped) > 3 else "")
+        print(f"note: ignored {len(loaded.skipped)} document(s) that are not inputs: {shown}", file=sys.stderr)
+    return loaded
 
 
 def report(rendered) -> None:

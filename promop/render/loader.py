@@ -102,7 +102,8 @@ def load(paths: Iterable[str | Path]) -> Loaded:
                 for obj in _flatten(doc):
                     where = f"{path} (document {index + 1})"
                     if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
-                        raise LoadError(f"{where}: not a Kubernetes object (no kind)")
+                        loaded.skipped.append(f"{where}: not a Kubernetes object (no kind)")
+                        continue
                     kind = obj["kind"]
                     if kind not in INPUT_KINDS:
                         md = obj.get("metadata") or {}

@@ -107,8 +107,11 @@ def inputs(tmp_path) -> Path:
 
 
 def test_render_to_stdout(inputs):
+    (inputs / "deploy.yaml").write_text("kind: Deployment\nmetadata: {name: web, namespace: apps}\n")
     proc = promop("render", "-f", str(inputs))
     assert proc.returncode == 0, proc.stderr
+    assert f"note: ignored 1 document(s) that are not inputs: Deployment apps/web in {inputs / 'deploy.yaml'}" \
+        in proc.stderr
     objs = list(yaml.safe_load_all(proc.stdout))
     assert [(o["kind"], o["metadata"]["name"]) for o in objs] == [
         ("ConfigMap", "prometheus-main-rulefiles-0"),
