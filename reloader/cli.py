@@ -7,13 +7,14 @@ from typing import Sequence
 
 from prometheus_client import disable_created_metrics
 
-from . import logs, server
+from . import logs, server, webconfig
 from .apply import Applier
 from .durations import format_duration
 from .flags import Options, parse
 from .metrics import create as create_metrics
 from .reloaders import HttpReloader, Reloader, SignalReloader
 from .runner import Runner
+from .webconfig import WebConfig, WebConfigError
 
 # After SIGTERM, how long the loop thread may take to notice before we exit anyway
 # (it may be blocked in an HTTP reload with a long --reload-timeout).
@@ -63,22 +64,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             watched_dirs=",".join(opts.watched_dirs), watch_interval=format_duration(opts.watch_interval),
             delay_interval=format_duration(opts.delay_interval), method=opts.reload_method,
         )
-        if opts.web_config_file:
-            log.warning("--web-config-file is accepted but not implemented; serving plain HTTP",
-                        file=opts.web_config_file)
         if opts.init_mode:
             return runner.run_once()
         if opts.listen_address:
             try:
-                http = server.start(opts.listen_address, metrics.registry)
+                web = _web_config(opts, log)
+                http = server.start(opts.listen_address, metrics.registry, web)
+            except WebConfigError as exc:
+                log.error("invalid web config", err=str(exc))
+                return 1
             except OSError as exc:
                 log.error("cannot listen", address=opts.listen_address, err=exc.strerror or str(exc))
                 return 1
-            log.info("listening", address=opts.listen_address, port=server.bound_port(http))
+            log.info("listening", address=opts.listen_address, port=server.bound_port(http),
+                     tls=web.tls is not None, basic_auth=bool(web.users))
         return _run_until_stopped(runner)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _web_config(opts: Options, log: logs.Log) -> WebConfig:
+    if not opts.web_config_file:
+        return WebConfig()
+    web = webconfig.load(opts.web_config_file)
+    if web.ignored:
+        log.warning("web config keys not supported; ignored", file=opts.web_config_file, keys=",".join(web.ignored))
+    return web
 
 
 def _run_until_stopped(runner: Runner) -> int:

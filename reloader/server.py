@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from .webconfig import WebConfig
+
 HEALTHY = b'{"status":"up"}'
+HANDSHAKE_TIMEOUT = 10.0
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -23,6 +28,18 @@ def split_address(address: str) -> tuple[str, int]:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     dual_stack = False
+    tls: ssl.SSLContext | None = None
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        # TLS handshakes happen here, in the connection's own thread, never in accept().
+        if self.tls is not None:
+            request.settimeout(HANDSHAKE_TIMEOUT)
+            request = self.tls.wrap_socket(request, server_side=True)
+        super().finish_request(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that fails the handshake or hangs up is not our error; keep stderr for logs.
+        return
 
     def server_bind(self) -> None:
         if self.dual_stack:
@@ -30,9 +47,15 @@ class _Server(ThreadingHTTPServer):
         super().server_bind()
 
 
-def _handler(registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:
+def _handler(registry: CollectorRegistry, web: WebConfig) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+            if not web.authorized(self.headers.get("Authorization")):
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="promop-config-reloader"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 self._reply(200, CONTENT_TYPE_LATEST, generate_latest(registry))
@@ -54,10 +77,11 @@ def _handler(registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def start(address: str, registry: CollectorRegistry) -> ThreadingHTTPServer:
+def start(address: str, registry: CollectorRegistry, web: WebConfig | None = None) -> ThreadingHTTPServer:
     """Bind and serve in a daemon thread; an empty host means every interface."""
+    web = web or WebConfig()
     host, port = split_address(address)
-    handler = _handler(registry)
+    handler = _handler(registry, web)
     if host == "":
         try:
             server_cls = type("DualStack", (_Server,), {"address_family": socket.AF_INET6, "dual_stack": True})
@@ -68,6 +92,7 @@ def start(address: str, registry: CollectorRegistry) -> ThreadingHTTPServer:
         server = type("V6", (_Server,), {"address_family": socket.AF_INET6})((host, port), handler)
     else:
         server = _Server((host, port), handler)
+    server.tls = web.tls
     threading.Thread(target=server.serve_forever, name="metrics-server", daemon=True).start()
     return server
 
