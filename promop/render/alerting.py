@@ -72,18 +72,9 @@ def _alertmanager(ctx: GenContext, scope: Scope, am: Mapping[str, Any], field: s
         rules.append({"action": "keep", "source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": port})
     elif port:
         rules.append({"action": "keep", "source_labels": [f"{meta}_port_name"], "regex": port})
-    for j, rc in enumerate(am.get("relabelings") or ()):
-        try:
-            relabel.validate(rc, ctx.version)
-        except relabel.RelabelError as e:
-            raise Reject(f"{field}.relabelings[{j}]", e.message) from None
-        rules.append(relabel.to_prometheus(rc))
+    rules += relabel.checked(am.get("relabelings") or [], ctx.version, f"{field}.relabelings")
     out["relabel_configs"] = rules
     if am.get("alertRelabelings"):
-        for j, rc in enumerate(am["alertRelabelings"]):
-            try:
-                relabel.validate(rc, ctx.version)
-            except relabel.RelabelError as e:
-                raise Reject(f"{field}.alertRelabelings[{j}]", e.message) from None
-        scope.put(out, "alert_relabel_configs", relabel.to_prometheus_list(am["alertRelabelings"]), "2.51.0", f"{field}.alertRelabelings")
+        alert_rules = relabel.checked(am["alertRelabelings"], ctx.version, f"{field}.alertRelabelings")
+        scope.put(out, "alert_relabel_configs", alert_rules, "2.51.0", f"{field}.alertRelabelings")
     return out

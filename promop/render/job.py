@@ -172,5 +172,16 @@ def _body_size_limit(user: Any, enforced: Any, ctx: GenContext) -> str | None:
     return user
 
 
-def sharding(ctx: GenContext) -> list[dict]:
-    return relabel.sharding_relabels(ctx.shards, ctx.options.shard_retention_policy)
+def relabel_tail(
+    ctx: GenContext, endpoint: Any, cls: Mapping[str, Any], ep: Mapping[str, Any], enforced: list[dict]
+) -> list[dict]:
+    """The end of every monitor job's relabel_configs: `endpoint` label, scrape-class and user
+    relabelings, the enforced namespace label, then sharding."""
+    rules: list[dict] = []
+    if endpoint:
+        rules.append({"target_label": "endpoint", "replacement": str(endpoint)})
+    rules += relabel.to_prometheus_list(cls.get("relabelings"))
+    rules += relabel.to_prometheus_list(ep.get("relabelings"))
+    rules += [dict(r) for r in enforced]
+    rules += relabel.sharding_relabels(ctx.shards, ctx.options.shard_retention_policy)
+    return rules

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from promop.render import relabel
 from promop.render.context import GenContext
-from promop.render.job import enforced_namespace_rules, http_part, job_head, job_tail, scrape_class, sharding
+from promop.render.job import enforced_namespace_rules, http_part, job_head, job_tail, relabel_tail, scrape_class
 from promop.render.model import obj_meta
 from promop.render.scrape import k8s_sd_config
 from promop.render.store import Scope
@@ -78,11 +78,4 @@ def _relabels(
             "source_labels": [f"__meta_kubernetes_pod_label_{san(spec['jobLabel'])}"],
             "target_label": "job", "regex": "(.+)", "replacement": "${1}",
         })
-    endpoint = port or port_number or target_port
-    if endpoint:
-        rules.append({"target_label": "endpoint", "replacement": str(endpoint)})
-    rules += relabel.to_prometheus_list(cls.get("relabelings"))
-    rules += relabel.to_prometheus_list(ep.get("relabelings"))
-    rules += [dict(r) for r in enforced]
-    rules += sharding(ctx)
-    return rules
+    return rules + relabel_tail(ctx, port or port_number or target_port, cls, ep, enforced)

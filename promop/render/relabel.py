@@ -75,6 +75,20 @@ def to_prometheus_list(rcs: Iterable[Mapping[str, Any]] | None) -> list[dict]:
     return [to_prometheus(rc) for rc in rcs or ()]
 
 
+def checked(rcs: Any, version: Version, field: str) -> list[dict]:
+    """Validate CRD relabel configs and convert them; raises Reject naming the first bad entry."""
+    from promop.render.store import Reject
+
+    if not isinstance(rcs, list):
+        raise Reject(field, "must be a list of relabel configs")
+    for j, rc in enumerate(rcs):
+        try:
+            validate(rc, version)
+        except RelabelError as e:
+            raise Reject(f"{field}[{j}]" + (f".{e.field}" if e.field else ""), e.message) from None
+    return to_prometheus_list(rcs)
+
+
 def validate(rc: Any, version: Version, snake: bool = False) -> None:
     """Raise RelabelError if Prometheus at `version` would refuse this relabel config.
 

@@ -63,12 +63,7 @@ def _remote_write(ctx: GenContext, scope: Scope, rw: Mapping[str, Any], field: s
     if rw.get("sendNativeHistograms") is not None:
         scope.put(out, "send_native_histograms", bool(rw["sendNativeHistograms"]), "2.40.0", f"{field}.sendNativeHistograms")
     if rw.get("writeRelabelConfigs"):
-        for j, rc in enumerate(rw["writeRelabelConfigs"]):
-            try:
-                relabel.validate(rc, ctx.version)
-            except relabel.RelabelError as e:
-                raise Reject(f"{field}.writeRelabelConfigs[{j}]", e.message) from None
-        out["write_relabel_configs"] = relabel.to_prometheus_list(rw["writeRelabelConfigs"])
+        out["write_relabel_configs"] = relabel.checked(rw["writeRelabelConfigs"], ctx.version, f"{field}.writeRelabelConfigs")
     auth.check_exclusive(rw, field)
     if rw.get("basicAuth"):
         out["basic_auth"] = auth.basic_auth(scope, rw["basicAuth"], f"{field}.basicAuth")
