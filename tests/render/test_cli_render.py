@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from promop.render.loader import deterministic_uid
-from tests.render.helpers import promtool_path as promtool
+from .helpers import promtool_path as promtool
 
 PROMETHEUS = """
 apiVersion: monitoring.coreos.com/v1

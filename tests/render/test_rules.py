@@ -15,7 +15,7 @@ from promop.render.rules import (
     configmap_names,
     shard_rule_files,
 )
-from tests.render.helpers import promtool_path as promtool
+from .helpers import promtool_path as promtool
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "kube-prometheus"
 

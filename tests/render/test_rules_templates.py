@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from promop.render.gotemplate import TemplateError, check_template, functions_for
-from tests.render.helpers import promtool_path as promtool
+from .helpers import promtool_path as promtool
 
 GOOD = [
     "{{ $labels.x }}", "plain }} text", "{{ 1 }}", "{{ -1 }}", "{{ .Labels.foo }}",
