@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from promop.sandbox import patch as patching
 from promop.sandbox.discovery import Registry
-from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, not_found,
-                                   success_status)
+from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, invalid,
+                                   not_found, success_status)
 from promop.sandbox.gc import NAMESPACES, POLICIES, Collector, now
 from promop.sandbox.resources import ResourceType, crd_types
 from promop.sandbox.selectors import Predicate
@@ -235,6 +235,10 @@ class Api:
         with self.store.lock:
             old = self._existing(rt, namespace, name)
             wanted = obj["metadata"].get("resourceVersion")
+            if not wanted and not rt.builtin:  # custom resources forbid unconditional updates
+                raise invalid(rt.kind, rt.group, name, [(
+                    "metadata.resourceVersion",
+                    "Invalid value: 0x0: must be specified for an update")])
             if wanted and wanted != old["metadata"]["resourceVersion"]:
                 raise conflict(rt.plural, rt.group, name)
             return self._write(rt, old, obj, subresource, dry_run)

@@ -18,7 +18,7 @@ import yaml
 from promop.sandbox import negotiate, openapi, protobuf
 from promop.sandbox.errors import ApiError, bad_request
 from promop.sandbox.discovery import VERSION_INFO
-from promop.sandbox.patch import APPLY_PATCH
+from promop.sandbox.patch import APPLY_PATCH, apply_patch
 from promop.sandbox.resources import ResourceType
 from promop.sandbox.selectors import (object_predicate, parse_field_selector,
                                       parse_label_selector)
@@ -323,7 +323,6 @@ class Handler(BaseHTTPRequestHandler):
                 return 200, api.set_scale(rt, ns, name, body or {})
             if verb == "patch":
                 current = api.get_scale(rt, ns, name)
-                from promop.sandbox.patch import apply_patch
                 return 200, api.set_scale(rt, ns, name,
                                           apply_patch(content_type, current, body, True))
             raise ApiError(405, f"{verb} is not supported on {rt.plural}/scale")

@@ -166,3 +166,16 @@ def test_multi_version_crd_serves_the_same_objects_under_each_version(make_crd, 
     assert got["apiVersion"] == "example.com/v2" and got["spec"] == {"size": 1}
     listed = custom.list_namespaced_custom_object("example.com", "v2", "default", "widgets")
     assert [i["apiVersion"] for i in listed["items"]] == ["example.com/v2"]
+
+
+def test_custom_object_update_needs_a_resource_version(make_crd, custom):
+    make_crd()
+    args = ("example.com", "v1", "default", "widgets")
+    made = custom.create_namespaced_custom_object(*args, widget("w", size=1))
+    with pytest.raises(ApiException) as excinfo:
+        custom.replace_namespaced_custom_object(*args, "w", widget("w", size=2))
+    assert excinfo.value.status == 422
+    assert "resourceVersion" in json.loads(excinfo.value.body)["message"]
+    body = widget("w", size=2)
+    body["metadata"]["resourceVersion"] = made["metadata"]["resourceVersion"]
+    assert custom.replace_namespaced_custom_object(*args, "w", body)["spec"] == {"size": 2}
