@@ -15,6 +15,8 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 # kinds whose names must be DNS-1123 labels rather than subdomains
 _LABEL_NAMED = {("", "namespaces"), ("", "services")}
 
+ANNOTATIONS_MAX = 262144  # total bytes of keys and values, as apimachinery's validation
+
 # StatefulSet spec fields an update may change; anything else is forbidden (apps/v1 validation)
 STATEFULSET_MUTABLE = {"replicas", "template", "updateStrategy",
                        "persistentVolumeClaimRetentionPolicy", "minReadySeconds", "ordinals"}
@@ -53,10 +55,15 @@ def check_metadata(rt: ResourceType, obj: dict) -> None:
             causes.append((f"metadata.labels", f'Invalid value: "{value}": a valid label value '
                            "must be 63 characters or less and consist of alphanumerics, '-', "
                            "'_' or '.', starting and ending with an alphanumeric"))
-    for key in (meta.get("annotations") or {}):
+    annotations = meta.get("annotations") or {}
+    for key in annotations:
         problem = _qualified_key_problem(key)
         if problem:
             causes.append(("metadata.annotations", f'Invalid value: "{key}": {problem}'))
+    size = sum(len(k) + len(str(v)) for k, v in annotations.items())
+    if size > ANNOTATIONS_MAX:
+        causes.append(("metadata.annotations", f"Too long: must have at most {ANNOTATIONS_MAX} "
+                       f"bytes (has {size}; big objects need server-side apply)"))
     for ref in meta.get("ownerReferences") or []:
         for required in ("apiVersion", "kind", "name", "uid"):
             if not ref.get(required):

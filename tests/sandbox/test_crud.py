@@ -213,3 +213,12 @@ def test_events_k8s_io_v1(api_client):
         "regarding": {"kind": "Prometheus", "name": "k8s", "namespace": "default"}})
     listed = events.list_namespaced_event("default", field_selector="regarding.name=k8s")
     assert [e.reason for e in listed.items] == ["Reconciled"]
+
+
+def test_annotations_over_256k_are_invalid(core):
+    body = configmap("big")
+    body["metadata"]["annotations"] = {"example.com/blob": "x" * 262144}
+    with pytest.raises(ApiException) as excinfo:
+        core.create_namespaced_config_map("default", body)
+    assert excinfo.value.status == 422
+    assert "Too long" in json.loads(excinfo.value.body)["message"]
