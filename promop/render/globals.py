@@ -54,12 +54,31 @@ def global_section(ctx: GenContext, scope: Scope) -> dict:
         value = _capped(spec.get(spec_key), spec.get(enforced_key), size=spec_key == "bodySizeLimit")
         if value is not None:
             scope.put(out, key, value, minimum, f"spec.{spec_key}")
+    _log_file(scope, spec, out, "scrapeFailureLogFile", "scrape_failure_log_file", "2.55.0")
+    # Global histogram toggles: conservative minimum (older versions only know the per-job keys).
+    for spec_key, key in (("scrapeClassicHistograms", "always_scrape_classic_histograms"),
+                          ("convertClassicHistogramsToNHCB", "convert_classic_histograms_to_nhcb")):
+        if spec.get(spec_key) is not None:
+            scope.put(out, key, bool(spec[spec_key]), "3.5.0", f"spec.{spec_key}")
     out["evaluation_interval"] = _duration(scope, spec.get("evaluationInterval"), "spec.evaluationInterval", "30s")
     if spec.get("ruleQueryOffset"):
         offset = _duration(scope, spec["ruleQueryOffset"], "spec.ruleQueryOffset", None)
         if offset:
             scope.put(out, "rule_query_offset", offset, "2.53.0", "spec.ruleQueryOffset")
+    _log_file(scope, spec, out, "queryLogFile", "query_log_file", "2.16.0")
     return out
+
+
+def _log_file(scope: Scope, spec: Any, out: dict, spec_key: str, key: str, minimum: str) -> None:
+    """Absolute paths pass through; upstream puts bare names on an emptyDir at /var/log/prometheus,
+    which promop's StatefulSet does not mount yet, so they are ignored with a warning."""
+    path = spec.get(spec_key)
+    if not path:
+        return
+    if not str(path).startswith("/"):
+        scope.warn(f"spec.{spec_key}", f"ignored: give an absolute path on a volume you mount (spec.volumes/volumeMounts), not {path!r}")
+        return
+    scope.put(out, key, path, minimum, f"spec.{spec_key}")
 
 
 def _capped(user: Any, enforced: Any, size: bool) -> Any:

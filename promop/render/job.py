@@ -52,7 +52,8 @@ def job_head(ctx: GenContext, scope: Scope, job_name: str, ep: Mapping[str, Any]
 
 
 def http_part(
-    ctx: GenContext, scope: Scope, ep: Mapping[str, Any], job: dict, field: str, cls: Mapping[str, Any], tls_field: str
+    ctx: GenContext, scope: Scope, ep: Mapping[str, Any], job: dict, field: str, cls: Mapping[str, Any],
+    safe_tls: bool = False, tls_field: str = "tlsConfig",
 ) -> None:
     """Interval, timeout, path, params, scheme, HTTP options, proxy, oauth2, TLS and credentials."""
     if ep.get("interval"):
@@ -73,7 +74,10 @@ def http_part(
     if ep.get("oauth2"):
         auth.check_exclusive(ep, field)
         scope.put(job, "oauth2", auth.oauth2(scope, ep["oauth2"], f"{field}.oauth2"), "2.27.0", f"{field}.oauth2")
-    tls = merged_tls(ep.get(tls_field), cls.get("tlsConfig"))
+    ep_tls = ep.get(tls_field)
+    if safe_tls and isinstance(ep_tls, Mapping):  # SafeTLSConfig (PodMonitor): no file paths of its own
+        ep_tls = {k: v for k, v in ep_tls.items() if k not in ("caFile", "certFile", "keyFile")}
+    tls = merged_tls(ep_tls, cls.get("tlsConfig"))
     if tls:
         out = tls_config(scope, tls, f"{field}.{tls_field}")
         if out:
@@ -130,7 +134,9 @@ def job_tail(
     if spec.get("nativeHistogramMinBucketFactor") is not None:
         scope.put(job, "native_histogram_min_bucket_factor", spec["nativeHistogramMinBucketFactor"], "2.50.0", "spec.nativeHistogramMinBucketFactor")
     if spec.get("scrapeClassicHistograms") is not None:
-        scope.put(job, "always_scrape_classic_histograms", bool(spec["scrapeClassicHistograms"]), "3.0.0", "spec.scrapeClassicHistograms")
+        # renamed in Prometheus 3.0
+        key = "always_scrape_classic_histograms" if ctx.version.at_least("3.0.0") else "scrape_classic_histograms"
+        scope.put(job, key, bool(spec["scrapeClassicHistograms"]), "2.45.0", "spec.scrapeClassicHistograms")
     if spec.get("convertClassicHistogramsToNHCB") is not None:
         scope.put(job, "convert_classic_histograms_to_nhcb", bool(spec["convertClassicHistogramsToNHCB"]), "3.0.0", "spec.convertClassicHistogramsToNHCB")
     if spec.get("scrapeProtocols"):

@@ -28,7 +28,7 @@ def pod_monitor_jobs(ctx: GenContext, pm: Mapping[str, Any], scope: Scope) -> li
         job["kubernetes_sd_configs"] = [
             k8s_sd_config(ctx, scope, "pod", namespace, spec, cls, ("pod",) if role_selector else ())
         ]
-        http_part(ctx, scope, ep, job, field, cls, "tlsConfig")
+        http_part(ctx, scope, ep, job, field, cls, safe_tls=True)
         job["relabel_configs"] = _relabels(ctx, namespace, name, spec, ep, role_selector, cls, enforced)
         job_tail(ctx, scope, job, spec, ep, field, cls, enforced)
         jobs.append(job)

@@ -74,7 +74,7 @@ def service_monitor_jobs(ctx: GenContext, sm: Mapping[str, Any], scope: Scope) -
         job["kubernetes_sd_configs"] = [
             k8s_sd_config(ctx, scope, role, namespace, spec, cls, (role, "service") if role_selector else ())
         ]
-        http_part(ctx, scope, ep, job, field, cls, "tlsConfig")
+        http_part(ctx, scope, ep, job, field, cls)
         job["relabel_configs"] = _relabels(ctx, spec, ep, meta, role_selector, cls, enforced)
         job_tail(ctx, scope, job, spec, ep, field, cls, enforced)
         jobs.append(job)

@@ -195,3 +195,16 @@ def test_pod_monitor_relabel_order():
         "job", "job", "endpoint", "node", "__tmp_current_shard", "keep", "__tmp_hash", "__tmp_hash", "keep"]
     assert job["relabel_configs"][7] == {"target_label": "job", "replacement": "monitoring/p"}
     assert job["relabel_configs"][2]["source_labels"] == ["__meta_kubernetes_pod_label_app", "__meta_kubernetes_pod_labelpresent_app"]
+
+
+def test_log_files_and_histogram_keys():
+    prom = prometheus_obj(version="v2.45.0", queryLogFile="/var/log/q.log", scrapeFailureLogFile="failures.log",
+                          scrapeClassicHistograms=True)
+    sm = service_monitor("a", scrapeClassicHistograms=True)
+    result = render(RenderInputs(prometheus=prom, service_monitors=[sm]))
+    g = result.config["global"]
+    assert g["query_log_file"] == "/var/log/q.log"
+    assert "scrape_failure_log_file" not in g and "always_scrape_classic_histograms" not in g
+    assert result.config["scrape_configs"][0]["scrape_classic_histograms"] is True
+    fields = {w.field for w in result.warnings}
+    assert {"spec.scrapeFailureLogFile", "spec.scrapeClassicHistograms"} <= fields
