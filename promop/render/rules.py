@@ -25,7 +25,6 @@ from promop.render.versions import Version, VersionError
 KIND = "PrometheusRule"
 MAX_CONFIGMAP_DATA_SIZE = 524_288  # upstream MaxConfigMapDataSize = MaxSecretSize / 2
 MIN_RULE_CONFIGMAP_NAMES = 3  # upstream AppendConfigMapNames(names, 3): mounts survive 1<->3 ConfigMaps
-RULES_MOUNT_DIR = "/etc/prometheus/rules"
 
 # Field -> first Prometheus version that understands it (`sanitizePrometheusRulesSpec`).
 GROUP_FIELD_MIN_VERSION = {"limit": "2.31.0", "query_offset": "2.53.0", "labels": "3.0.0"}
@@ -216,8 +215,3 @@ def build_rule_configmaps(prometheus: dict, rules: Sequence[dict], options: Rend
             result.rule_files[owners[key]] = (cm_name, key)
     result.names = names
     return result
-
-
-def rule_file_globs(names: Sequence[str]) -> list[str]:
-    """The config's `rule_files`: one glob per (real or virtual) rule ConfigMap."""
-    return [f"{RULES_MOUNT_DIR}/{name}/*.yaml" for name in names]
