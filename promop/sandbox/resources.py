@@ -107,6 +107,7 @@ def crd_types(crd: dict) -> list[ResourceType]:
             status_subresource="status" in subresources,
             scale=subresources.get("scale"), builtin=False, crd_name=crd["metadata"]["name"],
             storage_version=storage, generation=True,
-            extra={"listKind": names.get("listKind") or names["kind"] + "List"},
+            extra={"listKind": names.get("listKind") or names["kind"] + "List",
+                   "printerColumns": version.get("additionalPrinterColumns") or []},
         ))
     return types

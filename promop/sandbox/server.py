@@ -372,7 +372,8 @@ class Handler(BaseHTTPRequestHandler):
         rt = route.rt
         if not hasattr(result, "raws"):
             if shape == negotiate.TABLE and result.get("kind") == rt.kind:
-                result = table([result], result["metadata"].get("resourceVersion", ""))
+                result = table([result], result["metadata"].get("resourceVersion", ""),
+                               columns=rt.extra.get("printerColumns"))
             self._send_json(code, self._present(rt, result, shape))
             return
         metadata = {"resourceVersion": str(result.resource_version)}
@@ -382,7 +383,7 @@ class Handler(BaseHTTPRequestHandler):
             metadata["remainingItemCount"] = result.remaining
         if shape == negotiate.TABLE:
             self._send_json(code, table(result.objects, metadata["resourceVersion"],
-                                        result.continue_token))
+                                        result.continue_token, rt.extra.get("printerColumns")))
             return
         if shape == negotiate.PARTIAL:
             head = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1"}
