@@ -172,13 +172,20 @@ class Api:
             return self.store.put(rt.key, obj, None)
 
     def _serve_crd(self, crd: dict) -> None:
+        """Serve the CRD's versions now and report it Established (transition times kept, so
+        re-applying an unchanged CRD stays a no-op)."""
         names = crd["spec"]["names"]
+        previous = {c.get("type"): c for c in (crd.get("status") or {}).get("conditions") or []}
+        stored = list((crd.get("status") or {}).get("storedVersions") or [])
+        for version in crd["spec"]["versions"]:
+            if version.get("storage") and version["name"] not in stored:
+                stored.append(version["name"])
         crd["status"] = {
-            "acceptedNames": {k: v for k, v in names.items()},
-            "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
+            "acceptedNames": dict(names),
+            "storedVersions": stored,
             "conditions": [
                 {"type": t, "status": "True", "reason": r, "message": m,
-                 "lastTransitionTime": now()}
+                 "lastTransitionTime": previous.get(t, {}).get("lastTransitionTime") or now()}
                 for t, r, m in (("NamesAccepted", "NoConflicts", "no conflicts found"),
                                 ("Established", "InitialNamesAccepted",
                                  "the initial names have been accepted"))],
@@ -311,8 +318,7 @@ class Api:
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             return new
         stored = self.store.put(rt.key, new, old)
-        if self.collector.finish_if_released(rt.key, stored):
-            return stored
+        self.collector.finish_if_released(rt.key, stored)  # finalizers gone: now it goes
         return stored
 
     # -- delete --------------------------------------------------------------------------------

@@ -179,3 +179,15 @@ def test_custom_object_update_needs_a_resource_version(make_crd, custom):
     body = widget("w", size=2)
     body["metadata"]["resourceVersion"] = made["metadata"]["resourceVersion"]
     assert custom.replace_namespaced_custom_object(*args, "w", body)["spec"] == {"size": 2}
+
+
+def test_reapplying_an_unchanged_crd_is_a_no_op(make_crd, ext, sandbox):
+    from .helpers import crd_body
+
+    crd = make_crd()
+    body = crd_body()
+    body["metadata"]["resourceVersion"] = crd["metadata"]["resourceVersion"]
+    again = raw(ext.replace_custom_resource_definition("widgets.example.com", body,
+                                                       _preload_content=False))
+    assert again["metadata"]["resourceVersion"] == crd["metadata"]["resourceVersion"]
+    assert again["metadata"]["generation"] == 1
