@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from promop.render import auth, relabel
 from promop.render.additional import additional_alert_relabel_configs, additional_alertmanager_configs
 from promop.render.context import GenContext
+from promop.render.duration import DurationError, parse_duration
 from promop.render.globals import replica_label_name
 from promop.render.store import Reject, Scope
 from promop.render.tls_assets import tls_config
@@ -45,6 +46,10 @@ def _alertmanager(ctx: GenContext, scope: Scope, am: Mapping[str, Any], field: s
     if am.get("pathPrefix"):
         out["path_prefix"] = am["pathPrefix"]
     if am.get("timeout"):
+        try:
+            parse_duration(am["timeout"])
+        except DurationError as e:
+            raise Reject(f"{field}.timeout", str(e)) from None
         out["timeout"] = am["timeout"]
     if am.get("enableHttp2") is not None:
         scope.put(out, "enable_http2", bool(am["enableHttp2"]), "2.35.0", f"{field}.enableHttp2")
@@ -60,6 +65,8 @@ def _alertmanager(ctx: GenContext, scope: Scope, am: Mapping[str, Any], field: s
     out["kubernetes_sd_configs"] = [{"role": role, "namespaces": {"names": [am.get("namespace") or ctx.namespace]}}]
     auth.credentials(scope, am, out, field)
     version = am.get("apiVersion")
+    if version and str(version).lower() not in ("v1", "v2"):
+        raise Reject(f"{field}.apiVersion", f"{version!r} is not an Alertmanager API version; use v2")
     if version:
         if str(version).lower() == "v1" and ctx.version.at_least("3.0.0"):
             scope.warn(f"{field}.apiVersion", "Alertmanager API v1 is not supported by Prometheus 3; using v2")

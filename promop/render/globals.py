@@ -10,6 +10,7 @@ from typing import Any
 
 from promop.render.context import GenContext
 from promop.render.duration import DurationError, parse_duration, parse_size
+from promop.render.relabel import valid_label_name
 from promop.render.store import Scope
 
 DEFAULT_RETENTION = "24h"
@@ -108,6 +109,10 @@ def external_labels(ctx: GenContext, scope: Scope) -> dict:
     for key, value in (spec.get("externalLabels") or {}).items():
         if key in reserved:
             scope.warn(f"spec.externalLabels.{key}", f"label {key} is reserved by the operator; the user value is ignored")
+            continue
+        if not valid_label_name(key, ctx.version):
+            scope.warn(f"spec.externalLabels.{key}",
+                       f"{key!r} is not a valid label name for Prometheus {ctx.version}, which would refuse the config; ignored")
             continue
         labels[key] = str(value)
     return dict(sorted(labels.items()))

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 from promop.render import auth, relabel
 from promop.render.context import GenContext
 from promop.render.duration import DurationError, parse_duration
 from promop.render.store import Reject, Scope
 from promop.render.tls_assets import tls_config
+
+# Prometheus refuses a config that sets these (config.reservedHeaders).
+_RESERVED_HEADERS = frozenset({
+    "authorization", "host", "content-encoding", "content-length", "content-type", "user-agent", "connection",
+    "keep-alive", "proxy-authenticate", "proxy-authorization", "www-authenticate", "retry-after",
+    "x-prometheus-remote-write-version",
+})
 
 # CRD queueConfig field -> (config key, minimum version, is a duration)
 _QUEUE = (
@@ -47,10 +55,17 @@ def _duration(value: Any, field: str) -> Any:
 def _remote_write(ctx: GenContext, scope: Scope, rw: Mapping[str, Any], field: str) -> dict:
     if not isinstance(rw, Mapping) or not rw.get("url"):
         raise Reject(f"{field}.url", "a remote write needs a url")
+    parsed = urlsplit(str(rw["url"]))
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise Reject(f"{field}.url", f"{rw['url']!r} is not an http(s) URL")
     out: dict = {"url": rw["url"]}
     if rw.get("remoteTimeout"):
         out["remote_timeout"] = _duration(rw["remoteTimeout"], f"{field}.remoteTimeout")
     if rw.get("headers"):
+        for name in rw["headers"]:
+            if str(name).lower() in _RESERVED_HEADERS:
+                raise Reject(f"{field}.headers.{name}", f"header {name} is reserved by Prometheus; set credentials "
+                             "with basicAuth, authorization or oauth2 instead")
         scope.put(out, "headers", dict(rw["headers"]), "2.25.0", f"{field}.headers")
     if rw.get("name"):
         scope.put(out, "name", rw["name"], "2.15.0", f"{field}.name")

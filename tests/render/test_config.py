@@ -5,12 +5,13 @@ from __future__ import annotations
 import base64
 import gzip
 
+import pytest
 import yaml
 
 from promop.render import RenderInputs, generate_config, render
 from promop.render.config import ConfigDumper
 
-from .helpers import pod_monitor, prometheus_obj, secret, service_monitor
+from .helpers import lay_out, pod_monitor, prometheus_obj, promtool_check_config, secret, service_monitor
 
 PEM_CERT = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 PEM_KEY = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
@@ -208,3 +209,38 @@ def test_log_files_and_histogram_keys():
     assert result.config["scrape_configs"][0]["scrape_classic_histograms"] is True
     fields = {w.field for w in result.warnings}
     assert {"spec.scrapeFailureLogFile", "spec.scrapeClassicHistograms"} <= fields
+
+
+def _refused_items_result():
+    prom = prometheus_obj(
+        version="v2.42.0",
+        externalLabels={"bad-name": "x", "good_name": "y"},
+        remoteWrite=[{"url": "https://ok.example.com/w"},
+                     {"url": "https://h.example.com/w", "headers": {"Authorization": "Bearer x"}},
+                     {"url": "not a url"}],
+        alerting={"alertmanagers": [{"name": "am", "namespace": "monitoring", "port": "web", "timeout": "5 s"},
+                                    {"name": "am2", "namespace": "monitoring", "port": "web", "timeout": "10s"}]},
+    )
+    return render(RenderInputs(prometheus=prom, service_monitors=[service_monitor("a")]))
+
+
+def test_prometheus_level_items_prometheus_would_refuse_are_dropped():
+    result = _refused_items_result()
+    cfg = result.config
+    assert "bad-name" not in cfg["global"]["external_labels"] and cfg["global"]["external_labels"]["good_name"] == "y"
+    assert [rw["url"] for rw in cfg["remote_write"]] == ["https://ok.example.com/w"]
+    assert [am["timeout"] for am in cfg["alerting"]["alertmanagers"]] == ["10s"]
+    fields = {w.field for w in result.warnings}
+    assert {"spec.externalLabels.bad-name", "spec.remoteWrite[1].headers.Authorization", "spec.remoteWrite[2].url",
+            "spec.alerting.alertmanagers[0].timeout"} <= fields
+
+
+@pytest.mark.prometheus
+def test_full_config_passes_promtool(tmp_path):
+    """Every section at once (TLS assets, remote write, alerting, additional jobs, dropped bad items)."""
+    inputs = _full_inputs()
+    inputs.prometheus["spec"]["version"] = "v2.42.0"
+    a = tmp_path / "a"
+    proc = promtool_check_config(lay_out(render(inputs), a),
+                                 lay_out(_refused_items_result(), tmp_path / "b"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
