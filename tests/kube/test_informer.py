@@ -89,6 +89,15 @@ def assert_converges(kube, informer, recorder, namespace=None, timeout=15.0, **l
         ) from None
 
 
+def watching(kube, informer, *namespaces):
+    """Returns once the informer's watch (one per namespace) is open and delivering: a fault
+    injected before that could miss a watch the server has not registered yet."""
+    for ns in namespaces or ("default",):
+        name = f"marker-{len(informer.store)}-{time.monotonic_ns()}"
+        kube.create(CONFIGMAPS, cm(name, ns=ns))
+        wait_until(lambda: informer.store.get(f"{ns}/{name}") is not None, what=f"the watch in {ns}")
+
+
 @contextlib.contextmanager
 def disconnected(sandbox):
     """The informer's watch is closed and cannot come back (429s) while the body runs;
@@ -98,6 +107,10 @@ def disconnected(sandbox):
     yield
     sandbox.faults.compact()
     sandbox.faults.clear()
+
+
+def kube_keys(kube, *namespaces):
+    return [object_key(o) for ns in namespaces for o in kube.list_all(CONFIGMAPS, ns)[0]]
 
 
 def cm(name, ns="default", labels=None, **data):
@@ -187,6 +200,7 @@ def test_dropped_watches_rewatch_without_relist(kube, sandbox, make_informer, re
     inf = make_informer(recorder=rec)
     inf.start()
     assert inf.wait_for_sync(10)
+    watching(kube, inf)
     for round_ in range(4):
         churn(kube, f"r{round_}-")
         sandbox.faults.close_watches()
@@ -203,7 +217,8 @@ def test_compaction_relists_and_deletes_while_disconnected_become_tombstones(kub
     inf = make_informer(recorder=rec)
     inf.start()
     assert inf.wait_for_sync(10)
-    wait_until(lambda: len(rec.rvs()) == 6)
+    watching(kube, inf)
+    wait_until(lambda: len(rec.rvs()) == 7)  # 6 + the marker
     with disconnected(sandbox):
         kube.delete(CONFIGMAPS, "t0", "default")
         kube.delete(CONFIGMAPS, "t1", "default")
@@ -223,6 +238,7 @@ def test_tombstone_carries_the_last_known_state(kube, sandbox, make_informer):
     inf.add_handler(on_delete=deleted.append)
     inf.start()
     assert inf.wait_for_sync(10)
+    watching(kube, inf)
     with disconnected(sandbox):
         kube.delete(CONFIGMAPS, "gone", "default")
     wait_until(lambda: deleted, what="the tombstone")
@@ -238,6 +254,7 @@ def test_error_bursts_on_watch_and_list(kube, sandbox, make_informer, registry, 
     inf.start()
     assert inf.wait_for_sync(10), "the informer must sync after a burst of failed LISTs"
     assert metric(registry, "prometheus_operator_list_operations_failed_total") == 3
+    watching(kube, inf)
     sandbox.faults.fail_next(4, code, verb="watch", resource="configmaps")
     sandbox.faults.close_watches()
     churn(kube, "burst")
@@ -367,12 +384,15 @@ def test_namespaces_list_watches_only_those(kube, sandbox, make_informer):
     assert inf.wait_for_sync(10)
     assert len(inf.reflectors) == 2
     assert sorted(inf.store.keys()) == ["a/x", "b/x"]
+    watching(kube, inf, "a", "b")
     kube.create(CONFIGMAPS, cm("y", ns="b"))
     kube.create(CONFIGMAPS, cm("y", ns="c"))
     with disconnected(sandbox):
         kube.delete(CONFIGMAPS, "x", "a")
-    wait_until(lambda: sorted(inf.store.keys()) == ["b/x", "b/y"], what="namespace-scoped relist")
-    wait_until(lambda: sorted(rec.rvs()) == ["b/x", "b/y"])
+    expected = sorted(kube_keys(kube, "a", "b"))
+    assert "a/x" not in expected and "b/y" in expected
+    wait_until(lambda: sorted(inf.store.keys()) == expected, what="namespace-scoped relist")
+    wait_until(lambda: sorted(rec.rvs()) == expected)
     tombstones = {key for _, key, tomb in rec.events("delete") if tomb}
     assert tombstones == {"a/x"}
 
