@@ -388,3 +388,21 @@ def test_watch_event_larger_than_one_read(kube):
             break
     stream.close()
     assert got[0]["data"]["blob"] == big and got[1]["metadata"]["name"] == "small"
+
+
+def test_from_config_in_cluster(monkeypatch, tmp_path):
+    import kubernetes.config.incluster_config as incluster
+
+    token, ca = tmp_path / "token", tmp_path / "ca.crt"
+    token.write_text("sa-token")
+    ca.write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(ca))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    kube = KubeClient.from_config(pool_size=5, registry=CollectorRegistry())
+    cfg = kube.api_client.configuration
+    assert kube.host == "https://10.96.0.1:443" and cfg.ssl_ca_cert == str(ca)
+    assert cfg.auth_settings()["BearerToken"]["value"].lower() == "bearer sa-token"
+    assert cfg.connection_pool_maxsize == 5
