@@ -20,6 +20,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
     import signal
+    import sys
     import tempfile
     import threading
 
@@ -32,7 +33,11 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    sandbox = Sandbox(port=args.port).start()
+    try:
+        sandbox = Sandbox(port=args.port).start()
+    except OSError as exc:
+        print(f"promop sandbox: {exc.strerror}", file=sys.stderr)
+        return 1
     path = args.kubeconfig or os.path.join(tempfile.mkdtemp(prefix="promop-sandbox-"),
                                            "kubeconfig")
     sandbox.write_kubeconfig(path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from promop.sandbox.api import Api
 from promop.sandbox.discovery import Registry
@@ -13,6 +14,9 @@ from promop.sandbox.faults import Faults
 from promop.sandbox.kubeconfig import write_kubeconfig
 from promop.sandbox.server import RequestRecord, SandboxHTTPServer
 from promop.sandbox.store import Store
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient, Configuration
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public")
 
@@ -47,7 +51,12 @@ class Sandbox:
     def start(self) -> "Sandbox":
         if self._server is not None:
             return self
-        server = SandboxHTTPServer((self.host, self.port), self)
+        try:
+            server = SandboxHTTPServer((self.host, self.port), self)
+        except OSError as exc:
+            raise OSError(exc.errno, f"the sandbox cannot listen on {self.host}:{self.port}: "
+                                     f"{exc.strerror}; choose another port, or 0 for a free one"
+                          ) from exc
         self.port = server.server_address[1]
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
@@ -93,7 +102,7 @@ class Sandbox:
     def write_kubeconfig(self, path: str | os.PathLike) -> str:
         return write_kubeconfig(path, self.url)
 
-    def client_configuration(self):
+    def client_configuration(self) -> "Configuration":
         from kubernetes import client
 
         configuration = client.Configuration()
@@ -102,7 +111,8 @@ class Sandbox:
         configuration.api_key_prefix = {"BearerToken": "Bearer"}
         return configuration
 
-    def api_client(self):
+    def api_client(self) -> "ApiClient":
+        """A new kubernetes ApiClient pointed at this sandbox (callers close it)."""
         from kubernetes import client
 
         return client.ApiClient(self.client_configuration())

@@ -42,3 +42,11 @@ def test_default_kubeconfig_goes_to_a_temp_dir(tmp_path):
         proc.terminate()
         proc.communicate(timeout=10)
     assert proc.returncode == 0
+
+
+def test_busy_port_is_a_clear_error(sandbox):
+    proc = subprocess.run([sys.executable, "-m", "promop", "sandbox", "--port",
+                           str(sandbox.port)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{sandbox.port}" in proc.stderr
+    assert "Traceback" not in proc.stderr
