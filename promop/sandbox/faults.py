@@ -46,7 +46,9 @@ class Faults:
 
     def fail_next(self, n: int, code: int, verb: str | None = None,
                   resource: str | None = None, retry_after: int | None = None) -> None:
-        """The next `n` requests matching verb and resource plural get a Status with `code`."""
+        """The next `n` API requests matching verb and resource plural (None: any) get a Status
+        with `code`, and a Retry-After header when `retry_after` is given. Discovery and other
+        non-resource paths are never failed."""
         with self._lock:
             self._failures.append(_Failure(n, code, verb, resource, retry_after))
 
@@ -56,8 +58,9 @@ class Faults:
             self._latencies.append(_Latency(seconds, verb, resource))
 
     def stall_watches(self, stalled: bool = True) -> None:
-        """While stalled, open watches stay connected but receive nothing (no events, no
-        bookmarks); events queue up and are delivered, in order, when un-stalled."""
+        """While stalled, open watches (and those opened meanwhile) stay connected but receive
+        nothing, not even bookmarks; their events queue up and are delivered, in order, when
+        un-stalled. A stream whose timeoutSeconds passes while stalled ends without them."""
         self.stalled = stalled
         if not stalled:
             for watcher in self._store.all_watchers():
