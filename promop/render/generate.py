@@ -107,6 +107,10 @@ def new_context(prometheus: Mapping[str, Any], options: RenderOptions, store: St
     """The generation context plus the Scope for reads made on behalf of the Prometheus itself."""
     ctx = GenContext(prometheus, options, store)
     scope = Scope(store, "Prometheus", ctx.namespace, ctx.name, ctx.version)
+    defaults = [c.get("name") for c in ctx.scrape_classes.values() if c.get("default")]
+    if len(defaults) > 1:
+        scope.warn("spec.scrapeClasses", f"several scrape classes are marked default ({', '.join(defaults)}); "
+                   f"using {defaults[0]!r}: mark only one")
     ctx.apiserver_sd = apiserver_sd(ctx, scope)
     return ctx, scope
 

@@ -48,6 +48,15 @@ def validate_monitor(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> list
     if spec.get("scrapeClass") and spec["scrapeClass"] not in ctx.scrape_classes:
         known = ", ".join(sorted(n for n in ctx.scrape_classes if n)) or "none defined"
         bad("spec.scrapeClass", f"scrape class {spec['scrapeClass']!r} is not defined in the Prometheus spec.scrapeClasses ({known})")
+    else:
+        cls = ctx.scrape_classes.get(spec.get("scrapeClass")) if spec.get("scrapeClass") else ctx.default_class
+        for f in ("relabelings", "metricRelabelings"):
+            for j, rc in enumerate((cls or {}).get(f) or ()):
+                try:
+                    relabel.validate(rc, ctx.version)
+                except relabel.RelabelError as e:
+                    bad("spec.scrapeClass", f"scrape class {cls.get('name')!r} has an invalid {f}[{j}]: {e.message}; "
+                        "fix it in the Prometheus spec.scrapeClasses")
     ns_sel = spec.get("namespaceSelector")
     if ns_sel is not None and (not isinstance(ns_sel, Mapping) or not isinstance(ns_sel.get("matchNames") or [], list)):
         bad("spec.namespaceSelector", "must be a mapping with `any: true` or `matchNames: [...]`")

@@ -196,3 +196,16 @@ def test_promtool_refuses_what_validation_rejects(tmp_path):
     assert len(paths) >= 10
     accepted = [case for case, path in paths if promtool_check_config(path).returncode == 0]
     assert accepted == [], f"promtool accepted the unvalidated configs of {accepted}"
+
+
+def test_invalid_default_scrape_class_rejects_its_users_only():
+    classes = [{"name": "bad", "default": True, "relabelings": [{"action": "hashmod", "sourceLabels": ["a"], "targetLabel": "b"}]},
+               {"name": "ok", "relabelings": [{"action": "labeldrop", "regex": "tmp_.*"}]}]
+    good = _good()
+    good["spec"]["scrapeClass"] = "ok"
+    result = render(_inputs([good, _bad(ep())], scrapeClasses=classes))
+    [problem] = result.rejected
+    assert (problem.name, problem.field) == ("bad", "spec.scrapeClass")
+    assert "scrape class 'bad' has an invalid relabelings[0]: action hashmod needs a non-zero modulus" in problem.message
+    job = result.config["scrape_configs"][0]
+    assert {"regex": "tmp_.*", "action": "labeldrop"} in job["relabel_configs"]
