@@ -59,7 +59,11 @@ class RenderCache:
 
     def rules(self, prometheus: Mapping[str, Any], rules: Sequence[Mapping[str, Any]], options: Any, build: Callable[[], Any]) -> Any:
         """The rule render for these selected rules, built by `build()` on a miss."""
-        blob = json.dumps([prometheus, repr(options)], sort_keys=True, default=str)
+        md = prometheus.get("metadata") or {}
+        # Not status, resourceVersion or managedFields: the operator's own status writes must not
+        # invalidate the (expensive) rule render.
+        identity = {k: md.get(k) for k in ("name", "namespace", "uid", "labels", "annotations")}
+        blob = json.dumps([identity, prometheus.get("spec"), repr(options)], sort_keys=True, default=str)
         key = (hashlib.sha256(blob.encode()).hexdigest(), tuple(object_key(r) for r in rules))
         if key in self._rules:
             self._rules.move_to_end(key)

@@ -106,3 +106,18 @@ def test_cache_is_bounded():
     cache = RenderCache(max_entries=3)
     render(_inputs(_sms(6)), cache)
     assert len(cache) <= 6  # 3 fragments + at most 3 rule renders
+
+
+def test_status_writes_do_not_invalidate_rules():
+    cache = RenderCache()
+    rule = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+            "metadata": {"name": "r", "namespace": "monitoring", "uid": "u1", "resourceVersion": "1"},
+            "spec": {"groups": [{"name": "g", "rules": [{"record": "a:b", "expr": "up"}]}]}}
+    inputs = _inputs(_sms(1))
+    inputs.prometheus_rules = [rule]
+    render(inputs, cache)
+    inputs.prometheus["metadata"]["resourceVersion"] = "99"
+    inputs.prometheus["status"] = {"replicas": 1}
+    misses = cache.misses
+    _same(render(inputs, cache), render(inputs))
+    assert cache.misses == misses
