@@ -222,3 +222,15 @@ def test_annotations_over_256k_are_invalid(core):
         core.create_namespaced_config_map("default", body)
     assert excinfo.value.status == 422
     assert "Too long" in json.loads(excinfo.value.body)["message"]
+
+
+def test_chunked_request_body(sandbox, core):
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", sandbox.port, timeout=10)
+    body = json.dumps(configmap("chunked", k="v")).encode()
+    connection.request("POST", "/api/v1/namespaces/default/configmaps",
+                       body=iter([body[:10], body[10:]]),
+                       headers={"Content-Type": "application/json"}, encode_chunked=True)
+    assert connection.getresponse().status == 201
+    assert core.read_namespaced_config_map("chunked", "default").data == {"k": "v"}
