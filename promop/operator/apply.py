@@ -10,7 +10,7 @@ propagation and created again.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from promop.kube.client import KubeClient
 from promop.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
@@ -40,16 +40,26 @@ class Applier:
         self.client = client
         self.on_sts_recreate = on_sts_recreate
 
-    def apply(self, res: Resource, desired: dict, current: dict | None) -> str:
-        """Make the API hold `desired`; `current` is what we believe is there (None: absent)."""
+    def apply(self, res: Resource, desired: dict, current: dict | None, *, refetch: bool = True,
+              before_create: Callable[[], None] | None = None) -> str:
+        """Make the API hold `desired`; `current` is what we believe is there (None: absent).
+
+        On a conflict, `refetch` GETs the object and tries again; without it (objects
+        read from an informer cache) RetryLater asks for a later sync with a fresher cache.
+        `before_create` runs before any create (it may raise to prevent it).
+        """
         ns, name = _name(desired)
         for _ in range(_CONFLICT_RETRIES):
             if current is None:
+                if before_create is not None:
+                    before_create()
                 try:
                     self.client.create(res, normalise(desired), ns)
                     log.info("created", **fields(resource=res.label, object=f"{ns}/{name}"))
                     return CREATED
                 except AlreadyExists:
+                    if not refetch:
+                        raise RetryLater(f"{res.label} {ns}/{name} exists but is not in our cache yet") from None
                     current = self._get(res, name, ns)
                     continue
             if semantically_equal(desired, current):
@@ -59,6 +69,8 @@ class Applier:
                 log.info("updated", **fields(resource=res.label, object=f"{ns}/{name}"))
                 return UPDATED
             except Conflict:
+                if not refetch:
+                    raise RetryLater(f"{res.label} {ns}/{name} changed since our cache saw it") from None
                 current = self._get(res, name, ns)
             except NotFound:
                 current = None

@@ -13,7 +13,7 @@ OWN = ("get", "list", "watch", "create", "update", "delete")
 
 # (apiGroup, resource, verbs)
 PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    (MONITORING, "prometheuses", ("list", "watch")),
+    (MONITORING, "prometheuses", ("get", "list", "watch")),  # get: is it still there before a create
     (MONITORING, "prometheuses/status", ("update",)),
     (MONITORING, "servicemonitors", ("list", "watch")),
     (MONITORING, "servicemonitors/status", ("update",)),

@@ -23,10 +23,11 @@ from promop.kube.errors import ApiError, Conflict, NotFound
 from promop.kube.resources import (CONFIGMAPS, EVENTS, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
                                    SERVICEMONITORS, SERVICES, STATEFULSETS, Resource)
 from promop.operator import feedback
-from promop.operator.apply import CREATED, RECREATED, UNCHANGED, UPDATED, Applier, RetryLater
+from promop.operator.apply import UNCHANGED, UPDATED, Applier, RetryLater
+from promop.operator.diff import input_hash
 from promop.operator.logs import fields
 from promop.operator.metrics import OperatorMetrics
-from promop.operator.status import now_rfc3339, prometheus_status, status_changed
+from promop.operator.status import now_rfc3339, prometheus_status, shard_count, status_changed
 from promop.render.model import RenderInputs, RenderOptions, RenderResult
 
 log = logging.getLogger("promop.operator.sync")
@@ -39,6 +40,10 @@ MONITOR_RESOURCES: dict[str, Resource] = {
 }
 _TLS_SHARD = re.compile(r"-tls-assets-\d+$")
 _STS_SHARD = re.compile(r"^(?:-shard-\d+)?$")
+
+
+class OwnerGone(Exception):
+    """The Prometheus was deleted while our cache still had it: creating objects for it would leak them."""
 
 
 class Stores:
@@ -89,6 +94,10 @@ class Syncer:
         self.now = now
         self.applier = Applier(client, on_sts_recreate=lambda: metrics.sts_delete_create.labels("prometheus").inc())
         self.events = feedback.EventDeduper()
+        # (what, ns, name[, prometheus]) -> (resourceVersion our write was based on, what we wrote):
+        # until the informer delivers our own write, the cache still shows the old object, and
+        # a sync in that window must not write the same thing again (a 409 at best).
+        self._memo: dict[tuple, tuple[str, Any]] = {}
         self._lock = threading.Lock()
         self.references: dict[str, set[tuple[str, str, str]]] = {}  # key -> (kind, ns, name) it read
         self.last_result: dict[str, RenderResult] = {}
@@ -128,6 +137,9 @@ class Syncer:
             result = self._render(key, prom)
             self._write_all(prom, result, report)
             self._feedback(prom, result, report)
+        except OwnerGone:
+            log.info("Prometheus deleted during the sync; nothing created", **fields(key=key))
+            return SyncReport(key, skipped="deleted")
         except Exception as exc:  # noqa: BLE001 - reported in status, then retried by the caller
             error = exc
             self.metrics.reconcile_errors.labels("prometheus").inc()
@@ -135,7 +147,7 @@ class Syncer:
             self.metrics.reconcile_duration.labels("prometheus").observe(time.monotonic() - started)
         try:
             self._update_status(key, prom, result, error)
-        except ApiError as exc:
+        except (ApiError, RetryLater) as exc:
             error = error or exc
         ns, name = _key(prom)
         if result is not None:
@@ -189,9 +201,27 @@ class Syncer:
         if action != UNCHANGED:
             report.writes += 1
 
+    def _owner_check(self, prom: dict) -> Callable[[], None]:
+        """Run before each create: is this Prometheus (same uid) still there? A direct GET, because
+        the cache may lag behind a deletion whose garbage collection already ran; creating then
+        would leak objects owned by nothing. Creates are rare, so the GET is cheap."""
+        ns, name = _key(prom)
+        uid = (prom.get("metadata") or {}).get("uid")
+
+        def check() -> None:
+            try:
+                live = self.client.get(PROMETHEUSES, name, ns)
+            except NotFound:
+                raise OwnerGone(f"{ns}/{name}") from None
+            md = live.get("metadata") or {}
+            if md.get("uid") != uid or md.get("deletionTimestamp"):
+                raise OwnerGone(f"{ns}/{name}")
+        return check
+
     def _write_all(self, prom: dict, result: RenderResult, report: SyncReport) -> None:
         ns, name = _key(prom)
-        self._write_rule_configmaps(prom, result.rule_configmaps, report)
+        check = self._owner_check(prom)
+        self._write_rule_configmaps(prom, result.rule_configmaps, report, check)
         desired_secret_names = set()
         for obj in result.objects():
             kind = obj.get("kind")
@@ -203,16 +233,18 @@ class Syncer:
             current = self._get(res, obj["metadata"]["name"], ns)
             if current is not None and obj is result.config_secret and getattr(result, "config_unmanaged", False):
                 continue  # unmanaged config: the user owns the Secret; we only create it when absent
-            self._count(report, self.applier.apply(res, obj, current))
+            self._count(report, self.applier.apply(res, obj, current, before_create=check))
         self._delete_stale_tls(prom, desired_secret_names, report)
-        self._write_statefulsets(prom, result.statefulsets, report)
+        self._write_statefulsets(prom, result.statefulsets, report, check)
 
-    def _write_rule_configmaps(self, prom: dict, desired: list[dict], report: SyncReport) -> None:
+    def _write_rule_configmaps(self, prom: dict, desired: list[dict], report: SyncReport,
+                               check: Callable[[], None]) -> None:
         ns, name = _key(prom)
         existing = self.client.list(CONFIGMAPS, ns, label_selector=f"prometheus-name={name}")["items"]
         current = {o["metadata"]["name"]: o for o in existing if _owned_by(o, prom)}
         for obj in desired:
-            self._count(report, self.applier.apply(CONFIGMAPS, obj, current.get(obj["metadata"]["name"])))
+            self._count(report, self.applier.apply(CONFIGMAPS, obj, current.get(obj["metadata"]["name"]),
+                                                   before_create=check))
         wanted = {o["metadata"]["name"] for o in desired}
         for stale in sorted(set(current) - wanted):
             if self.applier.delete(CONFIGMAPS, stale, ns):
@@ -229,11 +261,19 @@ class Syncer:
                 if self.applier.delete(SECRETS, o_name, ns):
                     self._count(report, "deleted")
 
-    def _write_statefulsets(self, prom: dict, desired: list[dict], report: SyncReport) -> None:
+    def _write_statefulsets(self, prom: dict, desired: list[dict], report: SyncReport,
+                            check: Callable[[], None]) -> None:
         ns, name = _key(prom)
         for obj in desired:
             current = self.stores.statefulsets.get(f"{ns}/{obj['metadata']['name']}")
-            action = self.applier.apply(STATEFULSETS, obj, current)
+            # read from the cache: on a conflict, wait for the informer rather than GET (no get verb needed)
+            memo = ("sts", ns, obj["metadata"]["name"])
+            if self._already_wrote(memo, current, input_hash(obj)):
+                self._count(report, UNCHANGED)
+                continue
+            action = self.applier.apply(STATEFULSETS, obj, current, refetch=False, before_create=check)
+            if action == UPDATED:
+                self._wrote(memo, current, input_hash(obj))
             self._count(report, action)
         wanted = {o["metadata"]["name"] for o in desired}
         prefix = f"prometheus-{name}"
@@ -243,6 +283,15 @@ class Syncer:
                     and _STS_SHARD.match(o_name[len(prefix):]) and _owned_by(obj, prom)):
                 if self.applier.delete(STATEFULSETS, o_name, ns, propagation_policy="Foreground"):
                     self._count(report, "deleted")
+
+    def _already_wrote(self, key: tuple, cached: Mapping[str, Any] | None, content: Any) -> bool:
+        """We wrote `content` over exactly this cached version, and the cache has not caught up yet."""
+        with self._lock:
+            return cached is not None and self._memo.get(key) == (_rv(cached), content)
+
+    def _wrote(self, key: tuple, based_on: Mapping[str, Any] | None, content: Any) -> None:
+        with self._lock:
+            self._memo[key] = (_rv(based_on), content)
 
     def _get(self, res: Resource, name: str, ns: str) -> dict | None:
         try:
@@ -257,33 +306,36 @@ class Syncer:
         report.selected = sum(1 for v in verdicts.values() if v.accepted)
         report.rejected = sum(1 for v in verdicts.values() if not v.accepted)
         now = self.now()
+        conflicts = 0
         for kind, store in self.stores.monitors.items():
             for obj in store.list():
                 o_ns, o_name = _key(obj)
                 verdict = verdicts.get((kind, o_ns, o_name))
-                self._write_bindings(kind, obj, prom, verdict, now)
+                conflicts += not self._write_bindings(kind, obj, prom, verdict, now)
         self._emit_events(prom, result, now)
+        if conflicts:
+            raise RetryLater(f"{conflicts} status.bindings writes conflicted with newer objects; retrying")
 
-    def _write_bindings(self, kind: str, obj: dict, prom: dict, verdict: feedback.Verdict | None, now: str) -> None:
+    def _write_bindings(self, kind: str, obj: dict, prom: dict, verdict: feedback.Verdict | None, now: str) -> bool:
+        """Write `obj`'s status.bindings if they change; False on a conflict (the caller requeues)."""
         if feedback.binding_current(obj, prom, verdict):
-            return
-        res = MONITOR_RESOURCES[kind]
-        for _ in range(3):
-            bindings = feedback.desired_bindings(obj, prom, verdict, now)
-            if not feedback.bindings_changed(obj, bindings):
-                return
-            body = {**obj, "status": {**(obj.get("status") or {}), "bindings": bindings}}
-            try:
-                self.client.update(res, body, subresource="status")
-                return
-            except Conflict:
-                o_ns, o_name = _key(obj)
-                try:
-                    obj = self.client.get(res, o_name, o_ns)
-                except NotFound:
-                    return
-            except NotFound:
-                return
+            return True
+        o_ns, o_name = _key(obj)
+        memo = ("bindings", kind, o_ns, o_name, "/".join(_key(prom)))
+        if self._already_wrote(memo, obj, verdict):
+            return True
+        bindings = feedback.desired_bindings(obj, prom, verdict, now)
+        if not feedback.bindings_changed(obj, bindings):
+            return True
+        body = {**obj, "status": {**(obj.get("status") or {}), "bindings": bindings}}
+        try:
+            self.client.update(MONITOR_RESOURCES[kind], body, subresource="status")
+            self._wrote(memo, obj, verdict)
+        except Conflict:
+            return False  # our cache is behind; the informer brings the new object before the retry
+        except NotFound:
+            pass
+        return True
 
     def _emit_events(self, prom: dict, result: RenderResult, now: str) -> None:
         for problems, rejected in ((result.rejected, True), (result.warnings, False)):
@@ -308,29 +360,32 @@ class Syncer:
     def _update_status(self, key: str, prom: dict, result: RenderResult | None, error: Exception | None) -> None:
         ns, name = _key(prom)
         shards: dict[int, dict | None] = {}
-        from promop.operator.status import shard_count
         for shard in range(shard_count(prom)):
             sts_name = f"prometheus-{name}" + (f"-shard-{shard}" if shard else "")
             shards[shard] = self.stores.statefulsets.get(f"{ns}/{sts_name}")
         reason = ""
         if result is not None and not any(d.selected for d in result.selection):
             reason = "NoSelectedResources"
-        for _ in range(3):
-            desired = prometheus_status(prom, shards, error=str(error) if error else None,
-                                        reconciled_reason=reason, now=self.now())
-            if not status_changed(prom.get("status"), desired):
-                return
-            self.metrics.status_updates.labels("prometheus").inc()
-            try:
-                self.client.update(PROMETHEUSES, {**prom, "status": desired}, subresource="status")
-                return
-            except Conflict:
-                prom = self.client.get(PROMETHEUSES, name, ns)
-            except NotFound:
-                return
-            except ApiError:
-                self.metrics.status_update_errors.labels("prometheus").inc()
-                raise
+        desired = prometheus_status(prom, shards, error=str(error) if error else None,
+                                    reconciled_reason=reason, now=self.now())
+        if not status_changed(prom.get("status"), desired):
+            return
+        memo = ("status", key)
+        comparable = {k: v for k, v in desired.items() if k != "conditions"}, [
+            {k: v for k, v in c.items() if k != "lastTransitionTime"} for c in desired["conditions"]]
+        if self._already_wrote(memo, prom, comparable):
+            return
+        self.metrics.status_updates.labels("prometheus").inc()
+        try:
+            self.client.update(PROMETHEUSES, {**prom, "status": desired}, subresource="status")
+            self._wrote(memo, prom, comparable)
+        except Conflict:
+            raise RetryLater(f"status of Prometheus {key}: our cached copy is outdated; retrying") from None
+        except NotFound:
+            return
+        except ApiError:
+            self.metrics.status_update_errors.labels("prometheus").inc()
+            raise
 
     # ---- deletion -------------------------------------------------------------------------
 
@@ -340,14 +395,26 @@ class Syncer:
         self.metrics.forget(ns, name)
         self.last_report.pop(key, None)
         with self._lock:
+            mine = [m for m in self._memo
+                    if m[-1] == key or (m[0] == "sts" and m[1] == ns and m[2].startswith(f"prometheus-{name}"))]
+            for memo in mine:
+                del self._memo[memo]
+        with self._lock:
             self.references.pop(key, None)
             self.last_result.pop(key, None)
             self._render_caches.pop(key, None)
         ghost = {"metadata": {"namespace": ns, "name": name}}
         now = self.now()
+        conflicts = 0
         for kind, store in self.stores.monitors.items():
             for obj in store.list():
-                self._write_bindings(kind, obj, ghost, None, now)
+                conflicts += not self._write_bindings(kind, obj, ghost, None, now)
+        if conflicts:
+            raise RetryLater(f"removing bindings of deleted Prometheus {key}: {conflicts} conflicts; retrying")
+
+
+def _rv(obj: Mapping[str, Any] | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
 
 
 def _owned_by(obj: Mapping[str, Any], prom: Mapping[str, Any]) -> bool:

@@ -110,8 +110,15 @@ def start_operator(cluster):
         r.shutdown()
 
 
+class Writes(list):
+    """Request records that print readably in assertion messages."""
+
+    def __repr__(self) -> str:
+        return repr([(r.verb, r.resource, r.subresource, r.namespace, r.name, r.code) for r in self])
+
+
 def operator_writes(sb: Sandbox, agent: str = OPERATOR_AGENT) -> list:
-    return [r for r in sb.requests if r.is_write and r.user_agent.startswith(agent)]
+    return Writes(r for r in sb.requests if r.is_write and r.user_agent.startswith(agent))
 
 
 KUBECTL = shutil.which("kubectl")

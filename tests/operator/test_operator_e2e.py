@@ -187,9 +187,12 @@ def test_deleting_prometheus_garbage_collects_everything(kube, start_operator, n
     eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p"] and names(kube, CONFIGMAPS), 20)
     assert {"prometheus-p", "prometheus-p-tls-assets-0"} <= set(names(kube, SECRETS))
     kube.delete(PROMETHEUSES, "p", NS)
-    eventually(lambda: not names(kube, STATEFULSETS) and not names(kube, CONFIGMAPS)
-               and not [n for n in names(kube, SECRETS) if n.startswith("prometheus-p")]
-               and not names(kube, SERVICES), 20, "everything collected")
+    def collected() -> bool:
+        left = (names(kube, STATEFULSETS) + names(kube, CONFIGMAPS) + names(kube, SERVICES)
+                + [n for n in names(kube, SECRETS) if n.startswith("prometheus-p")])
+        assert not left, f"still there: {left}"
+        return True
+    eventually(collected, 20, "everything collected")
 
 
 def test_foreign_writer_edit_is_restored(kube, start_operator, ns):

@@ -61,7 +61,7 @@ def test_faults_converge_without_lost_updates_or_hot_loops(cluster, kube, start_
     changes = n - 1
     writes = operator_writes(cluster)
     # per change: the config Secret and the new monitor's binding; plus retries of failed writes
-    assert len(writes) <= 3 * changes + 12, [(w.verb, w.resource, w.name, w.code) for w in writes]
+    assert len(writes) <= 3 * changes + 12, writes
     cluster.reset_requests()
     op.controller.enqueue_all()
     eventually(op.idle, 20)
