@@ -23,6 +23,7 @@ from promop.operator import mapping
 from promop.operator.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.options import Options
+from promop.operator.apply import RetryLater
 from promop.operator.sync import Stores, Syncer
 
 log = logging.getLogger("promop.operator.controller")
@@ -163,6 +164,9 @@ class Controller:
                 continue
             try:
                 self.syncer.sync(key)
+            except RetryLater as exc:
+                log.debug("sync deferred; retrying", **fields(key=key, reason=str(exc)))
+                q.add_rate_limited(key)
             except Exception as exc:  # noqa: BLE001 - every failure is retried with backoff
                 log.warning("sync failed; retrying with backoff",
                             **fields(key=key, error=str(exc), retries=q.num_requeues(key)))

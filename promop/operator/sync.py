@@ -140,6 +140,8 @@ class Syncer:
         except OwnerGone:
             log.info("Prometheus deleted during the sync; nothing created", **fields(key=key))
             return SyncReport(key, skipped="deleted")
+        except RetryLater:
+            raise  # transient (our cache is behind): not a failure worth a status condition
         except Exception as exc:  # noqa: BLE001 - reported in status, then retried by the caller
             error = exc
             self.metrics.reconcile_errors.labels("prometheus").inc()
