@@ -58,9 +58,7 @@ class Applier:
                     log.info("created", **fields(resource=res.label, object=f"{ns}/{name}"))
                     return CREATED
                 except AlreadyExists:
-                    if not refetch:
-                        raise RetryLater(f"{res.label} {ns}/{name} exists but is not in our cache yet") from None
-                    current = self._get(res, name, ns)
+                    current = self._reread(res, name, ns, refetch, "exists but is not in our cache yet")
                     continue
             if semantically_equal(desired, current):
                 return UNCHANGED
@@ -69,9 +67,7 @@ class Applier:
                 log.info("updated", **fields(resource=res.label, object=f"{ns}/{name}"))
                 return UPDATED
             except Conflict:
-                if not refetch:
-                    raise RetryLater(f"{res.label} {ns}/{name} changed since our cache saw it") from None
-                current = self._get(res, name, ns)
+                current = self._reread(res, name, ns, refetch, "changed since our cache saw it")
             except NotFound:
                 current = None
             except Invalid as exc:
@@ -102,6 +98,12 @@ class Applier:
             return False
         log.info("deleted", **fields(resource=res.label, object=f"{namespace}/{name}"))
         return True
+
+    def _reread(self, res: Resource, name: str, ns: str | None, refetch: bool, why: str) -> dict | None:
+        """After a 409: GET the object again, or (cache-fed objects) ask for a later sync."""
+        if not refetch:
+            raise RetryLater(f"{res.label} {ns}/{name} {why}")
+        return self._get(res, name, ns)
 
     def _get(self, res: Resource, name: str, ns: str | None) -> dict | None:
         try:

@@ -192,66 +192,52 @@ class Controller:
         ns = self.namespaces.store.get(namespace)
         return ((ns or {}).get("metadata") or {}).get("labels") or {}
 
-    def _register_handlers(self) -> None:
+    def _handle(self, inf: Informer, kind: str, keys: Callable[[Any], list[str]],
+                update_matters: Callable[[dict, dict], bool], on_initial: bool = False) -> None:
+        """Route `inf`'s events through `keys` into the queue; updates only when `update_matters`.
+
+        Objects of the initial LIST are skipped unless `on_initial` (the initial Prometheus
+        adds already enqueue every key)."""
         e = self._enqueue
+        inf.add_handler(
+            on_add=lambda o, initial: e(keys(o), kind, "add") if on_initial or not initial else None,
+            on_update=lambda old, new: e(keys(new), kind, "update") if update_matters(old, new) else None,
+            on_delete=lambda o: e(keys(o), kind, "delete"))
 
+    def _register_handlers(self) -> None:
         def prom_key(obj: Any) -> list[str]:
-            return [mapping.key_of(_obj(obj))] if not isinstance(obj, Tombstone) else [obj.key]
+            return [obj.key] if isinstance(obj, Tombstone) else [mapping.key_of(obj)]
 
-        def prom_update(old: dict, new: dict) -> None:
+        def prom_update_matters(old: dict, new: dict) -> bool:
             resync = not mapping.resource_version_changed(old, new)
-            if resync or mapping.prometheus_update_matters(old, new):
-                e(prom_key(new), "Prometheus", "update")
+            return resync or mapping.prometheus_update_matters(old, new)
 
-        self.prometheuses.add_handler(on_add=lambda o, initial: e(prom_key(o), "Prometheus", "add"),
-                                      on_update=prom_update,
-                                      on_delete=lambda o: e(prom_key(o), "Prometheus", "delete"))
+        self._handle(self.prometheuses, "Prometheus", prom_key, prom_update_matters, on_initial=True)
 
         for kind, inf in (("ServiceMonitor", self.servicemonitors), ("PodMonitor", self.podmonitors),
                           ("PrometheusRule", self.rules)):
             def monitor_keys(obj: Any, kind: str = kind) -> list[str]:
                 ns = (_obj(obj).get("metadata") or {}).get("namespace", "")
                 return mapping.for_monitor(kind, ns, self._proms(), self._ns_labels)
-
-            def monitor_update(old: dict, new: dict, kind: str = kind, keys: Callable = monitor_keys) -> None:
-                if mapping.monitor_update_matters(old, new):
-                    e(keys(new), kind, "update")
-
-            inf.add_handler(on_add=lambda o, initial, kind=kind, keys=monitor_keys: None if initial else e(
-                                keys(o), kind, "add"),
-                            on_update=monitor_update,
-                            on_delete=lambda o, kind=kind, keys=monitor_keys: e(keys(o), kind, "delete"))
+            self._handle(inf, kind, monitor_keys, mapping.monitor_update_matters)
 
         for kind, inf in (("Secret", self.secrets), ("ConfigMap", self.configmaps)):
             def ref_keys(obj: Any, kind: str = kind) -> list[str]:
                 md = _obj(obj).get("metadata") or {}
                 return mapping.for_referenced(kind, md.get("namespace", ""), md.get("name", ""), self._proms(),
                                               self.syncer.references)
+            self._handle(inf, kind, ref_keys, mapping.resource_version_changed)
 
-            def ref_update(old: dict, new: dict, kind: str = kind, keys: Callable = ref_keys) -> None:
-                if mapping.resource_version_changed(old, new):
-                    e(keys(new), kind, "update")
+        self._handle(self.statefulsets, "StatefulSet", lambda o: mapping.for_statefulset(_obj(o)),
+                     mapping.resource_version_changed, on_initial=True)
 
-            inf.add_handler(on_add=lambda o, initial, kind=kind, keys=ref_keys: None if initial else e(
-                                keys(o), kind, "add"),
-                            on_update=ref_update,
-                            on_delete=lambda o, kind=kind, keys=ref_keys: e(keys(o), kind, "delete"))
-
-        def sts_update(old: dict, new: dict) -> None:
-            if mapping.resource_version_changed(old, new):
-                e(mapping.for_statefulset(new), "StatefulSet", "update")
-
-        self.statefulsets.add_handler(
-            on_add=lambda o, initial: e(mapping.for_statefulset(o), "StatefulSet", "add"),
-            on_update=sts_update,
-            on_delete=lambda o: e(mapping.for_statefulset(_obj(o)), "StatefulSet", "delete"))
-
-        def ns_labels(obj: Any) -> dict:
+        def ns_labels(obj: Any) -> dict | None:
             return (_obj(obj).get("metadata") or {}).get("labels") or {}
 
         def ns_name(obj: Any) -> str:
             return (_obj(obj).get("metadata") or {}).get("name", "")
 
+        e = self._enqueue
         self.namespaces.add_handler(
             on_add=lambda o, initial: None if initial else e(
                 mapping.for_namespace_change(None, ns_labels(o), ns_name(o), self._proms()), "Namespace", "add"),
