@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from promop.render.model import RenderOptions, obj_meta
 from promop.render.store import Store
-from promop.render.versions import Version
+from promop.render.versions import Version, VersionError
 
 # Prometheus spec fields that cannot change a monitor's scrape jobs. Everything
 # else (a deny-list, so a forgotten field costs cache hits, never correctness)
@@ -51,7 +51,10 @@ class GenContext:
     def __post_init__(self) -> None:
         self.spec = self.prometheus.get("spec") or {}
         self.namespace, self.name = obj_meta(self.prometheus)
-        self.version = Version(self.spec.get("version"))
+        version = self.spec.get("version")
+        if version is not None and not isinstance(version, str):
+            raise VersionError(f"spec.version: {version!r} is not a Prometheus version; use a form like v2.42.0 or v3.13.2")
+        self.version = Version(version)
         shards = self.spec.get("shards")
         self.shards = shards if isinstance(shards, int) and not isinstance(shards, bool) and shards > 1 else 1
         self.scrape_classes = {c.get("name"): c for c in self.spec.get("scrapeClasses") or () if isinstance(c, Mapping)}

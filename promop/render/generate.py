@@ -20,6 +20,7 @@ from promop.render.model import Problem, RenderOptions, obj_meta
 from promop.render.podmonitor import pod_monitor_jobs
 from promop.render.remote_write import remote_write_section
 from promop.render.scrape import service_monitor_jobs
+from promop.render.shape import sanitized_prometheus
 from promop.render.store import Reject, Scope, Store
 from promop.render.tls_assets import tls_config
 from promop.render.validate_monitor import validate_monitor
@@ -57,8 +58,23 @@ class ConfigResult:
     assets: dict[str, str]
 
 
+INTERNAL_ERROR = "promop could not process this object (a promop bug, please report it)"
+
+
 def monitor_fragment(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> Fragment:
-    """Validate and generate one ServiceMonitor/PodMonitor; never raises for bad input."""
+    """Validate and generate one ServiceMonitor/PodMonitor; never raises for bad input.
+
+    An unexpected exception rejects this object only, so one object that hits
+    a bug cannot stop every other one from rendering.
+    """
+    try:
+        return _monitor_fragment(ctx, kind, obj)
+    except Exception as e:  # noqa: BLE001 - isolate the failure to this object
+        ns, name = obj_meta(obj)
+        return Fragment(kind, ns, name, rejected=[Problem(kind, ns, name, "spec", f"{INTERNAL_ERROR}: {type(e).__name__}: {e}")])
+
+
+def _monitor_fragment(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> Fragment:
     ns, name = obj_meta(obj)
     frag = Fragment(kind, ns, name)
     frag.rejected = validate_monitor(ctx, kind, obj)
@@ -185,7 +201,10 @@ def generate_config(
     Invalid monitors are left out and reported in `rejected`.
     """
     options = options or RenderOptions()
+    prometheus, malformed = sanitized_prometheus(prometheus)
     ctx, prom_scope = new_context(prometheus, options, Store(secrets, configmaps))
+    for f, m in malformed:
+        prom_scope.warn(f, m)
     fragments = monitor_fragments(ctx, service_monitors, pod_monitors, cache)
     return build_config(ctx, prom_scope, fragments, rule_configmap_names)
 

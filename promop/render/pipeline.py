@@ -16,6 +16,7 @@ from promop.render.generate import build_config, monitor_fragments, new_context
 from promop.render.model import Decision, ObjectRef, Problem, RenderInputs, RenderResult, obj_meta
 from promop.render.rules import RulesResult, build_rule_configmaps
 from promop.render.selection import select
+from promop.render.shape import sanitized_prometheus
 from promop.render.service import build_service, build_web_config_secret
 from promop.render.statefulset import build_statefulsets, compute_input_hash
 from promop.render.store import Store
@@ -31,11 +32,13 @@ def _selected(decisions: list[Decision], objs: Iterable[Mapping[str, Any]]) -> l
     return [o for o in objs if obj_meta(o) in chosen]
 
 
-def select_all(inputs: RenderInputs, warnings: list[Problem] | None = None) -> dict[str, list[Decision]]:
+def select_all(
+    inputs: RenderInputs, warnings: list[Problem] | None = None, prometheus: dict | None = None
+) -> dict[str, list[Decision]]:
     """Selection decisions for each kind a Prometheus selects."""
     namespaces = list(inputs.namespaces) or _inferred_namespaces(inputs)
     return {
-        kind: select(inputs.prometheus, objs, kind, namespaces, warnings)
+        kind: select(prometheus or inputs.prometheus, objs, kind, namespaces, warnings)
         for kind, objs in (
             ("ServiceMonitor", inputs.service_monitors),
             ("PodMonitor", inputs.pod_monitors),
@@ -52,11 +55,13 @@ def _inferred_namespaces(inputs: RenderInputs) -> list[dict]:
 
 def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResult:
     """Every object one Prometheus needs. Pure: equal inputs give equal outputs, cache or not."""
-    prometheus = inputs.prometheus
+    prometheus, malformed = sanitized_prometheus(inputs.prometheus)
     options = inputs.options
-    spec = prometheus.get("spec") or {}
-    warnings: list[Problem] = list(unsupported_fields(prometheus))
-    decisions = select_all(inputs, warnings)
+    spec = prometheus["spec"]
+    prom_ns, prom_name = obj_meta(prometheus)
+    warnings: list[Problem] = [Problem("Prometheus", prom_ns, prom_name, f, m) for f, m in malformed]
+    warnings += unsupported_fields(prometheus)
+    decisions = select_all(inputs, warnings, prometheus)
     sms = _selected(decisions["ServiceMonitor"], inputs.service_monitors)
     pms = _selected(decisions["PodMonitor"], inputs.pod_monitors)
     rules = sorted(_selected(decisions["PrometheusRule"], inputs.prometheus_rules), key=obj_meta)
@@ -121,7 +126,7 @@ def _walk_refs(value: Any, namespace: str, out: set[ObjectRef], key: str = "") -
             return
         if key == "proxyConnectHeader":  # {header: [SecretKeySelector, ...]}
             for selectors in value.values():
-                for sel in selectors or ():
+                for sel in selectors if isinstance(selectors, list) else ():
                     _walk_refs(sel, namespace, out, "secret")
             return
         for k, v in value.items():
@@ -138,9 +143,10 @@ def references(inputs: RenderInputs) -> set[ObjectRef]:
     resolved in each object's own namespace).
     """
     out: set[ObjectRef] = set()
-    prom_ns, _ = obj_meta(inputs.prometheus)
-    _walk_refs(inputs.prometheus.get("spec") or {}, prom_ns, out)
-    decisions = select_all(inputs)
+    prometheus, _ = sanitized_prometheus(inputs.prometheus)
+    prom_ns, _ = obj_meta(prometheus)
+    _walk_refs(prometheus["spec"], prom_ns, out)
+    decisions = select_all(inputs, None, prometheus)
     for kind, objs in (("ServiceMonitor", inputs.service_monitors), ("PodMonitor", inputs.pod_monitors)):
         for obj in _selected(decisions[kind], objs):
             _walk_refs(obj.get("spec") or {}, obj_meta(obj)[0], out)

@@ -14,6 +14,7 @@ from promop.render.auth import set_auth_fields
 from promop.render.context import GenContext
 from promop.render.duration import DurationError, parse_duration, parse_size
 from promop.render.model import Problem, obj_meta
+from promop.render.shape import MONITOR_SPEC, shape_problems
 
 ENDPOINTS_FIELD = {"ServiceMonitor": "endpoints", "PodMonitor": "podMetricsEndpoints"}
 _INT_LIMITS = (
@@ -33,6 +34,11 @@ def validate_monitor(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> list
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         bad("spec", "must be a mapping")
+        return problems
+    shapes = shape_problems(spec, MONITOR_SPEC, "spec")
+    if shapes:  # deeper checks assume the right types
+        for field, message in shapes:
+            bad(field, message)
         return problems
     try:
         parse_selector(spec.get("selector") or {}, "spec.selector")
