@@ -28,3 +28,17 @@ def test_demo_once(tmp_path):
     assert len(jobs) == 22 and "serviceMonitor/monitoring/node-exporter/0" in jobs
     assert not any("broken-example" in j for j in jobs)
     assert len(config["rule_files"]) >= 3
+
+
+def test_demo_once_against_a_cluster_kubeconfig(tmp_path):
+    from promop.sandbox import Sandbox
+
+    with Sandbox(port=0) as sb:
+        kubeconfig = sb.write_kubeconfig(tmp_path / "kubeconfig")
+        proc = subprocess.run([sys.executable, "-m", "promop", "demo", "--once", "--kubeconfig", kubeconfig,
+                               "--output-dir", str(tmp_path / "out")],
+                              capture_output=True, text=True, timeout=180, cwd=ROOT)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert f"cluster: {sb.url}" in proc.stdout
+        assert "sandbox:" not in proc.stdout
+        assert (tmp_path / "out" / "monitoring_k8s_prometheus.yaml").exists()

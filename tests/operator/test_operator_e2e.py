@@ -184,7 +184,9 @@ def test_deleting_prometheus_garbage_collects_everything(kube, start_operator, n
     start_operator()
     kube.create(PROMETHEUSES, prometheus())
     kube.create(PROMETHEUSRULES, rule("r", "up"))
+    kube.create(SERVICEMONITORS, service_monitor("a"))
     eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p"] and names(kube, CONFIGMAPS), 20)
+    eventually(lambda: kube.get(SERVICEMONITORS, "a", NS).get("status", {}).get("bindings"), 20, "a binding")
     assert {"prometheus-p", "prometheus-p-tls-assets-0"} <= set(names(kube, SECRETS))
     kube.delete(PROMETHEUSES, "p", NS)
     def collected() -> bool:
@@ -193,6 +195,7 @@ def test_deleting_prometheus_garbage_collects_everything(kube, start_operator, n
         assert not left, f"still there: {left}"
         return True
     eventually(collected, 20, "everything collected")
+    eventually(lambda: not kube.get(SERVICEMONITORS, "a", NS)["status"]["bindings"], 20, "its binding removed")
 
 
 def test_foreign_writer_edit_is_restored(kube, start_operator, ns):
