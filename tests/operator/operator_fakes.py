@@ -16,7 +16,7 @@ import yaml
 
 from promop.kube.selector import parse_selector
 from promop.render.meta import managed_metadata, prefixed_name
-from promop.render.model import Decision, ObjectRef, Problem, RenderResult
+from promop.render.model import Decision, Problem, RenderResult
 
 
 def fake_references(inputs) -> set:
