@@ -88,6 +88,12 @@ class Collector:
                 found.append((dkey, dependent))
         return found
 
+    def _blocking(self, uid: str) -> list[tuple[Key, dict]]:
+        """Dependents a foreground deletion waits for: those with blockOwnerDeletion."""
+        return [(key, dependent) for key, dependent in self._live_dependents(uid)
+                if any(ref.get("uid") == uid and ref.get("blockOwnerDeletion")
+                       for ref in dependent["metadata"].get("ownerReferences") or [])]
+
     def _without_owner(self, dkey: Key, dependent: dict, uid: str) -> None:
         updated = _meta_copy(dependent)
         refs = [r for r in dependent["metadata"].get("ownerReferences") or []
@@ -126,7 +132,7 @@ class Collector:
         owner = self.store.by_uid(owner_uid)
         if owner is None or FOREGROUND not in (owner["metadata"].get("finalizers") or []):
             return
-        if not owner["metadata"].get("deletionTimestamp") or self._live_dependents(owner_uid):
+        if not owner["metadata"].get("deletionTimestamp") or self._blocking(owner_uid):
             return
         key = self.store.uids[owner_uid][0]
         released = _meta_copy(owner)

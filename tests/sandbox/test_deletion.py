@@ -158,3 +158,13 @@ def test_delete_collection_with_selector(core):
     core.create_namespaced_config_map("default", configmap("b", labels={"x": "2"}))
     core.delete_collection_namespaced_config_map("default", label_selector="x=1")
     assert names(core) == ["b"]
+
+
+def test_foreground_waits_only_for_blocking_dependents(core):
+    owner = core.create_namespaced_config_map("default", configmap("owner"))
+    held = owned_by(owner, "held-child", block=False)
+    held["metadata"]["finalizers"] = ["example.com/slow"]
+    core.create_namespaced_config_map("default", held)
+    core.delete_namespaced_config_map("owner", "default", propagation_policy="Foreground")
+    assert names(core) == ["held-child"]  # the owner did not wait for a non-blocking one
+    assert core.read_namespaced_config_map("held-child", "default").metadata.deletion_timestamp
