@@ -104,6 +104,19 @@ def _first(params: dict, name: str, default: str | None = None) -> str | None:
     return values[0] if values else default
 
 
+def _number(params: dict, name: str, default: float) -> float:
+    text = _first(params, name)
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise bad_request(f'{name} must be a non-negative integer, not "{text}"') from None
+    if value < 0:
+        raise bad_request(f'{name} must be a non-negative integer, not "{text}"')
+    return value
+
+
 def _flag(params: dict, name: str) -> bool:
     return (_first(params, name) or "").lower() in ("true", "1")
 
@@ -340,7 +353,7 @@ class Handler(BaseHTTPRequestHandler):
             return 200, api.get(rt, ns, name)
         if verb == "list":
             predicate = self._predicate(params)
-            limit = int(_first(params, "limit", "0") or 0)
+            limit = int(_number(params, "limit", 0))
             result = api.list(rt, route.namespace, predicate, limit,
                               _first(params, "continue", "") or "")
             return 200, result
@@ -428,7 +441,7 @@ class Handler(BaseHTTPRequestHandler):
                 since = int(rv_param)
             except ValueError:
                 raise bad_request(f'invalid resourceVersion "{rv_param}"') from None
-        timeout = float(_first(params, "timeoutSeconds") or sandbox.default_watch_timeout)
+        timeout = _number(params, "timeoutSeconds", sandbox.default_watch_timeout)
         bookmarks = _flag(params, "allowWatchBookmarks")
         self.send_response(200)
         self.send_header("Content-Type", JSON)

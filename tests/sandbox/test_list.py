@@ -118,3 +118,10 @@ def test_partial_object_metadata_list_and_get(core):
     full = raw(core.read_namespaced_secret("s", "default", _preload_content=False,
                                            _headers={"Accept": "application/json, " + PARTIAL}))
     assert full["kind"] == "Secret"
+
+
+def test_bad_numeric_parameters_are_bad_requests(api_client, sandbox):
+    pool = api_client.rest_client.pool_manager
+    for query in ("limit=ten", "limit=-1", "watch=true&timeoutSeconds=soon"):
+        response = pool.request("GET", f"{sandbox.url}/api/v1/configmaps?{query}")
+        assert response.status == 400, query
