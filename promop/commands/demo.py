@@ -45,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
     from promop.operator.install import install_crds
     from promop.operator.options import Options
 
+    for what, path in (("--crds", args.crds), ("--examples", args.examples)):
+        if not path.is_dir():
+            print(f"promop demo: {path} is not a directory; run from a checkout of promop or pass {what} DIR")
+            return 2
     logs.setup(args.log_level, "logfmt")
     out_dir = args.output_dir or Path(tempfile.mkdtemp(prefix="promop-demo-"))
     out_dir.mkdir(parents=True, exist_ok=True)
