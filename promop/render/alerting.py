@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any, Mapping
 
@@ -62,7 +63,9 @@ def _alertmanager(ctx: GenContext, scope: Scope, am: Mapping[str, Any], field: s
         if wanted == "EndpointSlice" and ctx.options.endpointslice_supported and ctx.version.at_least("2.21.0")
         else "endpoints"
     )
-    out["kubernetes_sd_configs"] = [{"role": role, "namespaces": {"names": [am.get("namespace") or ctx.namespace]}}]
+    sd = {"role": role, "namespaces": {"names": [am.get("namespace") or ctx.namespace]}}
+    sd.update(copy.deepcopy(ctx.apiserver_sd))
+    out["kubernetes_sd_configs"] = [sd]
     auth.credentials(scope, am, out, field)
     version = am.get("apiVersion")
     if version and str(version).lower() not in ("v1", "v2"):

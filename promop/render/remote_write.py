@@ -58,15 +58,13 @@ def _remote_write(ctx: GenContext, scope: Scope, rw: Mapping[str, Any], field: s
     parsed = urlsplit(str(rw["url"]))
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise Reject(f"{field}.url", f"{rw['url']!r} is not an http(s) URL")
-    out: dict = {"url": rw["url"]}
-    if rw.get("remoteTimeout"):
-        out["remote_timeout"] = _duration(rw["remoteTimeout"], f"{field}.remoteTimeout")
+    out: dict = {"url": rw["url"], "remote_timeout": _duration(rw.get("remoteTimeout") or "30s", f"{field}.remoteTimeout")}
     if rw.get("headers"):
         for name in rw["headers"]:
             if str(name).lower() in _RESERVED_HEADERS:
                 raise Reject(f"{field}.headers.{name}", f"header {name} is reserved by Prometheus; set credentials "
                              "with basicAuth, authorization or oauth2 instead")
-        scope.put(out, "headers", dict(rw["headers"]), "2.25.0", f"{field}.headers")
+        scope.put(out, "headers", dict(sorted(rw["headers"].items())), "2.15.0", f"{field}.headers")
     if rw.get("name"):
         scope.put(out, "name", rw["name"], "2.15.0", f"{field}.name")
     if rw.get("messageVersion"):

@@ -61,6 +61,9 @@ def test_text_equals_a_plain_csafedumper_dump_without_shared_objects():
     inputs.service_monitors[0]["spec"]["endpoints"] *= 2
     inputs.service_monitors[0]["spec"]["endpoints"][1]["metricRelabelings"] = [{"action": "labeldrop", "regex": "x"}]
     result = render(inputs)
+    # the API server settings apply to every Kubernetes SD block, Alertmanagers' included
+    assert result.config["alerting"]["alertmanagers"][0]["kubernetes_sd_configs"][0]["api_server"] == "https://k8s"
+    assert result.config["scrape_configs"][0]["kubernetes_sd_configs"][0]["basic_auth"] == {"username": "u", "password": "p"}
     plain = yaml.dump(result.config, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
                       default_flow_style=False, sort_keys=False, allow_unicode=True)
     assert "&id" not in plain
@@ -121,6 +124,7 @@ def test_global_external_labels_alerting_remote_write_additional():
     assert rw["basic_auth"] == {"username": "u", "password": "p"}
     assert rw["write_relabel_configs"] == [{"source_labels": ["__name__"], "regex": "go_.*", "action": "drop"}]
     assert rw["queue_config"] == {"max_shards": 10, "batch_send_deadline": "5s"}
+    assert rw["remote_timeout"] == "30s"  # upstream's default, always written
     assert cfg["scrape_configs"][-1]["job_name"] == "static"
     assert [j["job_name"] for j in cfg["scrape_configs"]] == [
         "serviceMonitor/monitoring/a/0", "podMonitor/monitoring/p/0", "static"]
