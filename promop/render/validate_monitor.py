@@ -35,6 +35,13 @@ def validate_monitor(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> list
     if not isinstance(spec, Mapping):
         bad("spec", "must be a mapping")
         return problems
+    enforced = ctx.spec.get("enforcedNamespaceLabel")
+    if enforced and not relabel.valid_label_name(enforced, ctx.version):
+        # Dropping the label would let tenants spoof namespaces; keeping it would make Prometheus
+        # refuse the whole config. So nothing is scraped until the Prometheus is fixed.
+        bad("spec", f"the Prometheus spec.enforcedNamespaceLabel {enforced!r} is not a valid label name for "
+                    f"Prometheus {ctx.version}; fix the Prometheus")
+        return problems
     shapes = shape_problems(spec, MONITOR_SPEC, "spec")
     if shapes:  # deeper checks assume the right types
         for field, message in shapes:

@@ -209,3 +209,10 @@ def test_invalid_default_scrape_class_rejects_its_users_only():
     assert "scrape class 'bad' has an invalid relabelings[0]: action hashmod needs a non-zero modulus" in problem.message
     job = result.config["scrape_configs"][0]
     assert {"regex": "tmp_.*", "action": "labeldrop"} in job["relabel_configs"]
+
+
+def test_invalid_enforced_namespace_label_rejects_monitors_instead_of_dropping_enforcement():
+    result = render(_inputs([_good()], enforcedNamespaceLabel="tenant-ns"))
+    [problem] = result.rejected
+    assert "spec.enforcedNamespaceLabel 'tenant-ns' is not a valid label name" in problem.message
+    assert result.config["scrape_configs"] == []
