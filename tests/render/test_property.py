@@ -16,6 +16,9 @@ from promop.render import RenderInputs, render
 
 from .helpers import lay_out, pod_monitor, promtool_check_config, prometheus_obj, promtool_path, service_monitor
 
+PEM_CERT = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+PEM_KEY = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
+
 label_name = st.text(string.ascii_lowercase + "_", min_size=1, max_size=8).filter(lambda s: not s.startswith("__"))
 k8s_name = st.builds(
     lambda first, middle, last: first + middle + last,
@@ -80,8 +83,13 @@ def endpoint(draw, pod=False):
             ep[f] = draw(st.booleans())
     ep["relabelings"] = draw(st.lists(relabel(), max_size=4))
     ep["metricRelabelings"] = draw(st.lists(relabel(), max_size=3))
-    if draw(st.booleans()):
+    tls = draw(st.sampled_from([None, "plain", "assets"]))
+    if tls == "plain":
         ep["tlsConfig"] = {"insecureSkipVerify": draw(st.booleans()), "serverName": "example.com"}
+    elif tls == "assets":
+        ep["tlsConfig"] = {"ca": {draw(st.sampled_from(["secret", "configMap"])): {"name": "tls", "key": "ca.crt"}},
+                           "cert": {"secret": {"name": "tls", "key": "tls.crt"}},
+                           "keySecret": {"name": "tls", "key": "tls.key"}, "minVersion": "TLS12"}
     if draw(st.booleans()):
         ep["bearerTokenSecret"] = {"name": "creds", "key": "token"}
     return ep
@@ -134,11 +142,17 @@ def test_valid_monitors_render_to_a_config_promtool_accepts(tmp_path_factory, mo
         spec.update(enforcedNamespaceLabel="namespace", enforcedSampleLimit=5000)
     secrets = {(ns, "creds"): {"metadata": {"name": "creds", "namespace": ns}, "stringData": {"token": "t"}}
                for ns in ("monitoring", "apps")}
+    secrets.update({(ns, "tls"): {"metadata": {"name": "tls", "namespace": ns},
+                                  "stringData": {"ca.crt": PEM_CERT, "tls.crt": PEM_CERT, "tls.key": PEM_KEY}}
+                    for ns in ("monitoring", "apps")})
+    configmaps = {(ns, "tls"): {"metadata": {"name": "tls", "namespace": ns}, "data": {"ca.crt": PEM_CERT}}
+                  for ns in ("monitoring", "apps")}
     inputs = RenderInputs(
         prometheus=prometheus_obj(**spec),
         service_monitors=[m for k, m in monitors if k == "ServiceMonitor"],
         pod_monitors=[m for k, m in monitors if k == "PodMonitor"],
         secrets=secrets,
+        configmaps=configmaps,
     )
     result = render(inputs)
     assert result.rejected == []
