@@ -38,6 +38,7 @@ class _Scanner:
     def __init__(self, text: str):
         self.s = text
         self.i = 0
+        self.angle_named_groups = False
 
     def error(self, msg: str) -> str:
         return f"{msg} (at offset {self.i} of {self.s!r}); Prometheus uses RE2 syntax, see https://github.com/google/re2/wiki/Syntax"
@@ -47,9 +48,13 @@ class _Scanner:
         return self.s[j] if j < len(self.s) else ""
 
 
-def check_re2(regex: str) -> str | None:
-    """None if RE2 (Go regexp) accepts `regex`, else why not."""
+def check_re2(regex: str, angle_named_groups: bool = False) -> str | None:
+    """None if RE2 (Go regexp) accepts `regex`, else why not.
+
+    `angle_named_groups`: accept `(?<name>...)` (Go >= 1.22, i.e. Prometheus 3).
+    """
     sc = _Scanner(regex)
+    sc.angle_named_groups = angle_named_groups
     depth = 0
     can_repeat = False  # is there an atom a quantifier could apply to?
     last_was_quant = False
@@ -146,9 +151,10 @@ def _group_open(sc: _Scanner) -> tuple[str | None, bool]:
     s, i = sc.s, sc.i
     if s.startswith("(?", i):
         rest = s[i + 2 :]
-        if rest.startswith("P<"):
-            end = s.find(">", i + 4)
-            name = s[i + 4 : end] if end != -1 else ""
+        if rest.startswith("P<") or (sc.angle_named_groups and rest.startswith("<") and rest[1:2] not in ("=", "!")):
+            start = i + (4 if rest.startswith("P<") else 3)
+            end = s.find(">", start)
+            name = s[start:end] if end != -1 else ""
             if end == -1 or not name or not all(ch.isalnum() or ch == "_" for ch in name):
                 return sc.error("invalid named capture group; use (?P<name>...)"), False
             sc.i = end + 1

@@ -120,7 +120,7 @@ def validate(rc: Any, version: Version, snake: bool = False) -> None:
     if regex is not None:
         if not isinstance(regex, str):
             raise RelabelError(f_regex, f"must be a string, got {regex!r}")
-        problem = check_re2(regex)
+        problem = check_re2(regex, angle_named_groups=version.at_least("3.0.0"))
         if problem:
             raise RelabelError(f_regex, f"invalid regex: {problem}")
     target = rc.get(f_target) or ""

@@ -41,3 +41,9 @@ def test_python_accepts_what_re2_refuses():
     for regex in ("a(?=b)", "(a)\\1", "(?>a)", "a*+"):
         re.compile(regex)
         assert check_re2(regex)
+
+
+def test_angle_named_groups_only_for_newer_go():
+    assert check_re2("(?<n>a)") is not None
+    assert check_re2("(?<n>a)", angle_named_groups=True) is None
+    assert "lookbehind" in check_re2("(?<=a)b", angle_named_groups=True)
