@@ -97,6 +97,8 @@ def propagation(monitors: int, changes: int) -> dict:
         first_sync = time.perf_counter() - started
         wait_for(lambda: len(op.controller.queue) == 0 and op.controller.queue.processing() == 0, 60, "idle")
 
+        ops = op.controller.metrics.reconcile_operations.labels("prometheus")
+        syncs_before = ops._value.get()
         latencies, baseline, writes = [], [], []
         by_resource: dict[str, int] = {}
         for n in range(changes):
@@ -119,13 +121,14 @@ def propagation(monitors: int, changes: int) -> dict:
             for r in mine:
                 key = r.resource + (f"/{r.subresource}" if r.subresource else "")
                 by_resource[key] = by_resource.get(key, 0) + 1
+        syncs = (ops._value.get() - syncs_before) / changes
         stop.set()
         thread.join(30)
         sms.stop()
         secrets.stop()
         return {"first_sync_s": first_sync, "p50": statistics.median(latencies), "p99": pct(latencies, 99),
                 "base_p50": statistics.median(baseline), "base_p99": pct(baseline, 99),
-                "writes_per_change": statistics.mean(writes), "writes_max": max(writes),
+                "writes_per_change": statistics.mean(writes), "writes_max": max(writes), "syncs_per_change": syncs,
                 "by_resource": {k: v / changes for k, v in sorted(by_resource.items())}}
 
 
@@ -208,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'operator (SM -> Secret)':28}{p['p50'] * 1e3:>10.1f}{p['p99'] * 1e3:>10.1f}")
     print(f"{'baseline (SM watch event)':28}{p['base_p50'] * 1e3:>10.1f}{p['base_p99'] * 1e3:>10.1f}")
     print(f"{'ratio':28}{p['p50'] / p['base_p50']:>10.1f}{p['p99'] / p['base_p99']:>10.1f}")
-    print(f"\n2. API writes per change: mean {p['writes_per_change']:.2f}, max {p['writes_max']}")
+    print(f"\n2. API writes per change: mean {p['writes_per_change']:.2f}, max {p['writes_max']} "
+          f"(syncs per change: {p['syncs_per_change']:.2f})")
     for res, per in p["by_resource"].items():
         print(f"   {res:32} {per:.2f}")
     m = memory(args.secrets)

@@ -36,9 +36,11 @@ def _name(obj: dict) -> tuple[str | None, str]:
 class Applier:
     """Writes desired objects through `client`; `on_sts_recreate` counts 422 recreations."""
 
-    def __init__(self, client: KubeClient, on_sts_recreate: Any = None) -> None:
+    def __init__(self, client: KubeClient, on_sts_recreate: Any = None,
+                 on_written: Callable[[Resource, dict], None] | None = None) -> None:
         self.client = client
         self.on_sts_recreate = on_sts_recreate
+        self.on_written = on_written or (lambda res, obj: None)  # sees the server's answer to each write
 
     def apply(self, res: Resource, desired: dict, current: dict | None, *, refetch: bool = True,
               before_create: Callable[[], None] | None = None) -> str:
@@ -54,7 +56,7 @@ class Applier:
                 if before_create is not None:
                     before_create()
                 try:
-                    self.client.create(res, normalise(desired), ns)
+                    self.on_written(res, self.client.create(res, normalise(desired), ns))
                     log.info("created", **fields(resource=res.label, object=f"{ns}/{name}"))
                     return CREATED
                 except AlreadyExists:
@@ -63,7 +65,7 @@ class Applier:
             if semantically_equal(desired, current):
                 return UNCHANGED
             try:
-                self.client.update(res, for_update(desired, current), ns)
+                self.on_written(res, self.client.update(res, for_update(desired, current), ns))
                 log.info("updated", **fields(resource=res.label, object=f"{ns}/{name}"))
                 return UPDATED
             except Conflict:
@@ -84,7 +86,7 @@ class Applier:
             self.on_sts_recreate()
         self.delete(res, name, ns, propagation_policy="Foreground")
         try:
-            self.client.create(res, normalise(desired), ns)
+            self.on_written(res, self.client.create(res, normalise(desired), ns))
         except AlreadyExists:
             raise RetryLater(f"{res.label} {ns}/{name} is still being deleted; it is recreated on the next sync") \
                 from None

@@ -86,6 +86,12 @@ class Controller:
             namespace_allowed=options.namespace_allowed,
         )
         self._workers: list[threading.Thread] = []
+        # Updates of objects we write that may be the echo of our own write, per key: the write's
+        # response may be recorded only after its watch event arrived. A key queued for such
+        # events only is skipped at dequeue time if they all turn out to be our own writes.
+        self._suspects: dict[str, list[tuple[str, dict]]] = {}
+        self._real: set[str] = set()
+        self._suspect_lock = threading.Lock()
         self._stopping = threading.Event()
         self._register_handlers()
 
@@ -146,8 +152,13 @@ class Controller:
             inf.stop()
 
     def enqueue_all(self) -> None:
-        for key in self.prometheuses.store.keys():
-            self.queue.add(key)
+        self._enqueue(self.prometheuses.store.keys(), "Resync", "all")
+
+    def _retry(self, key: str) -> None:
+        """Requeue after a failure: a real reason, never skipped as an echo."""
+        with self._suspect_lock:
+            self._real.add(key)
+        self.queue.add_rate_limited(key)
 
     # ---- workers ------------------------------------------------------------------------
 
@@ -162,15 +173,19 @@ class Controller:
             if self._stopping.is_set():
                 q.done(key)  # stop taking work: the backlog is dropped, in-flight syncs finish
                 continue
+            if self._only_own_echoes(key):
+                q.forget(key)
+                q.done(key)
+                continue
             try:
                 self.syncer.sync(key)
             except RetryLater as exc:
                 log.debug("sync deferred; retrying", **fields(key=key, reason=str(exc)))
-                q.add_rate_limited(key)
+                self._retry(key)
             except Exception as exc:  # noqa: BLE001 - every failure is retried with backoff
                 log.warning("sync failed; retrying with backoff",
                             **fields(key=key, error=str(exc), retries=q.num_requeues(key)))
-                q.add_rate_limited(key)
+                self._retry(key)
             else:
                 q.forget(key)
             finally:
@@ -178,9 +193,23 @@ class Controller:
 
     # ---- event handlers -------------------------------------------------------------------
 
-    def _enqueue(self, keys: list[str], triggered_by: str, action: str) -> None:
+    def _only_own_echoes(self, key: str) -> bool:
+        with self._suspect_lock:
+            real = key in self._real
+            self._real.discard(key)
+            suspects = self._suspects.pop(key, [])
+        return not real and bool(suspects) and all(self.syncer.is_own_write(k, o) for k, o in suspects)
+
+    def _enqueue(self, keys: list[str], triggered_by: str, action: str, maybe_echo: dict | None = None) -> None:
+        """Queue `keys`. `maybe_echo`: the updated object, if this may be our own write coming back."""
         if not keys:
             return
+        with self._suspect_lock:
+            for key in keys:
+                if maybe_echo is None:
+                    self._real.add(key)
+                else:
+                    self._suspects.setdefault(key, []).append((triggered_by, maybe_echo))
         self.metrics.trigger(triggered_by, action)
         for key in keys:
             self.queue.add(key)
@@ -193,15 +222,25 @@ class Controller:
         return ((ns or {}).get("metadata") or {}).get("labels") or {}
 
     def _handle(self, inf: Informer, kind: str, keys: Callable[[Any], list[str]],
-                update_matters: Callable[[dict, dict], bool], on_initial: bool = False) -> None:
+                update_matters: Callable[[dict, dict], bool], on_initial: bool = False,
+                we_write: bool = False) -> None:
         """Route `inf`'s events through `keys` into the queue; updates only when `update_matters`.
 
         Objects of the initial LIST are skipped unless `on_initial` (the initial Prometheus
-        adds already enqueue every key)."""
+        adds already enqueue every key). For kinds `we_write`, an update that is the echo of
+        our own latest write does not cause a sync."""
         e = self._enqueue
+
+        def on_update(old: dict, new: dict) -> None:
+            if not update_matters(old, new):
+                return
+            if we_write and self.syncer.is_own_write(kind, new):
+                return
+            e(keys(new), kind, "update", maybe_echo=new if we_write else None)
+
         inf.add_handler(
             on_add=lambda o, initial: e(keys(o), kind, "add") if on_initial or not initial else None,
-            on_update=lambda old, new: e(keys(new), kind, "update") if update_matters(old, new) else None,
+            on_update=on_update,
             on_delete=lambda o: e(keys(o), kind, "delete"))
 
     def _register_handlers(self) -> None:
@@ -213,6 +252,7 @@ class Controller:
             return resync or mapping.prometheus_update_matters(old, new)
 
         self._handle(self.prometheuses, "Prometheus", prom_key, prom_update_matters, on_initial=True)
+
 
         for kind, inf in (("ServiceMonitor", self.servicemonitors), ("PodMonitor", self.podmonitors),
                           ("PrometheusRule", self.rules)):
@@ -226,10 +266,10 @@ class Controller:
                 md = _obj(obj).get("metadata") or {}
                 return mapping.for_referenced(kind, md.get("namespace", ""), md.get("name", ""), self._proms(),
                                               self.syncer.references)
-            self._handle(inf, kind, ref_keys, mapping.resource_version_changed)
+            self._handle(inf, kind, ref_keys, mapping.resource_version_changed, we_write=True)
 
         self._handle(self.statefulsets, "StatefulSet", lambda o: mapping.for_statefulset(_obj(o)),
-                     mapping.resource_version_changed, on_initial=True)
+                     mapping.resource_version_changed, on_initial=True, we_write=True)
 
         def ns_labels(obj: Any) -> dict | None:
             return (_obj(obj).get("metadata") or {}).get("labels") or {}

@@ -92,7 +92,10 @@ class Syncer:
         self.references_of = references
         self.namespace_allowed = namespace_allowed
         self.now = now
-        self.applier = Applier(client, on_sts_recreate=lambda: metrics.sts_delete_create.labels("prometheus").inc())
+        self.applier = Applier(client, on_sts_recreate=lambda: metrics.sts_delete_create.labels("prometheus").inc(),
+                               on_written=self._own_write)
+        # (kind, ns, name, resourceVersion) of our latest writes: their watch events need no sync
+        self._own_writes: dict[tuple[str, str, str], str] = {}
         self.events = feedback.EventDeduper()
         # (what, ns, name[, prometheus]) -> (resourceVersion our write was based on, what we wrote):
         # until the informer delivers our own write, the cache still shows the old object, and
@@ -285,6 +288,17 @@ class Syncer:
                     and _STS_SHARD.match(o_name[len(prefix):]) and _owned_by(obj, prom)):
                 if self.applier.delete(STATEFULSETS, o_name, ns, propagation_policy="Foreground"):
                     self._count(report, "deleted")
+
+    def _own_write(self, res: Resource, obj: dict) -> None:
+        ns, name = _key(obj)
+        with self._lock:
+            self._own_writes[(res.kind, ns, name)] = _rv(obj)
+
+    def is_own_write(self, kind: str, obj: Mapping[str, Any]) -> bool:
+        """Is this watch event the echo of our own latest write of the object (same resourceVersion)?"""
+        ns, name = _key(obj)
+        with self._lock:
+            return bool(_rv(obj)) and self._own_writes.get((kind, ns, name)) == _rv(obj)
 
     def _already_wrote(self, key: tuple, cached: Mapping[str, Any] | None, content: Any) -> bool:
         """We wrote `content` over exactly this cached version, and the cache has not caught up yet."""

@@ -99,6 +99,7 @@ def test_no_api_write_when_nothing_changed(cluster, kube, start_operator, ns):
 
     # one ServiceMonitor change: exactly the config Secret is written (plus its own status binding)
     cluster.reset_requests()
+    before = ctl.metrics.reconcile_operations.labels("prometheus")._value.get()
     sm = kube.get(SERVICEMONITORS, "sm0", NS)
     sm["spec"]["endpoints"][0]["interval"] = "5s"
     kube.update(SERVICEMONITORS, sm, NS)
@@ -106,6 +107,8 @@ def test_no_api_write_when_nothing_changed(cluster, kube, start_operator, ns):
     eventually(op.idle, 20)
     writes = [(w.resource, w.name, w.subresource) for w in operator_writes(cluster)]
     assert writes == [("secrets", "prometheus-p", None), ("servicemonitors", "sm0", "status")]
+    # one sync: the watch echo of our own Secret write does not cause another
+    assert ctl.metrics.reconcile_operations.labels("prometheus")._value.get() == before + 1
 
 
 def test_rule_changes_update_configmaps_with_sharding(kube, start_operator, ns):
