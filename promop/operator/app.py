@@ -69,7 +69,6 @@ class Operator:
         self.leading = threading.Event()
         self.lost_leadership = threading.Event()
         self.synced = threading.Event()
-        self._metrics = None
 
     def health(self) -> tuple[bool, str]:
         """Liveness: False only when we lead but stopped renewing the lease (a stuck elector)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from promop.kube.client import KubeClient
-from promop.kube.errors import ApiError, Conflict, NotFound
+from promop.kube.errors import ApiError, Conflict, Forbidden, NotFound
 from promop.kube.resources import (CONFIGMAPS, EVENTS, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
                                    SERVICEMONITORS, SERVICES, STATEFULSETS, Resource)
 from promop.operator import feedback
@@ -185,6 +185,9 @@ class Syncer:
                 target[(ref.namespace, ref.name)] = self.client.get(BY_KIND[ref.kind], ref.name, ref.namespace)
             except NotFound:
                 pass  # the renderer rejects what needs it, and says so
+            except Forbidden as exc:  # one unreadable Secret must not fail every other monitor
+                log.warning("cannot read a referenced object; treating it as missing",
+                            **fields(key=key, object=str(ref), error=str(exc)))
         inputs.secrets, inputs.configmaps = secrets, configmaps
         with self._lock:
             self.references[key] = {(r.kind, r.namespace, r.name) for r in refs}
