@@ -127,8 +127,10 @@ class Operator:
     def _start_elector(self, stop: threading.Event) -> threading.Thread:
         from promop.kube.leader_election import LeaderElectionConfig, LeaderElector
 
+        timings = {"lease_duration": self.options.lease_duration, "renew_deadline": self.options.renew_deadline,
+                   "retry_period": self.options.retry_period, **self._leader_kwargs}
         cfg = LeaderElectionConfig(self.options.lease_name, self.options.lease_namespace, self.options.identity,
-                                   **self._leader_kwargs)
+                                   **timings)
         controller = self.controller
         assert controller is not None
 

@@ -42,6 +42,9 @@ class Options:
     lease_name: str = DEFAULT_LEASE_NAME
     lease_namespace: str = "default"
     identity: str = ""
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
     secret_field_selector: str = ""
     config_reloader_image: str = DEFAULT_RELOADER_IMAGE
     prometheus_default_base_image: str = DEFAULT_PROMETHEUS_BASE_IMAGE
@@ -143,6 +146,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                     help="namespace of the Lease (default: the pod's namespace, else 'default')")
     le.add_argument("--leader-election-identity", dest="identity", default="",
                     help="this replica's identity (default: hostname_pid)")
+    le.add_argument("--leader-election-lease-duration", dest="lease_duration", type=float, default=15.0,
+                    help="seconds a standby waits after the last renewal before taking over (default 15)")
+    le.add_argument("--leader-election-renew-deadline", dest="renew_deadline", type=float, default=10.0,
+                    help="seconds the leader keeps retrying a renewal before giving up (default 10)")
+    le.add_argument("--leader-election-retry-period", dest="retry_period", type=float, default=2.0,
+                    help="seconds between lease attempts (default 2)")
 
 
 def default_lease_namespace() -> str:
@@ -166,6 +175,13 @@ def from_args(args: argparse.Namespace) -> Options:
     if args.resync_period < 0:
         raise OptionsError(f"--resync-period must be >= 0 seconds, got {args.resync_period}")
     parse_listen_address(args.listen_address)
+    if args.leader_elect:
+        from promop.kube.leader_election import LeaderElectionConfig, LeaderElectionConfigError
+
+        try:
+            LeaderElectionConfig("x", "x", "x", args.lease_duration, args.renew_deadline, args.retry_period)
+        except LeaderElectionConfigError as exc:
+            raise OptionsError(f"--leader-election-*: {exc}") from None
     return Options(
         kubeconfig=args.kubeconfig,
         context=args.context,
@@ -180,6 +196,9 @@ def from_args(args: argparse.Namespace) -> Options:
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace or default_lease_namespace(),
         identity=args.identity or f"{socket.gethostname()}_{os.getpid()}",
+        lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period,
         secret_field_selector=args.secret_field_selector,
         config_reloader_image=args.config_reloader_image,
         prometheus_default_base_image=args.prometheus_default_base_image,

@@ -118,3 +118,26 @@ def test_bad_flags_exit_2_with_a_message(proc_factory):
     proc = proc_factory("--namespaces", "a", "--deny-namespaces", "b")
     assert proc.p.wait(30) == 2
     eventually(lambda: proc.grep("mutually exclusive"), 5, "the error message")
+
+
+def test_killed_leader_is_replaced_by_the_standby(cluster, kube, tmp_path, proc_factory, start_operator):
+    from test_operator_e2e import NS, jobs, prometheus, service_monitor
+
+    from promop.kube.resources import NAMESPACES, PROMETHEUSES, SERVICEMONITORS
+
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    timings = ["--leader-election-lease-duration", "2", "--leader-election-renew-deadline", "1.5",
+               "--leader-election-retry-period", "0.2"]
+    leader = proc_factory("--kubeconfig", kubeconfig, "--web.listen-address", "127.0.0.1:0", "--leader-elect",
+                          "--leader-election-namespace", "default", "--leader-election-identity", "first", *timings)
+    eventually(lambda: leader.grep("became leader"), 30, "the subprocess to lead")
+    standby = start_operator(leader_elect=True, lease_namespace="default", identity="second",
+                             leader_kwargs={"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2})
+    assert not standby.operator.leading.is_set()
+    leader.p.send_signal(signal.SIGKILL)  # no release: the standby must wait for the lease to expire
+    leader.p.wait(10)
+    eventually(standby.operator.leading.is_set, 20, "the standby to take over")
+    kube.create(NAMESPACES, {"metadata": {"name": NS}})
+    kube.create(PROMETHEUSES, prometheus())
+    kube.create(SERVICEMONITORS, service_monitor("a"))
+    eventually(lambda: jobs(kube) == [f"serviceMonitor/{NS}/a/0"], 20, "the new leader's config")

@@ -37,6 +37,10 @@ def test_options_errors_name_the_flag():
         parse("--web.listen-address", "8080")
     with pytest.raises(options.OptionsError, match="--workers"):
         parse("--workers", "0")
+    with pytest.raises(options.OptionsError, match="renew_deadline"):
+        parse("--leader-elect", "--leader-election-lease-duration", "5", "--leader-election-renew-deadline", "6")
+    assert parse("--leader-elect", "--leader-election-lease-duration", "3", "--leader-election-renew-deadline",
+                 "2", "--leader-election-retry-period", "0.5").lease_duration == 3
     deny = parse("--deny-namespaces", "kube-system,x")
     assert deny.namespace_field_selector() == "metadata.namespace!=kube-system,metadata.namespace!=x"
     assert not deny.namespace_allowed("x") and deny.namespace_allowed("y")
