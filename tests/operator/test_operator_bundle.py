@@ -93,3 +93,19 @@ def test_kubectl_installs_the_bundle_and_the_example_prometheus_is_reconciled(ku
     secret = eventually(lambda: kube.get(SECRETS, "prometheus-main", "promop"), 20, "the example's config")
     config = yaml.safe_load(decode_config(secret))
     assert [j["job_name"] for j in config["scrape_configs"]] == ["serviceMonitor/promop/promop/0"]
+
+
+def test_deployment_args_are_valid_run_flags(monkeypatch):
+    import argparse
+
+    from promop.operator import options
+
+    docs = [d for f in render_bundle("obs", "img:1") for d in f.documents()]
+    container = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["promop"] and container["args"][0] == "run"
+    parser = argparse.ArgumentParser()
+    options.add_flags(parser)
+    monkeypatch.setenv("POD_NAMESPACE", "obs")
+    opts = options.from_args(parser.parse_args(container["args"][1:]))
+    assert opts.leader_elect and opts.lease_namespace == "obs" and opts.config_reloader_image == "img:1"
+    assert opts.listen_host_port()[1] == 8080 and opts.log_format == "json"
