@@ -99,11 +99,15 @@ class Operator:
                 return EXIT_STOPPED_EARLY
         self.controller = Controller(self.client, self.options, self.registry, **self._controller_kwargs)
         self.controller.start_informers()
+        waited = 0
         while not self.controller.wait_for_sync(1.0, stop):
             if stop.is_set():
                 self.controller.stop()
                 return EXIT_STOPPED_EARLY
-            log.info("waiting for caches to sync", **fields(reason=self.controller.readiness()[1]))
+            if waited % 10 == 0:  # e.g. the CRDs are not installed: say so every 10 s, not every second
+                log.warning("waiting for caches to sync", **fields(waited_s=waited + 1,
+                                                                   reason=self.controller.readiness()[1]))
+            waited += 1
         self.synced.set()
         log.info("caches synced")
         elector_thread = None
