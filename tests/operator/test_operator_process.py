@@ -141,3 +141,17 @@ def test_killed_leader_is_replaced_by_the_standby(cluster, kube, tmp_path, proc_
     kube.create(PROMETHEUSES, prometheus())
     kube.create(SERVICEMONITORS, service_monitor("a"))
     eventually(lambda: jobs(kube) == [f"serviceMonitor/{NS}/a/0"], 20, "the new leader's config")
+
+
+def test_missing_crds_keep_it_unready_until_installed(tmp_path, proc_factory):
+    with Sandbox(port=0) as sb:
+        kubeconfig = sb.write_kubeconfig(tmp_path / "kubeconfig")
+        proc = proc_factory("--kubeconfig", kubeconfig, "--web.listen-address", "127.0.0.1:0")
+        url = proc.url()
+        eventually(lambda: proc.grep("waiting for caches to sync"), 30, "a log saying what it waits for")
+        code, body = http_get(url + "/readyz")
+        assert code == 503 and "prometheuses" in body
+        install_crds(KubeClient(sb.api_client()), ROOT / "crds")
+        eventually(lambda: http_get(url + "/readyz")[0] == 200, 60, "ready once the CRDs exist")
+        proc.p.send_signal(signal.SIGTERM)
+        assert proc.p.wait(30) == 0
