@@ -11,6 +11,8 @@ Secret/ConfigMap informers hold metadata only, so the content a render needs
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import re
 import threading
@@ -101,6 +103,8 @@ class Syncer:
         # until the informer delivers our own write, the cache still shows the old object, and
         # a sync in that window must not write the same thing again (a 409 at best).
         self._memo: dict[tuple, tuple[str, Any]] = {}
+        # (kind, ns, name) -> (resourceVersion, fingerprint of the desired object it matched)
+        self._content: dict[tuple[str, str, str], tuple[str, str]] = {}
         self._lock = threading.Lock()
         self.references: dict[str, set[tuple[str, str, str]]] = {}  # key -> (kind, ns, name) it read
         self.last_result: dict[str, RenderResult] = {}
@@ -237,24 +241,52 @@ class Syncer:
                 desired_secret_names.add(obj["metadata"]["name"])
             if kind in ("ConfigMap", "StatefulSet"):
                 continue
-            res = BY_KIND[kind]
-            current = self._get(res, obj["metadata"]["name"], ns)
-            if current is not None and obj is result.config_secret and getattr(result, "config_unmanaged", False):
-                continue  # unmanaged config: the user owns the Secret; we only create it when absent
-            self._count(report, self.applier.apply(res, obj, current, before_create=check))
+            if obj is result.config_secret and getattr(result, "config_unmanaged", False):
+                # unmanaged config: the user owns the Secret; we only create it when absent
+                if self._get(SECRETS, obj["metadata"]["name"], ns) is None:
+                    self._count(report, self.applier.apply(SECRETS, obj, None, before_create=check))
+                continue
+            self._apply_known(BY_KIND[kind], obj, report, check)
         self._delete_stale_tls(prom, desired_secret_names, report)
         self._write_statefulsets(prom, result.statefulsets, report, check)
 
+    def _meta_store(self, res: Resource) -> Any:
+        return {"Secret": self.stores.secrets, "ConfigMap": self.stores.configmaps}.get(res.kind)
+
+    def _apply_known(self, res: Resource, obj: dict, report: SyncReport, check: Callable[[], None]) -> None:
+        """Apply `obj`, skipping even the GET when the metadata cache shows the version we last wrote
+        or compared with, and `obj` is what we wanted then (so nothing can differ)."""
+        ns, name = _key(obj)
+        key = (res.kind, ns, name)
+        fingerprint = _fingerprint(obj)
+        store = self._meta_store(res)
+        meta = store.get(f"{ns}/{name}") if store is not None else None
+        with self._lock:
+            known = self._content.get(key)
+        if meta is not None and known == (_rv(meta), fingerprint):
+            self._count(report, UNCHANGED)
+            return
+        current = self._get(res, name, ns)
+        action = self.applier.apply(res, obj, current, before_create=check)
+        with self._lock:
+            rv = self._own_writes.get(key) if action != UNCHANGED else _rv(current)
+            if rv:
+                self._content[key] = (rv, fingerprint)
+        self._count(report, action)
+
     def _write_rule_configmaps(self, prom: dict, desired: list[dict], report: SyncReport,
                                check: Callable[[], None]) -> None:
+        """Changed ConfigMaps first, then stale ones deleted (upstream's order).
+
+        The metadata cache says which exist; content is read only for those that may differ."""
         ns, name = _key(prom)
-        existing = self.client.list(CONFIGMAPS, ns, label_selector=f"prometheus-name={name}")["items"]
-        current = {o["metadata"]["name"]: o for o in existing if _owned_by(o, prom)}
+        cached = {_key(o)[1] for o in self.stores.configmaps.list()
+                  if _key(o)[0] == ns and ((o.get("metadata") or {}).get("labels") or {}).get("prometheus-name") == name
+                  and _owned_by(o, prom)}
         for obj in desired:
-            self._count(report, self.applier.apply(CONFIGMAPS, obj, current.get(obj["metadata"]["name"]),
-                                                   before_create=check))
+            self._apply_known(CONFIGMAPS, obj, report, check)
         wanted = {o["metadata"]["name"] for o in desired}
-        for stale in sorted(set(current) - wanted):
+        for stale in sorted(cached - wanted):
             if self.applier.delete(CONFIGMAPS, stale, ns):
                 self._count(report, "deleted")
 
@@ -418,6 +450,8 @@ class Syncer:
                     if m[-1] == key or (m[0] == "sts" and m[1] == ns and m[2].startswith(f"prometheus-{name}"))]
             for memo in mine:
                 del self._memo[memo]
+            for content_key in [k for k in self._content if k[1] == ns and k[2].startswith(f"prometheus-{name}")]:
+                del self._content[content_key]
         with self._lock:
             self.references.pop(key, None)
             self.last_result.pop(key, None)
@@ -430,6 +464,10 @@ class Syncer:
                 conflicts += not self._write_bindings(kind, obj, ghost, None, now)
         if conflicts:
             raise RetryLater(f"removing bindings of deleted Prometheus {key}: {conflicts} conflicts; retrying")
+
+
+def _fingerprint(obj: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _rv(obj: Mapping[str, Any] | None) -> str:
