@@ -52,6 +52,12 @@ class Faults:
         with self._lock:
             self._failures.append(_Failure(n, code, verb, resource, retry_after))
 
+    def pending(self) -> int:
+        """How many injected failures are still waiting to be served (0 once every
+        `fail_next` has been used up or cleared), so tests can wait for a burst to pass."""
+        with self._lock:
+            return sum(failure.remaining for failure in self._failures)
+
     def add_latency(self, seconds: float, verb: str | None = None,
                     resource: str | None = None) -> None:
         with self._lock:

@@ -28,6 +28,20 @@ def test_fail_next_matching_requests(sandbox, core, code, reason):
     core.list_namespaced_config_map("default")  # the third succeeds
 
 
+def test_pending_counts_failures_not_yet_served(sandbox, core):
+    assert sandbox.faults.pending() == 0
+    sandbox.faults.fail_next(2, 500, verb="list", resource="configmaps")
+    sandbox.faults.fail_next(1, 503, verb="get")
+    assert sandbox.faults.pending() == 3
+    core.list_namespaced_secret("default")  # matches neither rule
+    assert sandbox.faults.pending() == 3
+    with pytest.raises(ApiException):
+        core.list_namespaced_config_map("default")
+    assert sandbox.faults.pending() == 2
+    sandbox.faults.clear()
+    assert sandbox.faults.pending() == 0
+
+
 def test_429_carries_retry_after(sandbox, api_client):
     sandbox.faults.fail_next(1, 429, verb="list", resource="configmaps", retry_after=7)
     response = api_client.rest_client.pool_manager.request(
