@@ -131,6 +131,7 @@ class LeaderElector:
         self._observed_time = 0.0  # local monotonic time the spec last changed
         self._last_renew_start: Optional[float] = None  # start of the last successful write
         self._work_thread: Optional[threading.Thread] = None
+        self._lost_to = ""  # another holder seen with a valid lease while we led
 
     # -- public API ---------------------------------------------------------------------
     def run(self) -> None:
@@ -191,6 +192,12 @@ class LeaderElector:
                     break
                 if self._stop.is_set():
                     return
+                if self._lost_to:
+                    log.error(
+                        "leadership lost: another holder took the lease",
+                        extra=self._kv(holder=self._lost_to),
+                    )
+                    return
                 remaining = deadline - self._clock.now()
                 if remaining <= 0:
                     log.error(
@@ -246,8 +253,10 @@ class LeaderElector:
             "leaseTransitions": 0,
         }
         try:
-            # Fast path: we lead and our lease is still valid: write over our own record.
-            if self.is_leader() and self._lease is not None and self._lease_valid(started):
+            # Fast path (client-go): we lead, the record we last saw is still ours and
+            # valid: PUT it back as cached. Its resourceVersion makes the PUT fail with
+            # 409 if anyone changed the Lease since; then we re-read it below.
+            if self.is_leader() and self._holds(self._lease) and self._lease_valid(started):
                 spec = self._lease.get("spec") or {}
                 desired["acquireTime"] = spec.get("acquireTime", desired["acquireTime"])
                 desired["leaseTransitions"] = spec.get("leaseTransitions", 0)
@@ -281,6 +290,10 @@ class LeaderElector:
                 self._observed_time = now
             holder = spec.get("holderIdentity") or ""
             if holder and holder != cfg.identity and self._lease_valid(now):
+                if self.is_leader():
+                    # Someone else holds an unexpired lease: whatever happened, we are
+                    # no longer the leader, and must not take it back by overwriting it.
+                    self._lost_to = holder
                 return False
             if holder == cfg.identity:
                 desired["acquireTime"] = spec.get("acquireTime", desired["acquireTime"])
@@ -313,6 +326,10 @@ class LeaderElector:
             self._observed_spec = lease.get("spec") or {}
             self._observed_time = self._clock.now()
             self._last_renew_start = started
+
+    def _holds(self, lease: Optional[dict]) -> bool:
+        """Whether `lease` (as last read or written) names us as the holder."""
+        return lease is not None and (lease.get("spec") or {}).get("holderIdentity") == self.config.identity
 
     def _lease_valid(self, now: float) -> bool:
         spec = self._observed_spec or {}
@@ -348,7 +365,7 @@ class LeaderElector:
     def _release(self) -> None:
         """Write an empty holder so a standby need not wait for the lease to expire."""
         lease = self._lease
-        if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.config.identity:
+        if not self._holds(lease):
             return
         spec = {
             "holderIdentity": "",

@@ -381,3 +381,23 @@ def test_check_fails_when_leading_but_not_renewed(sandbox, lease_name):
     a.client.hang.clear()
     a.client.unhang.set()
     a.stop()
+
+
+def test_a_foreign_holder_written_while_we_lead_is_not_overwritten(sandbox, kube, lease_name):
+    # Someone else takes the Lease through the API while a leads. a's next renewal
+    # must fail (409 on its cached resourceVersion), and the re-read must show the
+    # foreign holder, which is unexpired: a loses leadership instead of stealing it back.
+    timeline = Timeline()
+    a = Contender(sandbox, lease_name, "a", timeline).start()
+    try:
+        assert a.led.wait(10)
+        lease = kube.get(LEASES, lease_name, NS)
+        lease["spec"] = {**lease["spec"], "holderIdentity": "intruder", "leaseDurationSeconds": 60}
+        kube.update(LEASES, lease, NS)
+        assert a.returned.wait(10), "a must lose leadership to the foreign holder"
+        assert timeline.intervals[0][2] is not None, "a's work was told to stop"
+        assert not a.elector.is_leader() and a.status() == 0
+        assert kube.get(LEASES, lease_name, NS)["spec"]["holderIdentity"] == "intruder", \
+            "a overwrote the foreign holder"
+    finally:
+        a.stop()
