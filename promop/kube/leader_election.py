@@ -21,7 +21,9 @@ client-go's (shared reference §5):
 One difference from client-go, on the safe side: the renew deadline counts
 from the start of the last successful renewal, not from the start of a
 renewal round, and each API call is abandoned when the deadline passes, so a
-hung request cannot keep us leading past `renew_deadline`.
+hung request cannot keep us leading past `renew_deadline`. Two more on the
+same side: a leader that re-reads the Lease and finds another holder with an
+unexpired lease gives up at once instead of retrying until the renew deadline.
 """
 
 from __future__ import annotations
