@@ -42,6 +42,10 @@ class RenderCache:
         self.max_entries = max_entries
         self._fragments: OrderedDict[Hashable, Fragment] = OrderedDict()
         self._rules: OrderedDict[Hashable, Any] = OrderedDict()
+        # Cheap per-object/per-input memos (selection, references, unsupported-field warnings,
+        # the gzipped config); not counted in hits/misses, which measure fragment/rule reuse.
+        self._memo: OrderedDict[Hashable, Any] = OrderedDict()
+        self._gz: tuple[str, bytes] | None = None
         self.hits = 0
         self.misses = 0
 
@@ -74,10 +78,29 @@ class RenderCache:
         self._put(self._rules, key, result)
         return result
 
+    def per_object(self, tag: str, obj: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
+        """`compute()` for a result that depends on `obj` alone, memoised by its identity + version."""
+        return self.memo((tag, object_key(obj)), compute)
+
+    def memo(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """`compute()` memoised under `key`; the caller guarantees the key covers every input."""
+        if key in self._memo:
+            self._memo.move_to_end(key)
+            return self._memo[key]
+        value = compute()
+        self._put(self._memo, key, value)
+        return value
+
+    def compressed(self, text: str, compress: Callable[[str], bytes]) -> bytes:
+        """compress(text), reused while the config text is unchanged (gzip is the costliest step)."""
+        if self._gz is None or self._gz[0] != text:
+            self._gz = (text, compress(text))
+        return self._gz[1]
+
     def _put(self, table: OrderedDict, key: Hashable, value: Any) -> None:
         table[key] = value
         while len(table) > self.max_entries:
             table.popitem(last=False)
 
     def __len__(self) -> int:
-        return len(self._fragments) + len(self._rules)
+        return len(self._fragments) + len(self._rules) + len(self._memo)

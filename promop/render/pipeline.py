@@ -8,14 +8,16 @@ Secrets -> input hash -> StatefulSets and the governing Service.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from promop.render.cache import RenderCache
+from promop.render.cache import RenderCache, object_key
 from promop.render.config import compress, config_secret
 from promop.render.generate import build_config, monitor_fragments, new_context
 from promop.render.model import Decision, ObjectRef, Problem, RenderInputs, RenderResult, obj_meta
 from promop.render.rules import RulesResult, build_rule_configmaps
-from promop.render.selection import select
+from promop.render.selection import SELECTOR_FIELDS, select
 from promop.render.shape import sanitized_prometheus
 from promop.render.service import build_service, build_web_config_secret
 from promop.render.statefulset import build_statefulsets, compute_input_hash
@@ -33,18 +35,42 @@ def _selected(decisions: list[Decision], objs: Iterable[Mapping[str, Any]]) -> l
 
 
 def select_all(
-    inputs: RenderInputs, warnings: list[Problem] | None = None, prometheus: dict | None = None
+    inputs: RenderInputs,
+    warnings: list[Problem] | None = None,
+    prometheus: dict | None = None,
+    cache: RenderCache | None = None,
 ) -> dict[str, list[Decision]]:
-    """Selection decisions for each kind a Prometheus selects."""
+    """Selection decisions for each kind a Prometheus selects (memoised in `cache` when given)."""
+    prometheus = prometheus or inputs.prometheus
     namespaces = list(inputs.namespaces) or _inferred_namespaces(inputs)
-    return {
-        kind: select(prometheus or inputs.prometheus, objs, kind, namespaces, warnings)
-        for kind, objs in (
-            ("ServiceMonitor", inputs.service_monitors),
-            ("PodMonitor", inputs.pod_monitors),
-            ("PrometheusRule", inputs.prometheus_rules),
+    kinds = (
+        ("ServiceMonitor", inputs.service_monitors),
+        ("PodMonitor", inputs.pod_monitors),
+        ("PrometheusRule", inputs.prometheus_rules),
+    )
+
+    def compute() -> tuple[dict[str, list[Decision]], list[Problem]]:
+        found: list[Problem] = []
+        return {kind: select(prometheus, objs, kind, namespaces, found) for kind, objs in kinds}, found
+
+    if cache is None:
+        decisions, found = compute()
+    else:
+        # Selection reads the Prometheus's identity and selector fields, the Namespace objects and
+        # each candidate's namespace/name/labels: all covered by this key.
+        spec = prometheus.get("spec") or {}
+        fields = {f: spec.get(f) for pair in SELECTOR_FIELDS.values() for f in pair}
+        key = (
+            "selection",
+            obj_meta(prometheus),
+            json.dumps(fields, sort_keys=True, default=str),
+            tuple(object_key(n) for n in namespaces),
+            tuple(tuple(object_key(o) for o in objs) for _, objs in kinds),
         )
-    }
+        decisions, found = cache.memo(key, compute)
+    if warnings is not None:
+        warnings += found
+    return decisions
 
 
 def _inferred_namespaces(inputs: RenderInputs) -> list[dict]:
@@ -61,12 +87,15 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     prom_ns, prom_name = obj_meta(prometheus)
     warnings: list[Problem] = [Problem("Prometheus", prom_ns, prom_name, f, m) for f, m in malformed]
     warnings += unsupported_fields(prometheus)
-    decisions = select_all(inputs, warnings, prometheus)
+    decisions = select_all(inputs, warnings, prometheus, cache)
     sms = _selected(decisions["ServiceMonitor"], inputs.service_monitors)
     pms = _selected(decisions["PodMonitor"], inputs.pod_monitors)
     rules = sorted(_selected(decisions["PrometheusRule"], inputs.prometheus_rules), key=obj_meta)
     for obj in (*sms, *pms, *rules):
-        warnings += unsupported_fields(dict(obj))
+        if cache is None:
+            warnings += unsupported_fields(dict(obj))
+        else:
+            warnings += cache.per_object("unsupported", obj, lambda o=obj: unsupported_fields(dict(o)))
 
     ctx, prom_scope = new_context(prometheus, options, Store(inputs.secrets, inputs.configmaps))
     fragments = monitor_fragments(ctx, sms, pms, cache)
@@ -85,7 +114,8 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
             "no serviceMonitorSelector, podMonitorSelector, probeSelector or scrapeConfigSelector is set: "
             "the config Secret is left to you (unmanaged); set serviceMonitorSelector: {} to let promop generate it",
         ))
-    secret = config_secret(prometheus, options, None if unmanaged else compress(generated.text))
+    gz = None if unmanaged else (cache.compressed(generated.text, compress) if cache else compress(generated.text))
+    secret = config_secret(prometheus, options, gz)
     tls = tls_secrets(prometheus, options, generated.assets)
     tls_names = [s["metadata"]["name"] for s in tls]
     cm_names = list(rules_result.names)
@@ -136,18 +166,30 @@ def _walk_refs(value: Any, namespace: str, out: set[ObjectRef], key: str = "") -
             _walk_refs(item, namespace, out, key)
 
 
-def references(inputs: RenderInputs) -> set[ObjectRef]:
+def _object_refs(obj: Mapping[str, Any]) -> frozenset[ObjectRef]:
+    out: set[ObjectRef] = set()
+    _walk_refs(obj.get("spec") or {}, obj_meta(obj)[0], out)
+    return frozenset(out)
+
+
+def references(inputs: RenderInputs, cache: RenderCache | None = None) -> set[ObjectRef]:
     """Secrets and ConfigMaps a render of `inputs` may read: fetch these into inputs.secrets/configmaps.
 
     Covers the Prometheus itself and the monitors it selects (references are
-    resolved in each object's own namespace).
+    resolved in each object's own namespace). With the RenderCache the next
+    render() will use, the selection and each unchanged monitor's references
+    are memoised, so a sync does not walk every monitor again; the result is
+    the same with or without the cache.
     """
     out: set[ObjectRef] = set()
     prometheus, _ = sanitized_prometheus(inputs.prometheus)
     prom_ns, _ = obj_meta(prometheus)
     _walk_refs(prometheus["spec"], prom_ns, out)
-    decisions = select_all(inputs, None, prometheus)
+    decisions = select_all(inputs, None, prometheus, cache)
     for kind, objs in (("ServiceMonitor", inputs.service_monitors), ("PodMonitor", inputs.pod_monitors)):
         for obj in _selected(decisions[kind], objs):
-            _walk_refs(obj.get("spec") or {}, obj_meta(obj)[0], out)
+            if cache is None:
+                out |= _object_refs(obj)
+            else:
+                out |= cache.per_object("references", obj, lambda o=obj: _object_refs(o))
     return out

@@ -9,7 +9,8 @@ field. To support a new field, add it here.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.model import Problem, obj_meta
 

@@ -105,7 +105,7 @@ def test_prometheus_change_invalidates_fragments():
 def test_cache_is_bounded():
     cache = RenderCache(max_entries=3)
     render(_inputs(_sms(6)), cache)
-    assert len(cache) <= 6  # 3 fragments + at most 3 rule renders
+    assert len(cache) <= 9  # at most 3 fragments, 3 rule renders and 3 memos
 
 
 def test_status_writes_do_not_invalidate_rules():
