@@ -26,7 +26,8 @@ from typing import Any, Callable
 from promop.kube.backoff import Backoff
 from promop.kube.client import KubeClient
 from promop.kube.informer_metrics import informer_metrics
-from promop.kube.reflector import Reflector, Transform, logfmt
+from promop.kube.logfields import kv
+from promop.kube.reflector import Reflector, Transform
 from promop.kube.resources import Resource
 from promop.kube.store import NAMESPACE_INDEX, Store, Tombstone, object_key
 
@@ -119,7 +120,7 @@ class _Listener:
                 except Exception as exc:  # noqa: BLE001 - a handler bug must not stop the informer
                     self.informer.handler_errors += 1
                     self.informer.metrics.handler_errors.labels(self.informer.res.label).inc()
-                    log.exception(logfmt("informer handler raised", informer=self.informer.name, event=note[0], error=exc))
+                    log.exception("informer handler raised", extra=kv(informer=self.informer.name, event=note[0], err=exc))
             self.delivered += 1
 
 
@@ -282,7 +283,7 @@ class Informer:
                     else:
                         self._apply_list(delta[1], delta[2], delta[3])
             except Exception as exc:  # noqa: BLE001 - e.g. an object without a name; skip it, keep going
-                log.exception(logfmt("informer could not apply a delta", informer=self.name, error=exc))
+                log.exception("informer could not apply a delta", extra=kv(informer=self.name, err=exc))
             if next_resync is not None and time.monotonic() >= next_resync:  # busy streams resync too
                 self._resync()
                 next_resync = time.monotonic() + period
@@ -310,7 +311,7 @@ class Informer:
             try:
                 key = object_key(obj)
             except ValueError as exc:
-                log.error(logfmt("informer skipped a listed object", informer=self.name, error=exc))
+                log.error("informer skipped a listed object", extra=kv(informer=self.name, err=exc))
                 continue
             seen.add(key)
             old = store.put(key, obj)
@@ -328,7 +329,7 @@ class Informer:
             self._unsynced.discard(scope)
             if not self._unsynced:
                 self._synced.set()
-                log.info(logfmt("informer synced", informer=self.name, objects=len(store)))
+                log.info("informer synced", extra=kv(informer=self.name, objects=len(store)))
 
     def _resync(self) -> None:
         with self._dispatch_lock:

@@ -21,8 +21,8 @@ client-go's (shared reference §5):
 One difference from client-go, on the safe side: the renew deadline counts
 from the start of the last successful renewal, not from the start of a
 renewal round, and each API call is abandoned when the deadline passes, so a
-hung request cannot keep us leading past `renew_deadline`. Two more on the
-same side: a leader that re-reads the Lease and finds another holder with an
+hung request cannot keep us leading past `renew_deadline`. Also: a
+leader that re-reads the Lease and finds another holder with an
 unexpired lease gives up at once instead of retrying until the renew deadline.
 """
 
@@ -40,6 +40,7 @@ from typing import Any, Callable, Optional
 from prometheus_client import REGISTRY, Gauge
 
 from promop.kube.errors import ApiError, NotFound
+from promop.kube.logfields import kv
 from promop.kube.queue import MONOTONIC, Clock
 from promop.kube.resources import LEASES
 
@@ -384,7 +385,7 @@ class LeaderElector:
 
     def _kv(self, **more: Any) -> dict:
         cfg = self.config
-        return {"kv": {"lease": f"{cfg.lease_namespace}/{cfg.lease_name}", "identity": cfg.identity, **more}}
+        return kv(lease=f"{cfg.lease_namespace}/{cfg.lease_name}", identity=cfg.identity, **more)
 
 
 def _micro_time() -> str:

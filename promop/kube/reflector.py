@@ -39,6 +39,7 @@ from promop.kube.backoff import Backoff
 from promop.kube.client import KubeClient, WatchStream
 from promop.kube.errors import ApiError, ApiUnreachable, Gone, TooManyRequests, WatchIdleTimeout
 from promop.kube.informer_metrics import InformerMetrics
+from promop.kube.logfields import kv
 from promop.kube.resources import Resource
 
 log = logging.getLogger("promop.kube.reflector")
@@ -47,7 +48,10 @@ Transform = Callable[[dict], dict]
 
 
 def logfmt(msg: str, **fields: Any) -> str:
-    """`msg key=value ...` with values quoted when they contain spaces or quotes."""
+    """`msg key=value ...` with values quoted when they contain spaces or quotes.
+
+    promop.kube itself logs structured fields (`promop.kube.logfields.kv`); this
+    stays for code that still hands a pre-formatted line to a plain logger."""
     parts = [f"msg={_quote(msg)}"]
     for key, value in fields.items():
         if value is not None:
@@ -144,7 +148,7 @@ class Reflector:
                 self._gone_streak = 0
             except WatchIdleTimeout as exc:
                 self.metrics.watch_failed.labels(self._label).inc()
-                log.warning(logfmt("watch went silent; re-watching", informer=self.name, rv=self.last_rv, error=exc))
+                log.warning("watch went silent; re-watching", extra=kv(informer=self.name, rv=self.last_rv, err=exc))
             except Gone as exc:
                 self.metrics.watch_failed.labels(self._label).inc()
                 need_list = True
@@ -152,7 +156,7 @@ class Reflector:
                 if self._gone_streak > 1:  # a fresh list's RV is already too old: do not spin
                     self._pause(exc, "resourceVersion expired again right after a relist; relisting after backoff")
                 else:
-                    log.info(logfmt("resourceVersion expired; relisting", informer=self.name, rv=self.last_rv, error=exc))
+                    log.info("resourceVersion expired; relisting", extra=kv(informer=self.name, rv=self.last_rv, err=exc))
             except (TooManyRequests, ApiUnreachable, VeryShortWatch) as exc:
                 self.metrics.watch_failed.labels(self._label).inc()
                 self._pause(exc, "watch failed; re-watching after backoff")
@@ -168,7 +172,7 @@ class Reflector:
         retry_after = getattr(exc, "retry_after", None)
         if retry_after:
             delay = max(delay, float(retry_after))
-        log.warning(logfmt(what, informer=self.name, retry_in=f"{delay:.2f}s", error=exc))
+        log.warning(what, extra=kv(informer=self.name, retry_in=f"{delay:.2f}s", err=exc))
         self._stop.wait(delay)
 
     def _list(self) -> None:
@@ -190,8 +194,8 @@ class Reflector:
             return self.transform(obj)  # type: ignore[misc]
         except Exception as exc:  # noqa: BLE001 - a buggy hook must not stop the informer
             meta = obj.get("metadata") or {}
-            log.error(logfmt("informer transform failed; keeping the object untransformed", informer=self.name,
-                             namespace=meta.get("namespace"), name=meta.get("name"), error=exc))
+            log.error("informer transform failed; keeping the object untransformed", extra=kv(informer=self.name,
+                             namespace=meta.get("namespace"), name=meta.get("name"), err=exc))
             return obj
 
     def _watch(self) -> None:
@@ -219,7 +223,7 @@ class Reflector:
                         self.last_rv = rv
                     continue
                 if kind not in ("ADDED", "MODIFIED", "DELETED"):
-                    log.warning(logfmt("ignoring unknown watch event", informer=self.name, type=kind))
+                    log.warning("ignoring unknown watch event", extra=kv(informer=self.name, type=kind))
                     continue
                 if transform is not None:
                     obj = transform(obj)

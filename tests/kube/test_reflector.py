@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from urllib.parse import parse_qs, urlsplit
 
@@ -12,6 +13,7 @@ from promop.kube.backoff import Backoff
 from promop.kube.client import KubeClient
 from promop.kube.informer_metrics import informer_metrics
 from promop.kube.reflector import Reflector, logfmt
+from promop.operator.logs import LogfmtFormatter
 from promop.kube.resources import CONFIGMAPS
 
 
@@ -132,15 +134,24 @@ def test_logfmt_quotes_values():
     assert logfmt("x", e='say "no"') == 'msg=x e="say \\"no\\""'
 
 
-def test_a_failing_transform_keeps_the_object(kube, reflectors):
+def test_a_failing_transform_keeps_the_object_and_logs_fields(kube, reflectors, caplog):
     kube.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": "default"}, "data": {"k": "v"}})
 
     def transform(obj):
         raise RuntimeError("bug in the hook")
 
+    caplog.set_level(logging.ERROR, logger="promop.kube.reflector")
     r, deltas = start(kube, reflectors, namespace="default", transform=transform)
     wait_until(lambda: deltas, what="the first LIST")
     assert deltas[0][2][0]["data"] == {"k": "v"}
+    # The message is a plain sentence; the details are structured fields, which the
+    # operator's formatter renders as logfmt/JSON keys (not a logfmt string in msg).
+    record = next(r for r in caplog.records if "transform failed" in r.getMessage())
+    assert record.getMessage() == "informer transform failed; keeping the object untransformed"
+    assert record.kv == {"informer": r.name, "namespace": "default", "name": "a", "err": "bug in the hook"}
+    line = LogfmtFormatter().format(record)
+    assert 'msg="informer transform failed; keeping the object untransformed"' in line
+    assert "namespace=default name=a" in line and 'err="bug in the hook"' in line
 
 
 def test_repeated_gone_backs_off(kube, sandbox, reflectors):
