@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
+from operator_testlib import ROOT, eventually
 
 from promop.cli import main
 from promop.operator.bundle import render_bundle
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_manifests_dir_is_the_default_rendering():
@@ -79,8 +76,6 @@ def test_examples_are_attributed_and_parse():
 
 
 def test_kubectl_installs_the_bundle_and_the_example_prometheus_is_reconciled(kubectl, kube, start_operator):
-    from conftest import eventually
-
     from promop.kube.resources import SECRETS
     from promop.operator.demo import decode_config
 

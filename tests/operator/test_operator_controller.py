@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import eventually, operator_writes
+from operator_testlib import eventually, operator_writes
 from operator_fakes import decode, fake_references, fake_render
 
 from promop.kube.errors import NotFound

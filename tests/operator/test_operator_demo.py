@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from conftest import ROOT
+from operator_testlib import ROOT
 
 
 def test_demo_once(tmp_path):

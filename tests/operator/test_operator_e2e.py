@@ -4,56 +4,12 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import eventually, operator_writes
+from operator_testlib import (NS, config, eventually, job, jobs, names, operator_writes, prometheus, rule,
+                              service_monitor)
 
-from promop.kube.errors import ApiError, NotFound
+from promop.kube.errors import NotFound
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
                                    SERVICEMONITORS, SERVICES, STATEFULSETS)
-from promop.operator.demo import decode_config
-
-NS = "team"
-
-
-def prometheus(name="p", **spec):
-    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"serviceMonitorSelector": {}, "ruleSelector": {}, **spec}}
-
-
-def service_monitor(name, port="web", **endpoint):
-    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"selector": {"matchLabels": {"app": name}}, "endpoints": [{"port": port, **endpoint}]}}
-
-
-def rule(name, *exprs, annotation=""):
-    rules = [{"record": f"rec_{i}", "expr": e} for i, e in enumerate(exprs)]
-    if annotation:
-        rules.append({"alert": "Big", "expr": "up == 0", "annotations": {"description": annotation}})
-    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"groups": [{"name": "g", "rules": rules}]}}
-
-
-def config(kube, name="p") -> dict | None:
-    try:
-        return yaml.safe_load(decode_config(kube.get(SECRETS, f"prometheus-{name}", NS)))
-    except (ApiError, OSError):  # absent, an injected fault, or a foreign writer's garbage
-        return None
-
-
-def jobs(kube, name="p") -> list[str] | None:
-    cfg = config(kube, name)
-    return None if cfg is None else [j["job_name"] for j in cfg.get("scrape_configs") or []]
-
-
-def job(kube, job_name, name="p") -> dict | None:
-    cfg = config(kube, name) or {}
-    return next((j for j in cfg.get("scrape_configs") or [] if j["job_name"] == job_name), None)
-
-
-def names(kube, res, **kw) -> list[str]:
-    return sorted(o["metadata"]["name"] for o in kube.list(res, NS, **kw)["items"])
 
 
 @pytest.fixture

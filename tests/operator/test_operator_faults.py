@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-
-from conftest import eventually, operator_writes
-from test_operator_e2e import NS, jobs, prometheus, service_monitor
+from operator_testlib import FAST_LEASE, NS, eventually, jobs, operator_writes, prometheus, service_monitor
 
 from promop.kube.resources import LEASES, NAMESPACES, PROMETHEUSES, SERVICEMONITORS
-
-FAST_LEASE = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2}
-
 
 def expected(n: int) -> list[str]:
     return sorted(f"serviceMonitor/{NS}/sm{i}/0" for i in range(n))

@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from conftest import ROOT, eventually
+from operator_testlib import FAST_LEASE, NS, ROOT, eventually, jobs, prometheus, service_monitor
 
 from promop.kube.client import KubeClient
 from promop.operator.install import install_crds
@@ -121,8 +121,6 @@ def test_bad_flags_exit_2_with_a_message(proc_factory):
 
 
 def test_killed_leader_is_replaced_by_the_standby(cluster, kube, tmp_path, proc_factory, start_operator):
-    from test_operator_e2e import NS, jobs, prometheus, service_monitor
-
     from promop.kube.resources import NAMESPACES, PROMETHEUSES, SERVICEMONITORS
 
     kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
@@ -132,7 +130,7 @@ def test_killed_leader_is_replaced_by_the_standby(cluster, kube, tmp_path, proc_
                           "--leader-election-namespace", "default", "--leader-election-identity", "first", *timings)
     eventually(lambda: leader.grep("became leader"), 30, "the subprocess to lead")
     standby = start_operator(leader_elect=True, lease_namespace="default", identity="second",
-                             leader_kwargs={"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2})
+                             leader_kwargs=FAST_LEASE)
     assert not standby.operator.leading.is_set()
     leader.p.send_signal(signal.SIGKILL)  # no release: the standby must wait for the lease to expire
     leader.p.wait(10)

@@ -7,16 +7,13 @@ requests, read from the sandbox's request log, must equal the granted ones.
 
 from __future__ import annotations
 
-from conftest import OPERATOR_AGENT, eventually
-from test_operator_e2e import NS, jobs, names, prometheus, rule, service_monitor
+from operator_testlib import (FAST_LEASE, NS, OPERATOR_AGENT, eventually, jobs, names, prometheus, rule,
+                              service_monitor)
 
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
                                    SECRETS, SERVICEMONITORS, SERVICES, STATEFULSETS)
 from promop.operator.bundle import render_bundle
 from promop.operator.rbac import granted
-
-FAST_LEASE = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2}
-
 
 def used(cluster) -> set[tuple[str, str, str]]:
     return {(r.group or "", r.resource + (f"/{r.subresource}" if r.subresource else ""), r.verb)

@@ -1,0 +1,127 @@
+"""Helpers shared by the operator tests (a uniquely named module: `from conftest import` would pick
+whichever conftest module pytest imported last).
+
+Polling with deadlines, the in-process operator handle, request filters, and builders of the
+objects the end-to-end tests apply.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from promop.kube.errors import ApiError, NotFound
+from promop.kube.resources import SECRETS
+from promop.operator.app import Operator
+from promop.operator.demo import decode_config
+from promop.sandbox import Sandbox
+
+ROOT = Path(__file__).resolve().parents[2]
+OPERATOR_AGENT = "promop-operator-under-test"
+FAST_INFORMERS = {"backoff_base": 0.05, "backoff_cap": 0.5, "idle_timeout": 10.0}
+FAST_LEASE = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2}
+
+
+def eventually(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll `check` until it returns a truthy value before `timeout`; AssertionError and NotFound
+    (the object is not there yet) count as not yet."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+            if value:
+                return value
+        except (AssertionError, NotFound) as exc:
+            last = exc
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f": {last}" if last else ""))
+
+
+@dataclass
+class Running:
+    operator: Operator
+    thread: threading.Thread
+    stop: threading.Event
+    result: dict = field(default_factory=dict)
+
+    @property
+    def controller(self):
+        return self.operator.controller
+
+    def shutdown(self, timeout: float = 30.0) -> int | None:
+        self.stop.set()
+        self.thread.join(timeout)
+        return self.result.get("code")
+
+    def idle(self) -> bool:
+        """Every known Prometheus synced at least once and nothing queued or in flight."""
+        ctl = self.controller
+        if ctl is None or not self.operator.synced.is_set():
+            return False
+        done = all(k in ctl.syncer.last_report for k in ctl.prometheuses.store.keys())
+        return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and ctl.queue.waiting() == 0 and all(
+            inf.pending() == 0 for inf in ctl.informers)
+
+
+class Writes(list):
+    """Request records that print readably in assertion messages."""
+
+    def __repr__(self) -> str:
+        return repr([(r.verb, r.resource, r.subresource, r.namespace, r.name, r.code) for r in self])
+
+
+def operator_writes(sb: Sandbox, agent: str = OPERATOR_AGENT) -> list:
+    return Writes(r for r in sb.requests if r.is_write and r.user_agent.startswith(agent))
+
+
+# ---- objects the end-to-end tests apply (namespace NS) ----
+
+NS = "team"
+
+
+def prometheus(name="p", **spec):
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"serviceMonitorSelector": {}, "ruleSelector": {}, **spec}}
+
+
+def service_monitor(name, port="web", **endpoint):
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"selector": {"matchLabels": {"app": name}}, "endpoints": [{"port": port, **endpoint}]}}
+
+
+def rule(name, *exprs, annotation=""):
+    rules = [{"record": f"rec_{i}", "expr": e} for i, e in enumerate(exprs)]
+    if annotation:
+        rules.append({"alert": "Big", "expr": "up == 0", "annotations": {"description": annotation}})
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"groups": [{"name": "g", "rules": rules}]}}
+
+
+def config(kube, name="p") -> dict | None:
+    try:
+        return yaml.safe_load(decode_config(kube.get(SECRETS, f"prometheus-{name}", NS)))
+    except (ApiError, OSError):  # absent, an injected fault, or a foreign writer's garbage
+        return None
+
+
+def jobs(kube, name="p") -> list[str] | None:
+    cfg = config(kube, name)
+    return None if cfg is None else [j["job_name"] for j in cfg.get("scrape_configs") or []]
+
+
+def job(kube, job_name, name="p") -> dict | None:
+    cfg = config(kube, name) or {}
+    return next((j for j in cfg.get("scrape_configs") or [] if j["job_name"] == job_name), None)
+
+
+def names(kube, res, **kw) -> list[str]:
+    return sorted(o["metadata"]["name"] for o in kube.list(res, NS, **kw)["items"])
