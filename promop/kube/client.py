@@ -31,7 +31,7 @@ from kubernetes.client.exceptions import ApiException
 
 from promop.kube.client_metrics import ClientMetrics, client_metrics
 from promop.kube.client_ratelimit import TokenBucket
-from promop.kube.errors import ApiUnreachable, Gone, WatchIdleTimeout, error_from_response, error_from_status
+from promop.kube.errors import ApiUnreachable, Gone, RequestTimeout, WatchIdleTimeout, error_from_response, error_from_status
 from promop.kube.resources import Resource
 
 JSON = "application/json"
@@ -43,10 +43,22 @@ PATCH_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
     "apply": "application/apply-patch+yaml",
 }
+
+
+class _NoTimeoutRetry(Retry):
+    """urllib3's Retry, except that a timeout is final: repeating it would stretch a
+    call's timeout (or a caller's deadline) to several times what was asked."""
+
+    def increment(self, method=None, url=None, response=None, error=None, _pool=None, _stacktrace=None):  # type: ignore[override]
+        if isinstance(error, urllib3.exceptions.TimeoutError):
+            raise error
+        return super().increment(method, url, response, error, _pool, _stacktrace)
+
+
 # Connection-level retries only (refused connects, stale pooled connections on idempotent
-# requests); never on an HTTP status, and never sleeping for Retry-After.
-_RETRIES = Retry(total=3, connect=3, read=2, redirect=3, status=0, other=0, respect_retry_after_header=False,
-                 raise_on_status=False)
+# requests); never on an HTTP status or a timeout, and never sleeping for Retry-After.
+_RETRIES = _NoTimeoutRetry(total=3, connect=3, read=2, redirect=3, status=0, other=0,
+                           respect_retry_after_header=False, raise_on_status=False)
 _NO_RESPONSE = (urllib3.exceptions.HTTPError, OSError, ApiException)
 
 
@@ -65,6 +77,20 @@ def _fill_type(items: list[dict], list_kind: str, api_version: str) -> None:
             item["kind"] = kind
         if "apiVersion" not in item:
             item["apiVersion"] = api_version
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a transport error is (or wraps) a timeout."""
+    for _ in range(8):  # a chain of causes, never a loop
+        if exc is None:
+            return False
+        if isinstance(exc, (urllib3.exceptions.TimeoutError, socket.timeout, TimeoutError)):
+            return True
+        if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
+            exc = exc.reason
+        else:
+            exc = exc.__cause__ or exc.__context__
+    return False
 
 
 class KubeClient:
@@ -170,12 +196,22 @@ class KubeClient:
         body: Any = None,
         content_type: str | None = None,
         accept: str = JSON,
-        timeout: tuple[float, float] | None = None,
+        timeout: tuple[float, float] | float | None = None,
         stream: bool = False,
     ) -> Any:
-        waited = self.limiter.wait()
+        """One request; a float `timeout` bounds the whole call, rate-limit wait included."""
+        deadline = time.monotonic() + timeout if isinstance(timeout, (int, float)) else None
+        waited = self.limiter.wait(None if deadline is None else timeout)
+        if waited is None:
+            raise RequestTimeout(f"the client rate limit (qps={self.limiter.qps:g}) would delay the call "
+                                 f"beyond its {timeout:g} s timeout", method=method, path=path)
         if waited:
             self.metrics.rate_limited.labels(endpoint).observe(waited)
+        if deadline is not None:
+            timeout = deadline - time.monotonic()
+            if timeout <= 0:
+                raise RequestTimeout(f"timed out waiting for the client rate limit ({waited:.2f} s)",
+                                     method=method, path=path)
         target = path + ("?" + urlencode(query, quote_via=quote) if query else "")
         headers = {"Accept": accept}
         if content_type:
@@ -190,6 +226,9 @@ class KubeClient:
             ).response
         except _NO_RESPONSE as exc:
             self.metrics.observe(endpoint, None, time.monotonic() - started)
+            if deadline is not None and _timed_out(exc):
+                raise RequestTimeout(f"no response from {self.host} within the call's timeout: {exc}",
+                                     method=method, path=path) from exc
             raise ApiUnreachable(f"no response from {self.host}: {exc}", method=method, path=path) from exc
         status = response.status
         if stream and 200 <= status < 300:
@@ -200,6 +239,9 @@ class KubeClient:
         except _NO_RESPONSE as exc:
             response.close()
             self.metrics.observe(endpoint, None, time.monotonic() - started)
+            if deadline is not None and _timed_out(exc):
+                raise RequestTimeout(f"response from {self.host} not read within the call's timeout: {exc}",
+                                     method=method, path=path) from exc
             raise ApiUnreachable(f"response from {self.host} cut short: {exc}", method=method, path=path) from exc
         finally:
             response.release_conn()
@@ -212,13 +254,18 @@ class KubeClient:
 
     def get(
         self, res: Resource, name: str, namespace: str | None = None, *, subresource: str | None = None,
-        metadata_only: bool = False,
+        metadata_only: bool = False, timeout: float | None = None,
     ) -> dict:
-        """GET one object (or its subresource)."""
+        """GET one object (or its subresource).
+
+        `timeout` (seconds) bounds the whole call, rate-limit wait included, and
+        raises `RequestTimeout` when it passes; by default the client's
+        (connect, read) `request_timeout` applies. Same for create and update.
+        """
         self._need_namespace(res, namespace, "get")
         obj = self._request(
             "GET", res.path(namespace, name, subresource), endpoint=res.endpoint(namespace, name, subresource),
-            accept=f"{_META},{JSON}" if metadata_only else JSON,
+            accept=f"{_META},{JSON}" if metadata_only else JSON, timeout=timeout,
         )
         return partial_metadata(obj) if metadata_only else obj
 
@@ -316,16 +363,21 @@ class KubeClient:
 
     # ---- writes -----------------------------------------------------------------------
 
-    def create(self, res: Resource, body: dict, namespace: str | None = None) -> dict:
-        """POST `body`; the namespace defaults to body.metadata.namespace."""
+    def create(self, res: Resource, body: dict, namespace: str | None = None, *, timeout: float | None = None) -> dict:
+        """POST `body`; the namespace defaults to body.metadata.namespace. `timeout`: as for get."""
         namespace = namespace or (body.get("metadata") or {}).get("namespace")
         self._need_namespace(res, namespace, "create")
         return self._request(
-            "POST", res.path(namespace), endpoint=res.endpoint(namespace), body=body, content_type=JSON
+            "POST", res.path(namespace), endpoint=res.endpoint(namespace), body=body, content_type=JSON,
+            timeout=timeout,
         )
 
-    def update(self, res: Resource, body: dict, namespace: str | None = None, *, subresource: str | None = None) -> dict:
-        """PUT `body` (a full object; its metadata.resourceVersion makes it a compare-and-swap)."""
+    def update(
+        self, res: Resource, body: dict, namespace: str | None = None, *, subresource: str | None = None,
+        timeout: float | None = None,
+    ) -> dict:
+        """PUT `body` (a full object; its metadata.resourceVersion makes it a compare-and-swap).
+        `timeout`: as for get."""
         meta = body.get("metadata") or {}
         name = meta.get("name")
         if not name:
@@ -334,7 +386,7 @@ class KubeClient:
         self._need_namespace(res, namespace, "update")
         return self._request(
             "PUT", res.path(namespace, name, subresource), endpoint=res.endpoint(namespace, name, subresource),
-            body=body, content_type=JSON,
+            body=body, content_type=JSON, timeout=timeout,
         )
 
     def patch(

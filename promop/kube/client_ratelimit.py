@@ -64,9 +64,14 @@ class TokenBucket:
                 return True
             return False
 
-    def wait(self) -> float:
-        """Block until a token is ours; return the seconds waited."""
+    def wait(self, max_wait: float | None = None) -> float | None:
+        """Block until a token is ours; return the seconds waited. If that would take
+        longer than `max_wait`, give the token back and return None at once."""
         delay = self.reserve()
+        if max_wait is not None and delay > max_wait:
+            with self._lock:
+                self._tokens += 1.0
+            return None
         if delay > 0:
             self._sleep(delay)
         return delay

@@ -57,6 +57,10 @@ class ApiUnreachable(ApiError):
     default_status = 0
 
 
+class RequestTimeout(ApiUnreachable):
+    """A call did not complete within the `timeout` its caller gave it."""
+
+
 class WatchIdleTimeout(ApiUnreachable):
     """A watch stream sent nothing for longer than its idle timeout."""
 

@@ -406,3 +406,35 @@ def test_from_config_in_cluster(monkeypatch, tmp_path):
     assert kube.host == "https://10.96.0.1:443" and cfg.ssl_ca_cert == str(ca)
     assert cfg.auth_settings()["BearerToken"]["value"].lower() == "bearer sa-token"
     assert cfg.connection_pool_maxsize == 5
+
+
+@pytest.mark.parametrize("verb", ["get", "create", "update"])
+def test_a_per_call_timeout_bounds_the_whole_call_without_retries(kube, sandbox, verb):
+    current = kube.create(CONFIGMAPS, cm("slow"))
+    sandbox.faults.add_latency(5.0, verb=verb, resource="configmaps")
+    call = {
+        "get": lambda: kube.get(CONFIGMAPS, "slow", "default", timeout=0.5),
+        "create": lambda: kube.create(CONFIGMAPS, cm("new"), timeout=0.5),
+        "update": lambda: kube.update(CONFIGMAPS, {**current, "data": {"k": "v"}}, timeout=0.5),
+    }[verb]
+    started = time.monotonic()
+    with pytest.raises(errors.RequestTimeout, match="within the call's timeout"):
+        call()
+    elapsed = time.monotonic() - started
+    # A read timeout is never retried (three tries would take at least 1.5 s).
+    assert 0.45 <= elapsed < 1.4, elapsed
+    sandbox.faults.clear()
+    assert kube.get(CONFIGMAPS, "slow", "default", timeout=5)["metadata"]["name"] == "slow"
+
+
+def test_a_per_call_timeout_counts_the_rate_limit_wait(api_client, registry):
+    kube = KubeClient(api_client, qps=1, burst=1, registry=registry)
+    kube.create(CONFIGMAPS, cm("a"))  # takes the only token: the next one is 1 s away
+    started = time.monotonic()
+    with pytest.raises(errors.RequestTimeout, match="rate limit"):
+        kube.get(CONFIGMAPS, "a", "default", timeout=0.2)
+    assert time.monotonic() - started < 0.2, "it knew at once that the token was too far away"
+    # The token was given back: the next call waits for one token, not two.
+    started = time.monotonic()
+    kube.get(CONFIGMAPS, "a", "default", timeout=5)
+    assert time.monotonic() - started < 1.8
