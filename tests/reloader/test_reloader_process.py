@@ -8,6 +8,7 @@ import signal
 import socket
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 import requests
@@ -254,3 +255,81 @@ def test_init_mode_sigterm_while_waiting_exits_0(tmp_path, reloader_factory) -> 
     rel.proc.send_signal(signal.SIGTERM)
     assert rel.wait_exit(timeout=5) == 0
     assert not out.exists()
+
+
+def test_periodic_full_check_catches_a_change_no_event_reports(tmp_path, reloader_factory, reload_server, fast_flags) -> None:
+    """Watches are not recursive, but the hash covers nested files (as upstream's Walk): an
+    in-place rewrite of rules/sub/x.yaml produces no event on the watched directory, so
+    only the --watch-interval full check can find it."""
+    cfg, out, rules = _setup(tmp_path)
+    (rules / "sub").mkdir()
+    nested = rules / "sub" / "x.yaml"
+    nested.write_bytes(b"groups: [a]\n")
+    srv = reload_server()
+    flags = [f for f in fast_flags if not f.startswith("--watch-interval")] + ["--watch-interval=700ms"]
+    rel = reloader_factory(_args(cfg, out, rules, srv.url, flags))
+    rel.wait_reloaded(1)
+    # Let a periodic pass or two go by first: with nothing changed they must not reload.
+    applies = rel.metric("reloader_config_apply_operations_total")
+    rel.wait_metric("reloader_config_apply_operations_total", lambda v: v >= applies + 2)
+    assert srv.posts == 1
+    events = rel.metric("reloader_watch_events_total")
+    with open(nested, "r+b") as f:  # same inode, same size: nothing the directory watch sees
+        f.write(b"groups: [b]\n")
+    rel.wait_reloaded(2)
+    assert srv.posts == 2
+    assert rel.metric("reloader_watch_events_total") == events  # found by the full check, not an event
+
+
+def test_failed_reload_retries_at_the_retry_interval(tmp_path, reloader_factory, reload_server, fast_flags) -> None:
+    cfg, out, rules = _setup(tmp_path)
+    srv = reload_server(status=500)
+    flags = [f for f in fast_flags if not f.startswith("--retry-interval")] + ["--retry-interval=300ms"]
+    rel = reloader_factory(_args(cfg, out, rules, srv.url, flags))
+    rel.wait_metric("reloader_reloads_failed_total", lambda v: v >= 4, timeout=20)
+    times = [datetime.fromisoformat(e["ts"].replace("Z", "+00:00")).timestamp()
+             for e in rel.logs if e["msg"] == "reload failed; will retry"]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert gaps and all(g >= 0.29 for g in gaps), gaps  # never sooner than --retry-interval
+    assert sorted(gaps)[len(gaps) // 2] < 3, gaps  # and it does keep retrying
+
+
+def test_newer_content_supersedes_a_pending_retry(tmp_path, reloader_factory, reload_server, fast_flags) -> None:
+    """While waiting a long --retry-interval, a new config is tried after --delay-interval,
+    and once a reload of the newest content succeeds nothing older is reloaded again."""
+    cfg, out, rules = _setup(tmp_path, "v: 1\n")
+    srv = reload_server(status=500)
+    flags = [f for f in fast_flags if not f.startswith("--retry-interval")] + ["--retry-interval=1m"]
+    rel = reloader_factory(_args(cfg, out, rules, srv.url, flags))
+    rel.wait_metric("reloader_reloads_failed_total", lambda v: v >= 1)
+    write_atomic(cfg, gz("v: 2\n"))
+    rel.wait_metric("reloader_reloads_failed_total", lambda v: v >= 2, timeout=20)  # not after 1m
+    assert out.read_text() == "v: 2\n"
+    srv.status = 200
+    write_atomic(cfg, gz("v: 3\n"))
+    rel.wait_reloaded(1, timeout=20)
+    assert out.read_text() == "v: 3\n"
+    posts = srv.posts
+    # The reloaded state is the newest one: rewriting it identically is not a change.
+    passes = rel.count_logs("pass finished")
+    write_atomic(cfg, cfg.read_bytes())  # (gz() would stamp a new gzip mtime: other bytes)
+    wait_for(lambda: rel.count_logs("pass finished") > passes, what="a pass after the rewrite")
+    assert srv.posts == posts
+    assert rel.metric("reloader_reloads_total") == 3 and rel.metric("reloader_reloads_failed_total") == 2
+
+
+def test_all_issue_metrics_and_exact_healthz(tmp_path, reloader_factory, reload_server, fast_flags) -> None:
+    cfg, out, rules = _setup(tmp_path)
+    srv = reload_server()
+    rel = reloader_factory(_args(cfg, out, rules, srv.url, fast_flags))
+    rel.wait_reloaded(1)
+    resp = requests.get(f"http://127.0.0.1:{rel.port}/healthz", timeout=5)
+    assert (resp.status_code, resp.content) == (200, b'{"status":"up"}')
+    names = set(rel.metrics())
+    for name in ("reloader_reloads_total", "reloader_reloads_failed_total", "reloader_last_reload_successful",
+                 "reloader_last_reload_success_timestamp_seconds", "reloader_config_apply_operations_total",
+                 "reloader_config_apply_operations_failed_total",
+                 "reloader_config_environment_variable_expansion_errors", "reloader_watches",
+                 "reloader_watch_events_total", "reloader_watch_errors_total",
+                 'reloader_info{method="http"}', 'prometheus_config_reloader_build_info{version="0.1.0"}'):
+        assert name in names, name
