@@ -20,7 +20,7 @@ client-go's (shared reference §5):
 
 One difference from client-go, on the safe side: the renew deadline counts
 from the start of the last successful renewal, not from the start of a
-renewal round, and each API call is abandoned when the deadline passes, so a
+renewal round, and each API call times out when the deadline passes, so a
 hung request cannot keep us leading past `renew_deadline`. Also: a
 leader that re-reads the Lease and finds another holder with an
 unexpired lease gives up at once instead of retrying until the renew deadline.
@@ -94,14 +94,14 @@ class LeaderElectionConfig:
 
 
 class _Deadline(Exception):
-    """An API call did not finish before the renew deadline."""
+    """The renew deadline passed before an API call could be sent."""
 
 
 class LeaderElector:
     """Runs the election; see the module docstring.
 
     `client` is a `promop.kube.client.KubeClient` (get/create/update of LEASES
-    returning plain dicts and raising `promop.kube.errors`).
+    with a per-call `timeout`, returning plain dicts and raising `promop.kube.errors`).
     """
 
     def __init__(
@@ -269,9 +269,8 @@ class LeaderElector:
                 except ApiError as exc:
                     log.info("fast-path renewal failed; re-reading the lease", extra=self._kv(err=str(exc)))
             try:
-                lease = self._call(
-                    lambda: self.client.get(LEASES, cfg.lease_name, cfg.lease_namespace), deadline
-                )
+                lease = self.client.get(LEASES, cfg.lease_name, cfg.lease_namespace,
+                                        timeout=self._timeout(deadline))
             except NotFound:
                 body = {
                     "apiVersion": "coordination.k8s.io/v1",
@@ -279,9 +278,7 @@ class LeaderElector:
                     "metadata": {"name": cfg.lease_name, "namespace": cfg.lease_namespace},
                     "spec": desired,
                 }
-                created = self._call(
-                    lambda: self.client.create(LEASES, body, cfg.lease_namespace), deadline
-                )
+                created = self.client.create(LEASES, body, cfg.lease_namespace, timeout=self._timeout(deadline))
                 self._observe(created, started)
                 return True
 
@@ -320,7 +317,7 @@ class LeaderElector:
         """PUT `lease` as read (its resourceVersion makes it a compare-and-swap) with `spec`."""
         body = dict(lease)
         body["spec"] = {**(lease.get("spec") or {}), **spec}
-        return self._call(lambda: self.client.update(LEASES, body, self.config.lease_namespace), deadline)
+        return self.client.update(LEASES, body, self.config.lease_namespace, timeout=self._timeout(deadline))
 
     def _observe(self, lease: dict, started: float) -> None:
         """Record a lease we wrote; `started` is when the writing attempt began."""
@@ -340,30 +337,15 @@ class LeaderElector:
         duration = seconds if isinstance(seconds, (int, float)) and seconds > 0 else self.config.lease_duration
         return self._observed_time + duration > now
 
-    def _call(self, fn: Callable[[], dict], deadline: Optional[float]) -> dict:
-        """Run one API call, giving up when `deadline` (clock time) passes."""
+    def _timeout(self, deadline: Optional[float]) -> float:
+        """The timeout of the next API call: what is left before `deadline` (clock time);
+        while acquiring (no deadline), one renew deadline, so a hung call cannot stall us."""
         if deadline is None:
-            return fn()
+            return self.config.renew_deadline
         remaining = deadline - self._clock.now()
         if remaining <= 0:
             raise _Deadline("renew deadline passed before the request was sent")
-        result: dict[str, Any] = {}
-        finished = threading.Event()
-
-        def target() -> None:
-            try:
-                result["value"] = fn()
-            except BaseException as exc:  # handed to the waiting thread
-                result["error"] = exc
-            finally:
-                finished.set()
-
-        threading.Thread(target=target, name="lease-request", daemon=True).start()
-        if not finished.wait(remaining):
-            raise _Deadline(f"no answer from the API within the renew deadline ({remaining:.2f} s left)")
-        if "error" in result:
-            raise result["error"]
-        return result["value"]
+        return remaining
 
     def _release(self) -> None:
         """Write an empty holder so a standby need not wait for the lease to expire."""

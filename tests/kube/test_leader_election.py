@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from promop.kube.client import KubeClient
-from promop.kube.errors import ApiUnreachable
+from promop.kube.errors import ApiUnreachable, RequestTimeout
 from promop.kube.leader_election import (
     LeaderElectionConfig,
     LeaderElectionConfigError,
@@ -50,23 +50,24 @@ class Partitionable:
         self.unhang = threading.Event()
         self.calls = 0
 
-    def _through(self, verb: str, *args):
+    def _through(self, verb: str, *args, timeout=None):
         self.calls += 1
         if self.hang.is_set():
             self.hanging.set()
-            self.unhang.wait(30)
+            if not self.unhang.wait(timeout or 30):
+                raise RequestTimeout("hung by the test", method=verb, path="leases")
         if self.cut.is_set():
             raise ApiUnreachable("partitioned by the test", method=verb, path="leases")
-        return getattr(self.client, verb)(*args)
+        return getattr(self.client, verb)(*args, timeout=timeout)
 
-    def get(self, *args):
-        return self._through("get", *args)
+    def get(self, *args, timeout=None):
+        return self._through("get", *args, timeout=timeout)
 
-    def create(self, *args):
-        return self._through("create", *args)
+    def create(self, *args, timeout=None):
+        return self._through("create", *args, timeout=timeout)
 
-    def update(self, *args):
-        return self._through("update", *args)
+    def update(self, *args, timeout=None):
+        return self._through("update", *args, timeout=timeout)
 
 
 @dataclass
@@ -339,9 +340,8 @@ def test_no_split_brain_under_injected_api_failures(sandbox, lease_name):
 
 
 def pending(sandbox) -> bool:
-    """Whether injected failures are still waiting to be served (the sandbox drops a
-    rule once it is used up; it has no public accessor for this)."""
-    return bool(sandbox.faults._failures)
+    """Whether injected failures are still waiting to be served."""
+    return sandbox.faults.pending() > 0
 
 
 def test_losing_leadership_stops_the_work_and_run_returns(sandbox, lease_name):
@@ -400,4 +400,24 @@ def test_a_foreign_holder_written_while_we_lead_is_not_overwritten(sandbox, kube
         assert kube.get(LEASES, lease_name, NS)["spec"]["holderIdentity"] == "intruder", \
             "a overwrote the foreign holder"
     finally:
+        a.stop()
+
+
+def test_a_hung_renewal_times_out_and_leadership_is_lost_within_the_renew_deadline(sandbox, kube, lease_name):
+    # The API accepts the renewal but never answers in time: each call times out at
+    # the renew deadline (no thread left behind), and the work is stopped by then.
+    timeline = Timeline()
+    a = Contender(sandbox, lease_name, "a", timeline).start()
+    try:
+        assert a.led.wait(10)
+        renewed = kube.get(LEASES, lease_name, NS)["spec"]["renewTime"]
+        wait_until(lambda: kube.get(LEASES, lease_name, NS)["spec"]["renewTime"] != renewed, "a renewal")
+        hung_at = time.monotonic()
+        sandbox.faults.add_latency(3.0, verb="update", resource="leases")
+        assert a.returned.wait(10), "a must give up when its renewals hang"
+        # the last successful renewal began at most one retry period before hung_at
+        assert timeline.intervals[0][2] - hung_at <= TIMINGS["renew_deadline"] + 0.5
+        assert a.stopped_calls == 1 and a.status() == 0
+    finally:
+        sandbox.faults.clear()
         a.stop()
