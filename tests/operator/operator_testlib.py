@@ -25,7 +25,9 @@ from promop.sandbox import Sandbox
 ROOT = Path(__file__).resolve().parents[2]
 OPERATOR_AGENT = "promop-operator-under-test"
 FAST_INFORMERS = {"backoff_base": 0.05, "backoff_cap": 0.5, "idle_timeout": 10.0}
-FAST_LEASE = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2}
+# Short enough that a standby takes over a killed leader quickly, long enough that a loaded machine's
+# stall does not cost the leader its lease mid-test.
+FAST_LEASE = {"lease_duration": 4.0, "renew_deadline": 3.0, "retry_period": 0.2}
 
 
 # Deadlines only bound failures (a passing test returns as soon as its condition holds), so they

@@ -124,8 +124,9 @@ def test_killed_leader_is_replaced_by_the_standby(cluster, kube, tmp_path, proc_
     from promop.kube.resources import NAMESPACES, PROMETHEUSES, SERVICEMONITORS
 
     kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-    timings = ["--leader-election-lease-duration", "2", "--leader-election-renew-deadline", "1.5",
-               "--leader-election-retry-period", "0.2"]
+    timings = ["--leader-election-lease-duration", str(FAST_LEASE["lease_duration"]),
+               "--leader-election-renew-deadline", str(FAST_LEASE["renew_deadline"]),
+               "--leader-election-retry-period", str(FAST_LEASE["retry_period"])]
     leader = proc_factory("--kubeconfig", kubeconfig, "--web.listen-address", "127.0.0.1:0", "--leader-elect",
                           "--leader-election-namespace", "default", "--leader-election-identity", "first", *timings)
     eventually(lambda: leader.grep("became leader"), 30, "the subprocess to lead")
