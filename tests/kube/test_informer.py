@@ -18,6 +18,7 @@ from promop.kube.client import KubeClient
 from promop.kube.informer import Informer
 from promop.kube.resources import CONFIGMAPS, NAMESPACES
 from promop.kube.store import Tombstone, object_key
+from kube.kube_testlib import wait_until
 
 FAST = dict(backoff_base=0.02, backoff_cap=0.2, idle_timeout=3.0, min_watch_duration=0.05)
 
@@ -61,14 +62,6 @@ def rvs(objs):
     return {object_key(o): o["metadata"]["resourceVersion"] for o in objs}
 
 
-def wait_until(predicate, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
-
-
 def assert_converges(kube, informer, recorder, namespace=None, timeout=15.0, **list_kw):
     """Cache == fresh LIST == what the handler last saw, by resourceVersion."""
     last = {}
@@ -79,7 +72,7 @@ def assert_converges(kube, informer, recorder, namespace=None, timeout=15.0, **l
         return fresh == last["store"] == last["handler"]
 
     try:
-        wait_until(ok, timeout, "the cache and handlers to converge")
+        wait_until(ok, "the cache and handlers to converge", timeout)
     except AssertionError:
         f, s, h = last["fresh"], last["store"], last["handler"]
         raise AssertionError(

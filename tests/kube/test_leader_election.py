@@ -24,19 +24,12 @@ from promop.kube.leader_election import (
 )
 from promop.kube.queue import FakeClock
 from promop.kube.resources import LEASES
+from kube.kube_testlib import wait_until
 
 NS = "default"
 # lease 2 s, renew deadline 1 s, retry 0.25 s: fast, with room for a noisy machine
 TIMINGS = dict(lease_duration=2.0, renew_deadline=1.0, retry_period=0.25)
 STATUS = "prometheus_operator_leader_election_master_status"
-
-
-def wait_until(predicate, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.005)
 
 
 class Partitionable:

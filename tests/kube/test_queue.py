@@ -8,16 +8,9 @@ import time
 import pytest
 
 from promop.kube.workqueue import DelayingQueue, FakeClock, Queue
+from kube.kube_testlib import wait_until
 
 DEADLINE = 5.0
-
-
-def wait_until(predicate, what: str, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.001)
 
 
 def start(target, *args) -> threading.Thread:

@@ -15,14 +15,7 @@ from promop.kube.informer_metrics import informer_metrics
 from promop.kube.reflector import Reflector, logfmt
 from promop.operator.logs import LogfmtFormatter
 from promop.kube.resources import CONFIGMAPS
-
-
-def wait_until(predicate, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
+from kube.kube_testlib import wait_until
 
 
 @pytest.fixture
