@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import threading
 from typing import Any, Callable
 
 import pytest
-from operator_testlib import FAST_INFORMERS, OPERATOR_AGENT, ROOT, Running, eventually
+from operator_testlib import FAST_INFORMERS, OPERATOR_AGENT, ROOT, Running, eventually, kubectl_runner
 from prometheus_client import CollectorRegistry
 
 from promop.kube.client import KubeClient
@@ -61,21 +59,7 @@ def start_operator(cluster):
         r.shutdown()
 
 
-KUBECTL = shutil.which("kubectl")
-
-
 @pytest.fixture
 def kubectl(cluster, tmp_path):
     """kubectl(*args, input=None) against `cluster`; asserts success unless check=False."""
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed")
-    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-
-    def run(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, "--cache-dir", str(tmp_path / "kcache"), *args],
-                              capture_output=True, text=True, timeout=60, input=input)
-        if check:
-            assert proc.returncode == 0, f"kubectl {' '.join(args)}: {proc.stderr}"
-        return proc
-
-    return run
+    return kubectl_runner(cluster, tmp_path)

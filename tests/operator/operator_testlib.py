@@ -8,12 +8,15 @@ objects the end-to-end tests apply.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import pytest
 import yaml
 
 from promop.kube.errors import ApiError, NotFound
@@ -88,6 +91,26 @@ class Writes(list):
 
 def operator_writes(sb: Sandbox, agent: str = OPERATOR_AGENT) -> list:
     return Writes(r for r in sb.requests if r.is_write and r.user_agent.startswith(agent))
+
+
+KUBECTL = shutil.which("kubectl")
+
+
+def kubectl_runner(sb: Sandbox, tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
+    """kubectl(*args, input=None, check=True) against `sb` (skips the test if kubectl is missing);
+    asserts success unless check=False."""
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed")
+    kubeconfig = sb.write_kubeconfig(tmp_path / "kubeconfig")
+
+    def run(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, "--cache-dir", str(tmp_path / "kcache"), *args],
+                              capture_output=True, text=True, timeout=60, input=input, cwd=ROOT)
+        if check:
+            assert proc.returncode == 0, f"kubectl {' '.join(args)}: {proc.stderr}"
+        return proc
+
+    return run
 
 
 # ---- objects the end-to-end tests apply (namespace NS) ----

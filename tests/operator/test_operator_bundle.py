@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import yaml
-from operator_testlib import ROOT, eventually
+from operator_testlib import ROOT, eventually, kubectl_runner
 
 from promop.cli import main
 from promop.operator.bundle import render_bundle
@@ -79,8 +79,10 @@ def test_kubectl_installs_the_bundle_and_the_example_prometheus_is_reconciled(ku
     from promop.kube.resources import SECRETS
     from promop.operator.demo import decode_config
 
-    kubectl("apply", "-f", str(ROOT / "crds"))
-    out = kubectl("apply", "-f", str(ROOT / "manifests")).stdout
+    # the README's two steps, verbatim
+    kubectl("apply", "-f", "crds/")
+    kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", "crds/")
+    out = kubectl("apply", "-f", "manifests/").stdout
     for line in ("namespace/promop", "clusterrole.rbac.authorization.k8s.io/promop", "deployment.apps/promop",
                  "servicemonitor.monitoring.coreos.com/promop", "prometheus.monitoring.coreos.com/main"):
         assert line in out, out
@@ -88,6 +90,28 @@ def test_kubectl_installs_the_bundle_and_the_example_prometheus_is_reconciled(ku
     secret = eventually(lambda: kube.get(SECRETS, "prometheus-main", "promop"), 20, "the example's config")
     config = yaml.safe_load(decode_config(secret))
     assert [j["job_name"] for j in config["scrape_configs"]] == ["serviceMonitor/promop/promop/0"]
+
+
+CUSTOM = {"06-servicemonitor.yaml": "servicemonitor.monitoring.coreos.com/promop",
+          "08-prometheus.yaml": "prometheus.monitoring.coreos.com/main"}
+
+
+def test_one_command_install_on_a_fresh_cluster_needs_a_second_run(sandbox, tmp_path):
+    """What the README says of `kubectl apply -f crds/ -f manifests/`: kubectl maps every object
+    before creating any, so on a cluster without the CRDs the first run applies everything but
+    the ServiceMonitor and the Prometheus, fails on those two (exit 1), and a second run completes."""
+    kubectl = kubectl_runner(sandbox, tmp_path)
+    first = kubectl("apply", "-f", "crds/", "-f", "manifests/", check=False)
+    assert first.returncode == 1, first.stdout + first.stderr
+    failed = {name for name in (p.name for p in (ROOT / "manifests").glob("*.yaml")) if name in first.stderr}
+    assert failed == set(CUSTOM), first.stderr
+    docs = [d for f in render_bundle() for d in f.documents()]
+    assert len(first.stdout.splitlines()) == len(docs) - len(CUSTOM) + 4, first.stdout  # + the 4 CRDs
+    assert not any(obj in first.stdout for obj in CUSTOM.values())
+    second = kubectl("apply", "-f", "crds/", "-f", "manifests/")
+    for obj in CUSTOM.values():
+        assert f"{obj} created" in second.stdout, second.stdout
+    assert kubectl("apply", "-f", "crds/", "-f", "manifests/").stdout.count(" unchanged") == len(docs) + 4
 
 
 def test_deployment_args_are_valid_run_flags(monkeypatch):
