@@ -74,9 +74,10 @@ class Sandbox:
         server.server_close()
         for watcher in self.store.all_watchers():
             watcher.close()
-        # let open watches end their streams cleanly before their connections are cut
-        deadline = time.monotonic() + 1.0
-        while self.store.all_watchers() and time.monotonic() < deadline:
+        # let watches (also those whose handler has not registered yet) end their streams
+        # cleanly before their connections are cut; generous for a loaded machine
+        deadline = time.monotonic() + 5.0
+        while server.watch_streams and time.monotonic() < deadline:
             time.sleep(0.005)
         server.close_connections()
         if self._thread is not None:

@@ -78,7 +78,12 @@ class SandboxHTTPServer(ThreadingHTTPServer):
         self.connections: set = set()
         self.connections_lock = threading.Lock()
         self.stopping = False
+        self.watch_streams = 0  # watch handlers between their first byte and their last
         super().__init__(address, Handler)
+
+    def track_watch(self, delta: int) -> None:
+        with self.connections_lock:
+            self.watch_streams += delta
 
     def handle_error(self, request, client_address) -> None:
         """Clients hanging up mid-stream are routine; anything else is a sandbox bug."""
@@ -443,6 +448,15 @@ class Handler(BaseHTTPRequestHandler):
                 raise bad_request(f'invalid resourceVersion "{rv_param}"') from None
         timeout = _number(params, "timeoutSeconds", sandbox.default_watch_timeout)
         bookmarks = _flag(params, "allowWatchBookmarks")
+        self.server.track_watch(1)
+        try:
+            self._open_stream(watcher, since, timeout, bookmarks, record)
+        finally:
+            self.server.track_watch(-1)
+
+    def _open_stream(self, watcher: Watcher, since: int | None, timeout: float,
+                     bookmarks: bool, record: RequestRecord) -> None:
+        sandbox = self.server.sandbox
         self.send_response(200)
         self.send_header("Content-Type", JSON)
         self.send_header("Transfer-Encoding", "chunked")
@@ -478,7 +492,10 @@ class Handler(BaseHTTPRequestHandler):
         next_bookmark = started + interval
         while True:
             with watcher.cond:
-                while not watcher.closed and (not watcher.queue or faults.stalled):
+                # `stopping` is checked here, not only after a wake-up: a watch registered
+                # after Sandbox.stop() closed the open ones must end by itself
+                while not watcher.closed and not self.server.stopping and \
+                        (not watcher.queue or faults.stalled):
                     wait_until = deadline
                     if bookmarks and not faults.stalled:
                         wait_until = min(wait_until, next_bookmark)

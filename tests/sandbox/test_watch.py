@@ -136,7 +136,7 @@ def test_no_bookmarks_unless_allowed(sandbox, core):
     start = time.monotonic()
     response = raw_stream(core, timeout_seconds=1)
     assert read_events(response, 1) == []  # the stream ends at the timeout, empty
-    assert 0.9 <= time.monotonic() - start < 3
+    assert 0.9 <= time.monotonic() - start < 10  # the default is 1800 s
 
 
 def test_timeout_seconds_closes_the_stream(core):
@@ -144,7 +144,7 @@ def test_timeout_seconds_closes_the_stream(core):
     events = list(watch.Watch().stream(core.list_namespaced_config_map, "default",
                                        timeout_seconds=1))
     assert events == []
-    assert 0.9 <= time.monotonic() - start < 3
+    assert 0.9 <= time.monotonic() - start < 10  # the default is 1800 s
 
 
 def test_label_selector_transitions_become_added_and_deleted(core):
