@@ -60,7 +60,8 @@ _REMOTE_WRITE = {
 }
 
 SUPPORTED: dict[str, Mapping[str, Any]] = {
-    "ServiceMonitor": {**_MONITOR_COMMON, "endpoints": _ENDPOINT, "targetLabels": ALL, "podTargetLabels": ALL},
+    "ServiceMonitor": {**_MONITOR_COMMON, "endpoints": _ENDPOINT, "targetLabels": ALL, "podTargetLabels": ALL,
+                       "serviceDiscoveryRole": ALL},
     "PodMonitor": {**_MONITOR_COMMON, "podMetricsEndpoints": _POD_ENDPOINT, "podTargetLabels": ALL},
     "PrometheusRule": {"groups": ALL},
     "Prometheus": {
@@ -76,9 +77,9 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "enforcedKeepDroppedTargets": ALL, "enforcedBodySizeLimit": ALL, "sampleLimit": ALL, "targetLimit": ALL,
         "labelLimit": ALL, "labelNameLengthLimit": ALL, "labelValueLengthLimit": ALL, "keepDroppedTargets": ALL,
         "bodySizeLimit": ALL, "scrapeClasses": ALL, "serviceDiscoveryRole": ALL, "apiserverConfig": ALL,
-        "arbitraryFSAccessThroughSMs": ALL, "additionalScrapeConfigs": ALL, "additionalAlertRelabelConfigs": ALL,
+        "arbitraryFSAccessThroughSMs": ALL, "podTargetLabels": ALL, "additionalScrapeConfigs": ALL, "additionalAlertRelabelConfigs": ALL,
         "additionalAlertManagerConfigs": ALL, "alerting": {"alertmanagers": _ALERTMANAGER_ENDPOINT},
-        "remoteWrite": _REMOTE_WRITE, "tsdb": ALL, "exemplars": ALL, "ruleQueryOffset": ALL, "runtime": ALL,
+        "remoteWrite": _REMOTE_WRITE, "tsdb": {"outOfOrderTimeWindow": ALL}, "exemplars": ALL, "ruleQueryOffset": ALL, "runtime": ALL,
         "queryLogFile": ALL, "scrapeFailureLogFile": ALL, "scrapeClassicHistograms": ALL,
         "convertClassicHistogramsToNHCB": ALL,
         # StatefulSet and rules (promop/render/statefulset.py, rules.py)
