@@ -1,7 +1,8 @@
 """The controller: informers -> event mapping -> one rate-limited queue -> N workers -> Syncer.
 
 Thin on purpose: handlers only turn events into Prometheus keys (mapping.py);
-workers only call `Syncer.sync` and requeue with backoff on error. The queue
+workers only call `Syncer.sync` (or `Syncer.sync_status` when only a StatefulSet's
+status changed, upstream's separate status path) and requeue with backoff on error. The queue
 guarantees one key is never synced by two workers at once.
 """
 
@@ -27,6 +28,9 @@ from promop.operator.apply import RetryLater
 from promop.operator.sync import Stores, Syncer
 
 log = logging.getLogger("promop.operator.controller")
+
+# what a dequeued key needs (Controller._work_for)
+SYNC, STATUS, SKIP = "sync", "status", "skip"
 
 # Only the StatefulSets we manage (upstream's selector).
 STATEFULSET_SELECTOR = ("managed-by in (prometheus-operator),operator.prometheus.io/shard,"
@@ -91,6 +95,8 @@ class Controller:
         # events only is skipped at dequeue time if they all turn out to be our own writes.
         self._suspects: dict[str, list[tuple[str, dict]]] = {}
         self._real: set[str] = set()
+        # keys queued (so far) only for StatefulSet status changes: a status refresh is enough
+        self._status_only: set[str] = set()
         self._suspect_lock = threading.Lock()
         self._stopping = threading.Event()
         self._register_handlers()
@@ -173,12 +179,16 @@ class Controller:
             if self._stopping.is_set():
                 q.done(key)  # stop taking work: the backlog is dropped, in-flight syncs finish
                 continue
-            if self._only_own_echoes(key):
+            work = self._work_for(key)
+            if work == SKIP:
                 q.forget(key)
                 q.done(key)
                 continue
             try:
-                self.syncer.sync(key)
+                if work == STATUS:
+                    self.syncer.sync_status(key)
+                else:
+                    self.syncer.sync(key)
             except RetryLater as exc:
                 log.debug("sync deferred; retrying", **fields(key=key, reason=str(exc)))
                 self._retry(key)
@@ -193,20 +203,32 @@ class Controller:
 
     # ---- event handlers -------------------------------------------------------------------
 
-    def _only_own_echoes(self, key: str) -> bool:
+    def _work_for(self, key: str) -> str:
+        """What the events queued since `key` was last taken ask for: SKIP when they were all the
+        echoes of our own writes, STATUS when the rest were StatefulSet status changes, else SYNC."""
         with self._suspect_lock:
             real = key in self._real
             self._real.discard(key)
+            status_only = key in self._status_only
+            self._status_only.discard(key)
             suspects = self._suspects.pop(key, [])
-        return not real and bool(suspects) and all(self.syncer.is_own_write(k, o) for k, o in suspects)
+        if real or not all(self.syncer.is_own_write(k, o) for k, o in suspects):
+            return SYNC
+        if status_only:
+            return STATUS
+        return SKIP if suspects else SYNC
 
-    def _enqueue(self, keys: list[str], triggered_by: str, action: str, maybe_echo: dict | None = None) -> None:
-        """Queue `keys`. `maybe_echo`: the updated object, if this may be our own write coming back."""
+    def _enqueue(self, keys: list[str], triggered_by: str, action: str, maybe_echo: dict | None = None,
+                 status_only: bool = False) -> None:
+        """Queue `keys`. `maybe_echo`: the updated object, if this may be our own write coming back;
+        `status_only`: only a StatefulSet's status changed."""
         if not keys:
             return
         with self._suspect_lock:
             for key in keys:
-                if maybe_echo is None:
+                if status_only:
+                    self._status_only.add(key)
+                elif maybe_echo is None:
                     self._real.add(key)
                 else:
                     self._suspects.setdefault(key, []).append((triggered_by, maybe_echo))
@@ -223,18 +245,22 @@ class Controller:
 
     def _handle(self, inf: Informer, kind: str, keys: Callable[[Any], list[str]],
                 update_matters: Callable[[dict, dict], bool], on_initial: bool = False,
-                we_write: bool = False) -> None:
+                we_write: bool = False, status_only: Callable[[dict, dict], bool] | None = None) -> None:
         """Route `inf`'s events through `keys` into the queue; updates only when `update_matters`.
 
         Objects of the initial LIST are skipped unless `on_initial` (the initial Prometheus
         adds already enqueue every key). For kinds `we_write`, an update that is the echo of
-        our own latest write does not cause a sync."""
+        our own latest write does not cause a sync. An update for which `status_only` holds
+        asks only for a status refresh."""
         e = self._enqueue
 
         def on_update(old: dict, new: dict) -> None:
             if not update_matters(old, new):
                 return
             if we_write and self.syncer.is_own_write(kind, new):
+                return
+            if status_only is not None and status_only(old, new):
+                e(keys(new), kind, "update", status_only=True)
                 return
             e(keys(new), kind, "update", maybe_echo=new if we_write else None)
 
@@ -269,7 +295,8 @@ class Controller:
             self._handle(inf, kind, ref_keys, mapping.resource_version_changed, we_write=True)
 
         self._handle(self.statefulsets, "StatefulSet", lambda o: mapping.for_statefulset(_obj(o)),
-                     mapping.resource_version_changed, on_initial=True, we_write=True)
+                     mapping.resource_version_changed, on_initial=True, we_write=True,
+                     status_only=mapping.statefulset_status_only)
 
         def ns_labels(obj: Any) -> dict | None:
             return (_obj(obj).get("metadata") or {}).get("labels") or {}

@@ -52,6 +52,17 @@ def resource_version_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> 
     return _md(old).get("resourceVersion") != _md(new).get("resourceVersion")
 
 
+_VOLATILE_METADATA = ("resourceVersion", "managedFields")
+
+
+def statefulset_status_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Only `status` differs (the StatefulSet controller reporting pods): the owner needs a status
+    refresh, not a render. Any metadata or spec change (a foreign edit to undo) needs a full sync."""
+    def meta(obj: Mapping[str, Any]) -> dict:
+        return {k: v for k, v in _md(obj).items() if k not in _VOLATILE_METADATA}
+    return old.get("spec") == new.get("spec") and meta(old) == meta(new)
+
+
 def selects_namespace(prometheus: Mapping[str, Any], field: str, namespace: str,
                       labels: Mapping[str, str] | None) -> bool:
     """Does `prometheus` look for objects in `namespace` through its `field` namespace selector?

@@ -125,6 +125,21 @@ class Syncer:
         self.last_report[key] = report
         return report
 
+    def sync_status(self, key: str) -> SyncReport:
+        """Only a StatefulSet's status changed: refresh the Prometheus status (no render, no other
+        read or write), upstream's separate status path. The Reconciled condition keeps the outcome
+        of the last sync; without a successful last sync to build on, this is a full sync."""
+        prom = self.stores.prometheuses.get(key)
+        last = self.last_report.get(key)
+        with self._lock:
+            result = self.last_result.get(key)
+        if prom is None or last is None or last.skipped or result is None or (
+                prom.get("metadata") or {}).get("deletionTimestamp") or (prom.get("spec") or {}).get("paused"):
+            return self.sync(key)
+        report = SyncReport(key, skipped="status only")
+        report.writes = int(self._update_status(key, prom, result, None))
+        return report
+
     def _sync(self, key: str) -> SyncReport:
         prom = self.stores.prometheuses.get(key)
         if prom is None:
@@ -408,7 +423,8 @@ class Syncer:
 
     # ---- status -------------------------------------------------------------------------
 
-    def _update_status(self, key: str, prom: dict, result: RenderResult | None, error: Exception | None) -> None:
+    def _update_status(self, key: str, prom: dict, result: RenderResult | None, error: Exception | None) -> bool:
+        """Write the Prometheus status if it changes; True when written."""
         ns, name = _key(prom)
         shards: dict[int, dict | None] = {}
         for shard in range(shard_count(prom)):
@@ -420,12 +436,12 @@ class Syncer:
         desired = prometheus_status(prom, shards, error=str(error) if error else None,
                                     reconciled_reason=reason, now=self.now())
         if not status_changed(prom.get("status"), desired):
-            return
+            return False
         memo = ("status", key)
         comparable = {k: v for k, v in desired.items() if k != "conditions"}, [
             {k: v for k, v in c.items() if k != "lastTransitionTime"} for c in desired["conditions"]]
         if self._already_wrote(memo, prom, comparable):
-            return
+            return False
         self.metrics.status_updates.labels("prometheus").inc()
         try:
             self.client.update(PROMETHEUSES, {**prom, "status": desired}, subresource="status")
@@ -433,10 +449,11 @@ class Syncer:
         except Conflict:
             raise RetryLater(f"status of Prometheus {key}: our cached copy is outdated; retrying") from None
         except NotFound:
-            return
+            return False
         except ApiError:
             self.metrics.status_update_errors.labels("prometheus").inc()
             raise
+        return True
 
     # ---- deletion -------------------------------------------------------------------------
 

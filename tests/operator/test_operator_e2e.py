@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from operator_testlib import (NS, config, eventually, job, jobs, names, operator_writes, prometheus, rule,
-                              service_monitor)
+from operator_testlib import (NS, OPERATOR_AGENT, config, eventually, job, jobs, names, operator_writes, prometheus,
+                              rule, service_monitor)
 
 from promop.kube.errors import NotFound
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
@@ -277,3 +277,53 @@ def test_unsupported_fields_get_one_warning_event(kube, start_operator, ns):
     op.controller.enqueue_all()
     eventually(op.idle)
     assert len(events()) == 1
+
+
+def test_statefulset_status_change_refreshes_only_the_prometheus_status(cluster, kube, start_operator, ns):
+    op = start_operator()
+    ctl = op.controller
+    kube.create(PROMETHEUSES, prometheus())
+    kube.create(SERVICEMONITORS, service_monitor("a"))
+    eventually(lambda: jobs(kube) == ["serviceMonitor/team/a/0"], 20, "the job")
+
+    def available() -> str:
+        conds = kube.get(PROMETHEUSES, "p", NS).get("status", {}).get("conditions") or []
+        return next((c["status"] for c in conds if c["type"] == "Available"), "")
+    eventually(lambda: available() == "True", 20, "Available=True")
+    eventually(op.idle, 20)
+
+    def sts_update_events() -> float:
+        return ctl.metrics.triggered.labels("prometheus", "StatefulSet", "update")._value.get()
+
+    def operator_requests() -> list:
+        return [(r.verb, r.resource, r.subresource) for r in cluster.requests
+                if r.user_agent.startswith(OPERATOR_AGENT) and r.verb not in ("list", "watch")]
+
+    syncs = ctl.metrics.reconcile_operations.labels("prometheus")._value.get()
+    # the pods go down: the StatefulSet controller reports it in status only
+    cluster.reset_requests()
+    sts = kube.get(STATEFULSETS, "prometheus-p", NS)
+    sts["status"].update(readyReplicas=0, availableReplicas=0)
+    kube.update(STATEFULSETS, sts, NS, subresource="status")
+    eventually(lambda: available() == "False", 20, "Available=False")
+    eventually(op.idle, 20)
+    assert operator_requests() == [("update", "prometheuses", "status")]  # no render, no read
+    assert ctl.metrics.reconcile_operations.labels("prometheus")._value.get() == syncs
+
+    # a status change that does not change the Prometheus status: no request at all
+    cluster.reset_requests()
+    seen = sts_update_events()
+    sts = kube.get(STATEFULSETS, "prometheus-p", NS)
+    sts["status"]["currentRevision"] = "prometheus-p-12345"
+    kube.update(STATEFULSETS, sts, NS, subresource="status")
+    eventually(lambda: sts_update_events() > seen, 20, "the StatefulSet update event")
+    eventually(op.idle, 20)
+    assert operator_requests() == []
+    assert ctl.metrics.reconcile_operations.labels("prometheus")._value.get() == syncs
+
+    # a spec change by someone else is not status-only: a full sync (which, like upstream's, leaves
+    # the StatefulSet alone while its input-hash annotation matches)
+    sts = kube.get(STATEFULSETS, "prometheus-p", NS)
+    sts["spec"]["replicas"] = 3
+    kube.update(STATEFULSETS, sts, NS)
+    eventually(lambda: ctl.metrics.reconcile_operations.labels("prometheus")._value.get() > syncs, 20, "a full sync")

@@ -175,6 +175,17 @@ def test_update_filters():
     assert not mapping.resource_version_changed(a, a)
 
 
+def test_statefulset_status_only():
+    old = {"metadata": {"name": "s", "labels": {"x": "1"}, "resourceVersion": "5", "generation": 1},
+           "spec": {"replicas": 1}, "status": {"readyReplicas": 1}}
+    assert mapping.statefulset_status_only(old, {**old, "metadata": {**old["metadata"], "resourceVersion": "6"},
+                                                 "status": {"readyReplicas": 0}})
+    assert not mapping.statefulset_status_only(old, {**old, "spec": {"replicas": 2}})
+    assert not mapping.statefulset_status_only(old, {**old, "metadata": {**old["metadata"], "labels": {}}})
+    assert not mapping.statefulset_status_only(old, {**old, "metadata": {**old["metadata"],
+                                                                         "deletionTimestamp": "2026-01-01T00:00:00Z"}})
+
+
 def secret(data, labels=None, refs=None, **extra):
     md = {"name": "s", "namespace": "n", "labels": labels or {"managed-by": "prometheus-operator"}}
     if refs is not None:
