@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Callable
 
 
@@ -18,3 +19,16 @@ def wait_until(predicate: Callable[[], object], what: str = "condition", timeout
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(interval)
+
+
+def tag(api_client) -> str:
+    """Give `api_client` a User-Agent of its own and return it. Sandboxes bind free ports,
+    which get reused: a client left running by another test in the same worker can reach
+    this test's sandbox, so tests that count API requests count only their own."""
+    api_client.user_agent = f"promop-test/{uuid.uuid4().hex}"
+    return api_client.user_agent
+
+
+def own_requests(sandbox, api_client) -> list:
+    """The sandbox's request log, only the requests `api_client` (tagged) made."""
+    return [r for r in sandbox.requests if r.user_agent == api_client.user_agent]

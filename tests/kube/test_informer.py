@@ -18,7 +18,7 @@ from promop.kube.client import KubeClient
 from promop.kube.informer import Informer
 from promop.kube.resources import CONFIGMAPS, NAMESPACES
 from promop.kube.store import Tombstone, object_key
-from kube.kube_testlib import wait_until
+from kube.kube_testlib import own_requests, tag, wait_until
 
 FAST = dict(backoff_base=0.02, backoff_cap=0.2, idle_timeout=3.0, min_watch_duration=0.05)
 
@@ -92,11 +92,25 @@ def watching(kube, informer, *namespaces):
 
 
 @contextlib.contextmanager
-def disconnected(sandbox):
-    """The informer's watch is closed and cannot come back (429s) while the body runs;
-    then the event history is compacted, so whatever happened meanwhile is only learnt by a relist."""
+def disconnected(sandbox, informer):
+    """The informer's watches are closed and cannot come back (429s) while the body runs;
+    then the event history is compacted, so whatever happened meanwhile is only learnt by a relist.
+
+    Closing the open streams is not enough: a watch request that passed the sandbox's
+    fault check just before the 429s were injected registers after close_watches() and
+    would stream the body's changes live. So the body runs only once every reflector
+    has had a watch refused: a reflector sends one request at a time, so from then on
+    it has no stream, and every new request it makes is refused."""
+    client = informer.client.api_client
+    seen = len(own_requests(sandbox, client))
     sandbox.faults.fail_next(10**6, 429, verb="watch")
-    sandbox.faults.close_watches()
+
+    def all_refused() -> bool:
+        sandbox.faults.close_watches()  # again: closes a stream that registered late
+        refused = {r.namespace for r in own_requests(sandbox, client)[seen:] if r.verb == "watch" and r.code == 429}
+        return all(reflector.namespace in refused for reflector in informer.reflectors)
+
+    wait_until(all_refused, "every reflector's watch to be refused")
     yield
     sandbox.faults.compact()
     sandbox.faults.clear()
@@ -117,6 +131,7 @@ def registry():
 
 @pytest.fixture
 def kube(api_client, registry):
+    tag(api_client)
     return KubeClient(api_client, qps=0, burst=0, pool_size=16, registry=registry)
 
 
@@ -212,7 +227,7 @@ def test_compaction_relists_and_deletes_while_disconnected_become_tombstones(kub
     assert inf.wait_for_sync(10)
     watching(kube, inf)
     wait_until(lambda: len(rec.rvs()) == 7)  # 6 + the marker
-    with disconnected(sandbox):
+    with disconnected(sandbox, inf):
         kube.delete(CONFIGMAPS, "t0", "default")
         kube.delete(CONFIGMAPS, "t1", "default")
         kube.patch(CONFIGMAPS, "t2", {"data": {"v": "changed"}}, "default")
@@ -232,7 +247,7 @@ def test_tombstone_carries_the_last_known_state(kube, sandbox, make_informer):
     inf.start()
     assert inf.wait_for_sync(10)
     watching(kube, inf)
-    with disconnected(sandbox):
+    with disconnected(sandbox, inf):
         kube.delete(CONFIGMAPS, "gone", "default")
     wait_until(lambda: deleted, what="the tombstone")
     [tomb] = deleted
@@ -282,7 +297,7 @@ def test_restart_with_compaction(kube, sandbox, make_informer):
     inf.start()
     assert inf.wait_for_sync(10)
     wait_until(lambda: len(rec.rvs()) == 4)
-    with disconnected(sandbox):
+    with disconnected(sandbox, inf):
         sandbox.restart()
         kube.delete(CONFIGMAPS, "k3", "default")
     assert_converges(kube, inf, rec)
@@ -380,7 +395,7 @@ def test_namespaces_list_watches_only_those(kube, sandbox, make_informer):
     watching(kube, inf, "a", "b")
     kube.create(CONFIGMAPS, cm("y", ns="b"))
     kube.create(CONFIGMAPS, cm("y", ns="c"))
-    with disconnected(sandbox):
+    with disconnected(sandbox, inf):
         kube.delete(CONFIGMAPS, "x", "a")
     expected = sorted(kube_keys(kube, "a", "b"))
     assert "a/x" not in expected and "b/y" in expected

@@ -15,11 +15,12 @@ from promop.kube.informer_metrics import informer_metrics
 from promop.kube.reflector import Reflector, logfmt
 from promop.operator.logs import LogfmtFormatter
 from promop.kube.resources import CONFIGMAPS
-from kube.kube_testlib import wait_until
+from kube.kube_testlib import own_requests, tag, wait_until
 
 
 @pytest.fixture
 def kube(api_client):
+    tag(api_client)
     return KubeClient(api_client, qps=0, burst=0, registry=CollectorRegistry())
 
 
@@ -42,27 +43,29 @@ def start(kube, reflectors, **kw):
     return r, deltas
 
 
-def closed_watch_queries(sandbox):
+def closed_watch_queries(sandbox, kube):
     """Watches are logged when they end: end them until one shows up."""
 
     def closed():
         sandbox.faults.close_watches()
-        return queries(sandbox, "watch")
+        return queries(sandbox, kube, "watch")
 
     wait_until(closed, what="a watch request")
-    return queries(sandbox, "watch")
+    return queries(sandbox, kube, "watch")
 
 
-def queries(sandbox, verb):
-    return [parse_qs(urlsplit(r.path).query) for r in sandbox.requests if r.verb == verb and r.resource == "configmaps"]
+def queries(sandbox, kube, verb):
+    """The query parameters of this test's `verb` requests on ConfigMaps."""
+    return [parse_qs(urlsplit(r.path).query) for r in own_requests(sandbox, kube.api_client)
+            if r.verb == verb and r.resource == "configmaps"]
 
 
 def test_list_then_watch_parameters(kube, sandbox, reflectors):
     kube.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": "default"}})
     sandbox.reset_requests()
     r, deltas = start(kube, reflectors, namespace="default")
-    watch = closed_watch_queries(sandbox)[0]
-    [lst] = queries(sandbox, "list")
+    watch = closed_watch_queries(sandbox, kube)[0]
+    [lst] = queries(sandbox, kube, "list")
     assert lst["limit"] == ["500"] and "resourceVersion" not in lst  # a consistent read
     assert watch["allowWatchBookmarks"] == ["true"]
     assert 300 <= int(watch["timeoutSeconds"][0]) < 600
@@ -80,9 +83,9 @@ def current_rv(kube):
 def test_watch_timeout_range_is_a_parameter(kube, sandbox, reflectors):
     start(kube, reflectors, watch_timeout_range=(1, 2))
     # a 1 s server timeout closes the watch cleanly: re-watched, never relisted
-    wait_until(lambda: len(queries(sandbox, "watch")) >= 2, what="two watches")
-    assert len(queries(sandbox, "list")) == 1
-    assert all(q["timeoutSeconds"] == ["1"] for q in queries(sandbox, "watch"))
+    wait_until(lambda: len(queries(sandbox, kube, "watch")) >= 2, what="two watches")
+    assert len(queries(sandbox, kube, "list")) == 1
+    assert all(q["timeoutSeconds"] == ["1"] for q in queries(sandbox, kube, "watch"))
 
 
 def test_bookmarks_advance_the_resource_version(kube, sandbox, reflectors):
@@ -100,7 +103,7 @@ def test_failures_back_off_instead_of_spinning(kube, sandbox, reflectors):
     sandbox.faults.fail_next(10**6, 500, verb="list")
     started = time.monotonic()
     r, _ = start(kube, reflectors, backoff=Backoff(0.1, 0.4, rng=lambda: 0.0))
-    wait_until(lambda: len(queries(sandbox, "list")) >= 5, what="five LIST attempts")
+    wait_until(lambda: len(queries(sandbox, kube, "list")) >= 5, what="five LIST attempts")
     # delays 0.1 + 0.2 + 0.4 + 0.4 between the five attempts
     assert time.monotonic() - started >= 1.0
     assert r.backoff.failures >= 4
@@ -110,14 +113,14 @@ def test_retry_after_is_honoured(kube, sandbox, reflectors):
     sandbox.faults.fail_next(1, 429, verb="list", retry_after=1)
     started = time.monotonic()
     start(kube, reflectors)
-    wait_until(lambda: len(queries(sandbox, "list")) == 2, what="the retried LIST")
+    wait_until(lambda: len(queries(sandbox, kube, "list")) == 2, what="the retried LIST")
     assert time.monotonic() - started >= 0.9
 
 
 def test_stop_interrupts_a_backoff_wait(kube, sandbox, reflectors):
     sandbox.faults.fail_next(10**6, 500, verb="list")
     r, _ = start(kube, reflectors, backoff=Backoff(30, 30))
-    wait_until(lambda: queries(sandbox, "list"), what="the first LIST")
+    wait_until(lambda: queries(sandbox, kube, "list"), what="the first LIST")
     r.stop()
     assert r.join(2)
 
@@ -148,9 +151,16 @@ def test_a_failing_transform_keeps_the_object_and_logs_fields(kube, reflectors, 
 
 
 def test_repeated_gone_backs_off(kube, sandbox, reflectors):
-    sandbox.faults.fail_next(10**6, 410, verb="watch")
+    # Four watches in a row get 410; the fifth stays open. The first 410 relists at
+    # once; each later one, coming right after a relist, waits 0.1, 0.2, then 0.4 s.
+    sandbox.faults.fail_next(4, 410, verb="watch")
     started = time.monotonic()
-    start(kube, reflectors, backoff=Backoff(0.1, 0.4, rng=lambda: 0.0))
-    wait_until(lambda: len(queries(sandbox, "list")) >= 5, what="five LISTs")
-    # the first 410 relists at once; the following ones wait 0.1 + 0.2 + 0.4
-    assert time.monotonic() - started >= 0.65
+    r, deltas = start(kube, reflectors, backoff=Backoff(0.1, 0.4, rng=lambda: 0.0))
+    wait_until(lambda: len(queries(sandbox, kube, "list")) >= 5 and sandbox.faults.pending() == 0,
+               what="five LISTs and the four 410s served", timeout=30)
+    assert r.backoff.failures == 3, "three backoffs: the first 410 relists at once"
+    kube.create(CONFIGMAPS, {"metadata": {"name": "after", "namespace": "default"}})
+    wait_until(lambda: any(d[0] == "event" for d in deltas), what="an event through the fifth watch")
+    assert len(queries(sandbox, kube, "list")) == 5
+    # a lower bound only: a loaded machine makes it slower, never faster
+    assert time.monotonic() - started >= 0.7 - 0.05
