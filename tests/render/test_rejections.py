@@ -216,3 +216,20 @@ def test_invalid_enforced_namespace_label_rejects_monitors_instead_of_dropping_e
     [problem] = result.rejected
     assert "spec.enforcedNamespaceLabel 'tenant-ns' is not a valid label name" in problem.message
     assert result.config["scrape_configs"] == []
+
+
+@pytest.mark.parametrize("endpoint,field", [
+    (ep(bearerTokenSecret={"name": "creds", "key": "token"}), "spec.endpoints[0].bearerTokenSecret"),
+    (ep(basicAuth={"username": {"name": "creds", "key": "user"}, "password": {"name": "creds", "key": "token"}}),
+     "spec.endpoints[0].basicAuth.username"),
+    (ep(authorization={"credentials": {"name": "creds", "key": "token"}}), "spec.endpoints[0].authorization.credentials"),
+])
+def test_credentials_come_only_from_the_monitors_own_namespace(endpoint, field):
+    """Secret monitoring/creds exists, but a monitor in `apps` naming `creds` means apps/creds."""
+    bad = service_monitor("bad", namespace="apps", endpoints=[endpoint])
+    result = render(_inputs([_good(), bad]))
+    [problem] = result.rejected
+    assert (problem.namespace, problem.name, problem.field) == ("apps", "bad", field)
+    assert "Secret apps/creds not found" in problem.message
+    assert "t0k3n" not in result.config_text and "alice" not in result.config_text
+    assert [j["job_name"] for j in result.config["scrape_configs"]] == ["serviceMonitor/monitoring/good/0"]
