@@ -236,6 +236,14 @@ class Controller:
         for key in keys:
             self.queue.add(key)
 
+    def _enqueue_gone(self, obj: dict, kind: str) -> None:
+        """`obj` is bound to a Prometheus we do not know (deleted while we were down): queue its key,
+        whose sync then finds it gone and removes its bindings. Prometheus objects in namespaces we
+        do not manage are another operator's business."""
+        gone = [k for k in mapping.bound_prometheuses(obj)
+                if self.options.namespace_allowed(k.partition("/")[0]) and self.prometheuses.store.get(k) is None]
+        self._enqueue(gone, kind, "add")
+
     def _proms(self) -> list[dict]:
         return self.prometheuses.store.list()
 
@@ -286,6 +294,7 @@ class Controller:
                 ns = (_obj(obj).get("metadata") or {}).get("namespace", "")
                 return mapping.for_monitor(kind, ns, self._proms(), self._ns_labels)
             self._handle(inf, kind, monitor_keys, mapping.monitor_update_matters)
+            inf.add_handler(on_add=lambda o, initial, kind=kind: self._enqueue_gone(o, kind))
 
         for kind, inf in (("Secret", self.secrets), ("ConfigMap", self.configmaps)):
             def ref_keys(obj: Any, kind: str = kind) -> list[str]:

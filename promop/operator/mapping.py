@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from promop.kube.selector import SelectorError, parse_selector
+from promop.render.model import MONITORING_GROUP
 
 # the namespace selector field of a Prometheus that decides where it looks for each kind
 NAMESPACE_SELECTOR_FIELD = {
@@ -104,6 +105,16 @@ def for_referenced(kind: str, namespace: str, name: str, prometheuses: Iterable[
     ref = (kind, namespace, name)
     return sorted(key_of(p) for p in prometheuses
                   if _md(p).get("namespace") == namespace or ref in references.get(key_of(p), ()))
+
+
+def bound_prometheuses(obj: Mapping[str, Any]) -> list[str]:
+    """Keys of the Prometheus objects a monitor's or rule's `status.bindings` name."""
+    out = []
+    for b in ((obj.get("status") or {}).get("bindings")) or []:
+        if (isinstance(b, Mapping) and b.get("resource") == "prometheuses" and b.get("group") == MONITORING_GROUP
+                and b.get("namespace") and b.get("name")):
+            out.append(f"{b['namespace']}/{b['name']}")
+    return out
 
 
 def for_statefulset(sts: Mapping[str, Any]) -> list[str]:

@@ -327,3 +327,27 @@ def test_statefulset_status_change_refreshes_only_the_prometheus_status(cluster,
     sts["spec"]["replicas"] = 3
     kube.update(STATEFULSETS, sts, NS)
     eventually(lambda: ctl.metrics.reconcile_operations.labels("prometheus")._value.get() > syncs, 20, "a full sync")
+
+
+def test_bindings_of_a_prometheus_deleted_while_the_operator_was_down_are_removed(kube, start_operator, ns):
+    first = start_operator()
+    kube.create(PROMETHEUSES, prometheus())
+    kube.create(SERVICEMONITORS, service_monitor("a"))
+
+    def bindings() -> list[tuple[str, str]]:
+        status = kube.get(SERVICEMONITORS, "a", NS).get("status") or {}
+        return sorted((b["namespace"], b["name"]) for b in status.get("bindings") or [])
+    eventually(lambda: bindings() == [(NS, "p")], 20, "the binding")
+    eventually(first.idle, 20)
+    assert first.shutdown() == 0
+    kube.delete(PROMETHEUSES, "p", NS)
+    # a binding another operator wrote, for a Prometheus in a namespace this one does not manage
+    sm = kube.get(SERVICEMONITORS, "a", NS)
+    other = {**sm["status"]["bindings"][0], "namespace": "elsewhere", "name": "q"}
+    sm["status"]["bindings"].append(other)
+    kube.update(SERVICEMONITORS, sm, NS, subresource="status")
+
+    second = start_operator(deny_namespaces=("elsewhere",))  # no Prometheus left: nothing else syncs
+    eventually(lambda: bindings() == [("elsewhere", "q")], 20, "the stale binding removed, the foreign one kept")
+    eventually(second.idle, 20)
+    assert bindings() == [("elsewhere", "q")]

@@ -175,6 +175,14 @@ def test_update_filters():
     assert not mapping.resource_version_changed(a, a)
 
 
+def test_bound_prometheuses():
+    b = {"group": "monitoring.coreos.com", "resource": "prometheuses", "namespace": "n", "name": "p"}
+    obj = {"status": {"bindings": [b, {**b, "resource": "alertmanagers"}, {**b, "name": ""}, "junk",
+                                   {**b, "namespace": "m", "name": "q"}]}}
+    assert mapping.bound_prometheuses(obj) == ["n/p", "m/q"]
+    assert mapping.bound_prometheuses({}) == []
+
+
 def test_statefulset_status_only():
     old = {"metadata": {"name": "s", "labels": {"x": "1"}, "resourceVersion": "5", "generation": 1},
            "spec": {"replicas": 1}, "status": {"readyReplicas": 1}}
