@@ -50,20 +50,38 @@ class Applier:
         self.force_reload = False
         self.warned_vars: set[str] = set()
         self.last_error: str | None = None
+        self.precomputed: tuple[int, _Rendered, tuple[str | None, str] | None] | None = None
         self.hash_exclude = {os.path.abspath(p) for p in (opts.config_file, opts.config_envsubst_file) if p}
         if opts.config_envsubst_file:
             for name in remove_stale_temps(opts.config_envsubst_file):
                 log.info("removed a temp file left by an earlier run", file=name)
 
-    def apply(self, stop: threading.Event, reload: bool = True) -> Result:
-        """Run one pass; RETRY means try again after --retry-interval."""
-        result = self._pass(stop, reload)
-        self.log.debug("pass finished", result=result.value)
+    def apply(self, stop: threading.Event, reload: bool = True, seq: int | None = None) -> Result:
+        """Run one pass; RETRY means try again after --retry-interval.
+
+        `seq` is the runner's event number: when `precompute` ran at that same
+        number, no event came since and its render and hash are still current.
+        """
+        early, self.precomputed = self.precomputed, None
+        if early is not None and (seq is None or early[0] != seq):
+            early = None
+        result = self._pass(stop, reload, early)
+        self.log.debug("pass finished", result=result.value, precomputed=early is not None)
         return result
 
-    def _pass(self, stop: threading.Event, reload: bool) -> Result:
-        self.metrics.apply_operations.inc()
+    def precompute(self, seq: int) -> None:
+        """Render and hash now, during the debounce delay, for the pass that follows."""
         rendered = self._render()
+        state = self._state(rendered) if self.reload is not None else None
+        self.precomputed = (seq, rendered, state)
+
+    def _state(self, rendered: _Rendered) -> tuple[str | None, str]:
+        return rendered.digest, dirs_digest(self.opts.watched_dirs, self.hash_exclude)
+
+    def _pass(self, stop: threading.Event, reload: bool,
+              early: tuple[int, _Rendered, tuple[str | None, str] | None] | None) -> Result:
+        self.metrics.apply_operations.inc()
+        rendered = early[1] if early is not None else self._render()
         if rendered.error is not None:
             self.metrics.apply_operations_failed.inc()
             self._log_error(rendered.error)
@@ -75,7 +93,7 @@ class Applier:
         if self.opts.config_envsubst_file and self.written_digest is None:
             # Nothing valid has been written yet: Prometheus has nothing new to load.
             return Result.RETRY
-        state = (rendered.digest, dirs_digest(self.opts.watched_dirs, self.hash_exclude))
+        state = early[2] if early is not None and early[2] is not None else self._state(rendered)
         if state == self.reloaded_state and not self.force_reload:
             return outcome
         if not self._reload(stop, state):

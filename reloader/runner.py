@@ -19,6 +19,13 @@ from .watcher import Watcher
 
 # A steady stream of events must not postpone the pass forever.
 MAX_DEBOUNCE_FACTOR = 10
+# A thread sleeping on a timeout wakes 0.1-0.3 ms late on a busy machine (kernel
+# wake-up latency, timer slack): the last stretch before a debounce deadline is
+# waited out actively so the pass starts right at --delay-interval.
+PRECISE_WAIT = 0.0005
+# The inputs are hashed this fraction of --delay-interval before the debounced pass
+# (after a burst of events is over), so the pass itself only has to reload.
+HASH_LEAD = 0.5
 
 
 class Runner:
@@ -33,6 +40,7 @@ class Runner:
         self.lock = threading.Lock()
         self.first_event: float | None = None
         self.last_event: float | None = None
+        self.seq = 0  # counts events: a hash computed at one number is stale at the next
         dirs = list(opts.watched_dirs)
         if opts.config_file:
             dirs.insert(0, os.path.dirname(os.path.abspath(opts.config_file)))
@@ -46,23 +54,34 @@ class Runner:
         return os.path.abspath(path) == os.path.abspath(out) or is_temp_of(out, path)
 
     def _on_event(self) -> None:
+        """Record an event; wake the loop only for the first of a burst.
+
+        Later events only move the deadline, which the loop re-reads when it
+        wakes for the old one: waking it for each of them would make it compete
+        with the watch thread for the GIL while the burst is still arriving.
+        """
         now = time.monotonic()
         with self.lock:
-            if self.first_event is None:
+            first = self.first_event is None
+            if first:
                 self.first_event = now
             self.last_event = now
-        self.wake.set()
+            self.seq += 1
+        if first:
+            self.wake.set()
 
-    def _event_due(self) -> float | None:
+    def _pending(self) -> tuple[int, float | None]:
+        """The event sequence number and when the debounced pass is due (None: no events)."""
         with self.lock:
             if self.last_event is None or self.first_event is None:
-                return None
+                return self.seq, None
             delay = self.opts.delay_interval
-            return min(self.last_event + delay, self.first_event + delay * MAX_DEBOUNCE_FACTOR)
+            return self.seq, min(self.last_event + delay, self.first_event + delay * MAX_DEBOUNCE_FACTOR)
 
-    def _take_events(self) -> None:
+    def _take_events(self) -> int:
         with self.lock:
             self.first_event = self.last_event = None
+            return self.seq
 
     def run_once(self) -> int:
         """Init-container mode: write the output (waiting out bad input), never reload."""
@@ -90,18 +109,15 @@ class Runner:
         next_periodic = now + self.opts.watch_interval
         next_rewatch = now + self.opts.retry_interval
         self._take_events()
-        result = self.applier.apply(self.stop)
-        retry_at = self._retry_time(result)
+        retry_at = self._retry_time(self.applier.apply(self.stop))
+        hashed_seq: int | None = None
+        lead = self.opts.delay_interval * HASH_LEAD
         while not self.stop.is_set():
-            due = [next_periodic]
-            if retry_at is not None:
-                due.append(retry_at)
-            if self.watcher.failing:
-                due.append(next_rewatch)
-            event_due = self._event_due()
-            if event_due is not None:
-                due.append(event_due)
-            self.wake.wait(max(0.0, min(due) - time.monotonic()))
+            seq, event_due = self._pending()
+            hash_at = event_due - lead if event_due is not None and seq != hashed_seq and lead > 0 else None
+            rewatch_at = next_rewatch if self.watcher.failing else None
+            wake_at = min(t for t in (next_periodic, retry_at, rewatch_at, hash_at, event_due) if t is not None)
+            self._sleep_until(wake_at, precise=wake_at == event_due)
             self.wake.clear()
             if self.stop.is_set():
                 return
@@ -110,19 +126,33 @@ class Runner:
                 # A directory that could not be watched yet: try again (success notifies).
                 next_rewatch = now + self.opts.retry_interval
                 self.watcher.ensure()
-            event_due = self._event_due()
+            seq, event_due = self._pending()
             periodic = now >= next_periodic
             retry = retry_at is not None and now >= retry_at
             if not (periodic or retry or (event_due is not None and now >= event_due)):
-                if event_due is not None:
+                if event_due is not None and seq != hashed_seq and lead > 0 and now >= event_due - lead:
+                    self.applier.precompute(seq)
+                    hashed_seq = seq
+                elif event_due is not None:
                     self.applier.prepare()
                 continue
             if periodic:
                 next_periodic = now + self.opts.watch_interval
                 self.watcher.ensure()
-            self._take_events()
-            result = self.applier.apply(self.stop)
+            taken = self._take_events()
+            # Periodic and retry passes look at everything afresh; a debounced one may use
+            # the hash computed during the delay if no event came since.
+            result = self.applier.apply(self.stop, seq=None if periodic or retry else taken)
             retry_at = self._retry_time(result)
+
+    def _sleep_until(self, deadline: float, precise: bool) -> None:
+        """Wait until `deadline` or a wake-up; `precise` spins (yielding) for the last moment."""
+        left = deadline - time.monotonic()
+        if not precise or left > PRECISE_WAIT:
+            if self.wake.wait(max(0.0, left - PRECISE_WAIT if precise else left)) or not precise:
+                return
+        while time.monotonic() < deadline and not self.wake.is_set():
+            pass  # at most PRECISE_WAIT of spinning; a wake-up (event, stop) ends it
 
     def _retry_time(self, result: Result) -> float | None:
         if result is Result.RETRY:

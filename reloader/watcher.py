@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from watchdog.events import (
     DirCreatedEvent,
@@ -24,7 +24,11 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
-from watchdog.observers.api import ObservedWatch
+
+try:  # watchdog >= 7 on Linux
+    from watchdog.observers.inotify_c import InotifyConstants, InotifyFD
+except ImportError:  # pragma: no cover - other platforms or older watchdog
+    InotifyFD = None  # type: ignore[assignment,misc]
 
 from .logs import Log
 from .metrics import Metrics
@@ -42,12 +46,82 @@ WRITE_EVENTS = [
 ]
 
 
-class _Handler(FileSystemEventHandler):
-    def __init__(self, on_event: Callable[[FileSystemEvent], None]):
-        self.on_event = on_event
+class _ObserverBackend:
+    """watchdog's portable Observer: inotify thread -> emitter thread -> dispatch thread."""
 
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        self.on_event(event)
+    def __init__(self, on_path: Callable[[str], None], on_lost: Callable[[str, object], None]):
+        self.on_path = on_path
+        self.observer = Observer()
+
+    def start(self) -> None:
+        self.observer.start()
+
+    def stop(self) -> None:
+        self.observer.stop()
+        self.observer.join(timeout=0.5)
+
+    def add(self, path: str) -> object:
+        backend = self
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                backend.on_path(os.fsdecode(event.src_path))
+                dest = getattr(event, "dest_path", "")
+                if dest:
+                    backend.on_path(os.fsdecode(dest))
+
+        return self.observer.schedule(Handler(), path, recursive=False, event_filter=WRITE_EVENTS)
+
+    def remove(self, handle: object) -> None:
+        self.observer.unschedule(handle)  # type: ignore[arg-type]
+
+
+class _InotifyBackend:
+    """watchdog's own inotify reader thread calling us directly (Linux, watchdog >= 7).
+
+    One thread hop from the kernel to the run loop instead of three: the
+    Observer's emitter and dispatch threads each add a wake-up (~0.15 ms on a
+    loaded machine) to every change's latency.
+    """
+
+    MASK = 0
+    if InotifyFD is not None:
+        C = InotifyConstants
+        MASK = (C.IN_CREATE | C.IN_DELETE | C.IN_MODIFY | C.IN_MOVED_FROM | C.IN_MOVED_TO
+                | C.IN_CLOSE_WRITE | C.IN_ATTRIB | C.IN_DELETE_SELF | C.IN_MOVE_SELF)
+
+    def __init__(self, on_path: Callable[[str], None], on_lost: Callable[[str, object], None]):
+        assert InotifyFD is not None
+        self.on_path = on_path
+        self.on_lost = on_lost
+        self.fd = InotifyFD()
+
+    def start(self) -> None:
+        self.fd.start()
+
+    def stop(self) -> None:
+        self.fd.stop()
+        self.fd.join(timeout=0.5)
+
+    def add(self, path: str) -> object:
+        backend = self
+        raw = os.fsencode(path)
+
+        class Callback:
+            def on_event(self, event: Any) -> None:
+                backend.on_path(os.fsdecode(os.path.join(raw, event.name)) if event.name else path)
+
+            def on_watch_deleted(self, wd: int) -> None:
+                backend.on_lost(path, wd)
+
+            def on_queue_overflow(self) -> None:
+                backend.on_path(path)  # events were lost: a full pass finds what changed
+
+        wd = self.fd.add_callback(raw, self.MASK, Callback(), id(self))
+        return wd
+
+    def remove(self, handle: object) -> None:
+        self.fd.remove_callbacks([(handle, id(self))])  # type: ignore[list-item]
 
 
 class Watcher:
@@ -60,34 +134,43 @@ class Watcher:
         metrics: Metrics,
         log: Log,
         ignore: Callable[[str], bool] = lambda path: False,
+        portable: bool = False,
     ):
         self.dirs = list(dict.fromkeys(os.path.abspath(d) for d in dirs))
         self.notify = notify
         self.metrics = metrics
         self.log = log
         self.ignore = ignore
-        self.observer = Observer()
-        self.watches: dict[str, tuple[ObservedWatch, int]] = {}
+        backend = _ObserverBackend if portable or InotifyFD is None else _InotifyBackend
+        self.backend = backend(self._event, self._lost)
+        self.watches: dict[str, tuple[object, int]] = {}
         self.failing: set[str] = set()
         self.lock = threading.Lock()
 
     def start(self) -> None:
-        self.observer.start()
+        self.backend.start()
         self.ensure()
 
     def stop(self) -> None:
-        self.observer.stop()
-        self.observer.join(timeout=0.5)
+        self.backend.stop()
 
-    def _event(self, event: FileSystemEvent) -> None:
-        paths = [os.fsdecode(event.src_path)]
-        dest = getattr(event, "dest_path", "")
-        if dest:
-            paths.append(os.fsdecode(dest))
-        if all(self.ignore(p) for p in paths):
+    def _event(self, path: str) -> None:
+        if self.ignore(path):
             return
         self.metrics.watch_events.inc()
-        self.log.debug("watch event", event=event.event_type, path=paths[-1])
+        self.log.debug("watch event", path=path)
+        self.notify()
+
+    def _lost(self, path: str, handle: object) -> None:
+        """The kernel dropped a watch (directory deleted): re-watch once it is back."""
+        with self.lock:
+            current = self.watches.get(path)
+            if current is None or current[0] != handle:
+                return  # an older watch of a directory we already re-watched
+            del self.watches[path]
+            self.metrics.watches.set(len(self.watches))
+            self.failing.add(path)
+        self.log.info("watched directory removed; re-watching when it is back", dir=path)
         self.notify()
 
     def ensure(self) -> None:
@@ -106,14 +189,17 @@ class Watcher:
         if current is not None and current[1] == inode:
             return
         if current is not None:
-            self.observer.unschedule(current[0])
+            try:
+                self.backend.remove(current[0])
+            except (KeyError, OSError):  # already gone with its directory
+                pass
             del self.watches[path]
             self.log.info("watched directory replaced or removed; re-watching", dir=path)
         if inode < 0:
             self._failed(path, "does not exist (yet)")
             return
         try:
-            watch = self.observer.schedule(_Handler(self._event), path, recursive=False, event_filter=WRITE_EVENTS)
+            watch = self.backend.add(path)
         except OSError as exc:
             self._failed(path, exc.strerror or str(exc))
             return

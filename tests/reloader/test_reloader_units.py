@@ -332,3 +332,48 @@ def test_stale_temp_files_are_removed(tmp_path) -> None:
     (tmp_path / "prometheus.env.yaml").write_text("good")
     assert remove_stale_temps(str(out)) == [".prometheus.env.yaml.abc123.tmp"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [".other.yaml.abc123.tmp", "prometheus.env.yaml"]
+
+
+@pytest.mark.parametrize("portable", [False, True], ids=["inotify-thread", "watchdog-observer"])
+def test_watcher_sees_writes_and_rewatches_a_recreated_dir(tmp_path, portable: bool) -> None:
+    import threading
+
+    from reloader.logs import setup
+    from reloader.watcher import Watcher
+    from reloader_testlib import wait_for
+
+    d = tmp_path / "rules"
+    d.mkdir()
+    hits: list[int] = []
+    woke = threading.Event()
+
+    def notify() -> None:
+        hits.append(1)
+        woke.set()
+
+    watcher = Watcher([str(d)], notify, create("http"), setup("json", "error"),
+                      ignore=lambda p: p.endswith(".ignored"), portable=portable)
+    watcher.start()
+    try:
+        wait_for(lambda: hits, what="the notification for the new watch")
+        assert watcher.metrics.watches._value.get() == 1
+        before = len(hits)
+        (d / "x.ignored").write_text("ours")
+        (d / "a.yaml").write_text("groups: []\n")
+        wait_for(lambda: len(hits) > before, what="an event for a.yaml")
+        events = watcher.metrics.watch_events._value.get()
+        assert events >= 1
+        # The directory goes away and comes back (new inode): it is watched again.
+        (d / "a.yaml").unlink()
+        (d / "x.ignored").unlink()
+        d.rmdir()
+        watcher.ensure()
+        assert str(d) in watcher.failing
+        d.mkdir()
+        watcher.ensure()
+        assert not watcher.failing and watcher.metrics.watches._value.get() == 1
+        before = len(hits)
+        (d / "b.yaml").write_text("groups: []\n")
+        wait_for(lambda: len(hits) > before, what="an event in the re-created directory")
+    finally:
+        watcher.stop()
