@@ -377,3 +377,41 @@ def test_watcher_sees_writes_and_rewatches_a_recreated_dir(tmp_path, portable: b
         wait_for(lambda: len(hits) > before, what="an event in the re-created directory")
     finally:
         watcher.stop()
+
+
+def test_precomputed_render_and_hash_are_used_only_if_no_event_came_since(tmp_path) -> None:
+    import threading
+
+    from reloader.apply import Applier
+    from reloader.logs import setup
+
+    cfg, out, rules = tmp_path / "in.yaml", tmp_path / "out" / "out.yaml", tmp_path / "rules"
+    out.parent.mkdir()
+    rules.mkdir()
+    cfg.write_text("v: 1\n")
+    opts = parse([f"--config-file={cfg}", f"--config-envsubst-file={out}", f"--watched-dir={rules}"])
+    reloads: list[str] = []
+    applier = Applier(opts, lambda stop: reloads.append(out.read_text()), create("http"), setup("json", "error"))
+    stop = threading.Event()
+    applier.apply(stop)
+    assert reloads == ["v: 1\n"]
+
+    cfg.write_text("v: 2\n")
+    applier.precompute(seq=7)  # during the delay: renders v: 2 and hashes it
+    assert out.read_text() == "v: 2\n"
+    (rules / "r.yaml").write_text("groups: []\n")  # a later change (event number 8)
+    applier.apply(stop, seq=8)
+    assert len(reloads) == 2
+    applier.apply(stop, seq=None)  # a full check: the rule file was already covered at 8
+    assert len(reloads) == 2
+
+    cfg.write_text("v: 3\n")
+    applier.precompute(seq=9)
+    applier.apply(stop, seq=9)  # nothing since: the precomputed state is used as is
+    assert reloads[-1] == "v: 3\n" and len(reloads) == 3
+    # With a stale precomputed hash (no rule file) against event 8, using it would reload again.
+    (rules / "r.yaml").unlink()
+    applier.precompute(seq=10)
+    (rules / "r.yaml").write_text("groups: []\n")
+    applier.apply(stop, seq=11)
+    assert len(reloads) == 3  # fresh hash: same state as reloaded at 9
