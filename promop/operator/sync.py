@@ -83,7 +83,7 @@ class Syncer:
     """Reconciles one Prometheus per call; safe for concurrent calls on different keys."""
 
     def __init__(self, client: KubeClient, stores: Stores, options: RenderOptions, metrics: OperatorMetrics,
-                 render: Callable[..., RenderResult], references: Callable[[RenderInputs], set],
+                 render: Callable[..., RenderResult], references: Callable[..., set],
                  namespace_allowed: Callable[[str], bool] = lambda ns: True,
                  now: Callable[[], str] = now_rfc3339, cache_factory: Callable[[], Any] | None = None) -> None:
         self.client = client
@@ -195,7 +195,11 @@ class Syncer:
             namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(_key(n)[1])],
             options=self.options,
         )
-        refs = self.references_of(inputs)
+        with self._lock:
+            cache = self._render_caches.get(key)
+            if cache is None:
+                cache = self._render_caches[key] = self._cache_factory()
+        refs = self.references_of(inputs, cache=cache)  # the cache memoises selection and per-monitor refs
         secrets: dict[tuple[str, str], dict] = {}
         configmaps: dict[tuple[str, str], dict] = {}
         for ref in refs:
@@ -210,9 +214,6 @@ class Syncer:
         inputs.secrets, inputs.configmaps = secrets, configmaps
         with self._lock:
             self.references[key] = {(r.kind, r.namespace, r.name) for r in refs}
-            cache = self._render_caches.get(key)
-            if cache is None:
-                cache = self._render_caches[key] = self._cache_factory()
         result = self.render(inputs, cache=cache)
         with self._lock:
             self.last_result[key] = result

@@ -19,7 +19,7 @@ from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import Decision, Problem, RenderResult
 
 
-def fake_references(inputs) -> set:
+def fake_references(inputs, cache=None) -> set:
     return set()
 
 
