@@ -70,7 +70,7 @@ def test_no_api_write_when_nothing_changed(cluster, kube, start_operator, ns):
     assert ctl.metrics.reconcile_operations.labels("prometheus")._value.get() == before + 1
 
 
-def test_rule_changes_update_configmaps_with_sharding(kube, start_operator, ns):
+def test_rule_changes_update_configmaps_with_sharding(cluster, kube, start_operator, ns):
     op = start_operator()
     kube.create(PROMETHEUSES, prometheus())
     kube.create(PROMETHEUSRULES, rule("small", "up"))
@@ -91,10 +91,14 @@ def test_rule_changes_update_configmaps_with_sharding(kube, start_operator, ns):
     eventually(lambda: len(names(kube, CONFIGMAPS)) >= 2, 30, "rules sharded over ConfigMaps")
     cfg = config(kube)
     assert len(cfg["rule_files"]) >= 3
+    cluster.reset_requests()
     kube.delete(PROMETHEUSRULES, "big1", NS)
     kube.delete(PROMETHEUSRULES, "big2", NS)
     eventually(lambda: names(kube, CONFIGMAPS) == ["prometheus-p-rulefiles-0"], 30, "stale ConfigMaps deleted")
     eventually(op.idle)
+    # upstream's order: the remaining ConfigMap is updated before the stale ones go
+    cm_writes = [w.verb for w in operator_writes(cluster) if w.resource == "configmaps"]
+    assert "delete" in cm_writes and cm_writes.index("update") < cm_writes.index("delete"), cm_writes
 
 
 def test_shards_scale_up_and_down(kube, start_operator, ns):
@@ -351,3 +355,60 @@ def test_bindings_of_a_prometheus_deleted_while_the_operator_was_down_are_remove
     eventually(lambda: bindings() == [("elsewhere", "q")], 20, "the stale binding removed, the foreign one kept")
     eventually(second.idle, 20)
     assert bindings() == [("elsewhere", "q")]
+
+
+def test_run_flags_shape_what_it_creates_and_watches(cluster, kube, start_operator, ns):
+    op = start_operator(labels={"team": "infra"}, annotations={"owner": "sre"},
+                        config_reloader_image="registry.example/reloader:1",
+                        prometheus_default_base_image="registry.example/prometheus",
+                        secret_field_selector="type!=helm.sh/release.v1")
+    kube.create(PROMETHEUSES, prometheus())
+    kube.create(PROMETHEUSRULES, rule("r", "up"))
+    eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p"] and names(kube, CONFIGMAPS), 20)
+    eventually(op.idle, 20)
+    created = [kube.get(SECRETS, "prometheus-p", NS), kube.get(STATEFULSETS, "prometheus-p", NS),
+               kube.get(CONFIGMAPS, "prometheus-p-rulefiles-0", NS)]
+    for obj in created:  # --labels / --annotations
+        md = obj["metadata"]
+        assert md["labels"]["team"] == "infra" and md["annotations"]["owner"] == "sre", (obj["kind"], md)
+    pod = created[1]["spec"]["template"]["spec"]
+    images = {c["name"]: c["image"] for c in pod["containers"] + pod.get("initContainers", [])}
+    assert images["prometheus"].startswith("registry.example/prometheus:"), images
+    assert images["config-reloader"] == "registry.example/reloader:1", images
+
+    # --secret-field-selector: a Helm release Secret is neither cached nor a reason to sync
+    ctl = op.controller
+    adds = ctl.metrics.triggered.labels("prometheus", "Secret", "add")._value.get()
+    kube.create(SECRETS, {"metadata": {"name": "release", "namespace": NS}, "type": "helm.sh/release.v1",
+                          "data": {"release": "eA=="}})
+    kube.create(SECRETS, {"metadata": {"name": "plain", "namespace": NS}, "data": {"k": "eA=="}})
+    eventually(lambda: ctl.secrets.store.get(f"{NS}/plain"), 20, "the plain Secret cached")
+    assert ctl.secrets.store.get(f"{NS}/release") is None
+    assert "data" not in ctl.secrets.store.get(f"{NS}/plain"), "Secrets are cached as metadata only"
+    assert ctl.metrics.triggered.labels("prometheus", "Secret", "add")._value.get() == adds + 1
+
+
+def test_metrics_endpoint_has_upstreams_names(kube, start_operator, ns):
+    import urllib.request
+
+    op = start_operator(web=True)
+    kube.create(PROMETHEUSES, prometheus(shards=2, replicas=3))
+    eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p", "prometheus-p-shard-1"], 20)
+    eventually(op.idle, 20)
+    with urllib.request.urlopen(f"http://127.0.0.1:{op.operator.web.port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    c = 'controller="prometheus"'
+    for sample in (f"prometheus_operator_reconcile_operations_total{{{c}}}",
+                   f"prometheus_operator_reconcile_errors_total{{{c}}} 0.0",
+                   f"prometheus_operator_reconcile_duration_seconds_count{{{c}}}",
+                   f'prometheus_operator_triggered_total{{action="add",{c},triggered_by="Prometheus"}}',
+                   "prometheus_operator_list_operations_total", "prometheus_operator_watch_operations_total",
+                   f'prometheus_operator_managed_resources{{{c},resource="servicemonitors",state="selected"}} 0.0',
+                   f'prometheus_operator_syncs{{{c},status="ok"}} 1.0',
+                   f"prometheus_operator_ready{{{c}}} 1.0",
+                   f'prometheus_operator_spec_replicas{{{c},name="p",namespace="team"}} 3.0',
+                   f'prometheus_operator_spec_shards{{{c},name="p",namespace="team"}} 2.0',
+                   "prometheus_operator_workqueue_depth", "prometheus_operator_workqueue_adds_total",
+                   "prometheus_operator_kubernetes_client_http_requests_total",
+                   "prometheus_operator_build_info{"):
+        assert sample in text, sample
