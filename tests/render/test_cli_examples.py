@@ -28,10 +28,15 @@ EXAMPLES = REPO / "examples"
 README = REPO / "README.md"
 
 
-def _env() -> dict:
-    """PATH with the console scripts of this interpreter first, so `promop` is ours."""
+def _env(bin_dir: Path) -> dict:
+    """PATH with a `promop` that is this checkout run by this interpreter, however it was installed."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    shim = bin_dir / "promop"
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m promop "$@"\n')
+    shim.chmod(0o755)
     env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = f"{REPO}{os.pathsep}{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(REPO)
     return env
 
 
@@ -115,7 +120,7 @@ def test_readme_walkthrough_runs_as_written(clone):
     assert any(c.startswith("promop render -f examples/ --out out/") for c in commands), commands
     results = {}
     for command in commands:
-        proc = subprocess.run(command, shell=True, cwd=clone, env=_env(), capture_output=True, text=True, timeout=180)
+        proc = subprocess.run(command, shell=True, cwd=clone, env=_env(clone.parent / "bin"), capture_output=True, text=True, timeout=180)
         results[command] = proc
         # explain exits 1 for the deliberately broken example (the README's exit-code table says so)
         expected = 1 if "broken-example" in command else 0
@@ -144,7 +149,7 @@ def test_examples_rendered_for_promtools_version_pass_check_config(tmp_path):
             text = text.replace("\n  version: 3.13.2\n", "\n  version: 2.42.0\n")
         (src / f.name).write_text(text)
     out = tmp_path / "out"
-    proc = subprocess.run(["promop", "render", "-f", str(src), "--out", str(out)], env=_env(),
+    proc = subprocess.run(["promop", "render", "-f", str(src), "--out", str(out)], env=_env(tmp_path / "bin"),
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     assert "rejected ServiceMonitor monitoring/broken-example: spec.endpoints[0].scrapeTimeout:" in proc.stderr
