@@ -8,6 +8,8 @@ Measures, in the same run (the machine is shared and noisy, so only ratios count
   baseline  yaml CSafeDumper dumping the same output: the config dict, every rule
             file's groups as data, and the Kubernetes objects
   rerender  render() with a warm RenderCache after one ServiceMonitor changed
+  refs      references() after that change, without and with the same RenderCache
+            (the operator calls references() then render() on every sync)
 Targets: full/baseline <= 2.0; rerender/full <= 0.10.
 """
 
@@ -22,7 +24,7 @@ import time
 
 import yaml
 
-from promop.render import RenderCache, RenderInputs, render
+from promop.render import RenderCache, RenderInputs, references, render
 
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 NAMESPACES = 20
@@ -168,6 +170,21 @@ def main(argv: list[str] | None = None) -> int:
         render(changed, cache)
 
     re = timed(rerender, args.repeat)
+
+    def resync() -> None:  # what the operator does per sync: references(), then render()
+        state["rv"] += 1
+        sm = copy.deepcopy(sms[500])
+        sm["metadata"]["resourceVersion"] = str(state["rv"])
+        sm["spec"]["endpoints"][0]["interval"] = f"{10 + state['rv'] % 50}s"
+        sms[500] = sm
+        changed.service_monitors = list(sms)
+        references(changed, cache)
+        render(changed, cache)
+
+    refs_plain = timed(lambda: references(changed), args.repeat)
+    refs_cached = timed(lambda: references(changed, cache), args.repeat)
+    sync = timed(resync, args.repeat)
+    assert references(changed, cache) == references(changed)
     # purity spot-check: the cached render equals a fresh one
     assert render(changed, cache).config_text == render(changed).config_text
 
@@ -181,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         ("full / dump with promop's ConfigDumper", f"{full / ours:.2f} ({ours * 1000:.0f} ms)"),
         ("re-render, 1 ServiceMonitor changed, RenderCache", f"{re * 1000:.0f} ms"),
         ("re-render / full (target <= 10%)", f"{re / full * 100:.1f}%"),
+        ("references(), no cache / RenderCache", f"{refs_plain * 1000:.1f} ms / {refs_cached * 1000:.1f} ms "
+                                                  f"({refs_plain / refs_cached:.0f}x)"),
+        ("sync path: references() + render(), cached, 1 change", f"{sync * 1000:.0f} ms"),
     ]
     width = max(len(k) for k, _ in rows)
     for k, v in rows:

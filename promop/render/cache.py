@@ -38,14 +38,22 @@ def _reads_valid(store: Store, reads: Mapping[tuple[str, str, str, str], str | N
 class RenderCache:
     """An LRU memo of monitor fragments and rule renders; one may serve many Prometheus objects."""
 
-    def __init__(self, max_entries: int = 100_000):
+    def __init__(self, max_entries: int = 100_000, max_renders: int = 8):
+        # Per-object entries (fragments, references, warnings) are small: many are kept. Whole-render
+        # entries (rule ConfigMaps, selections over every candidate) are large and only the latest
+        # few are useful, so a long-running operator must not accumulate them.
         self.max_entries = max_entries
+        self.max_renders = max_renders
         self._fragments: OrderedDict[Hashable, Fragment] = OrderedDict()
         self._rules: OrderedDict[Hashable, Any] = OrderedDict()
         # Cheap per-object/per-input memos (selection, references, unsupported-field warnings,
         # the gzipped config); not counted in hits/misses, which measure fragment/rule reuse.
         self._memo: OrderedDict[Hashable, Any] = OrderedDict()
+        self._renders: OrderedDict[Hashable, Any] = OrderedDict()
         self._gz: tuple[str, bytes] | None = None
+        # (table id, entry kind, uid) -> the key of that object's latest entry: an older version
+        # of an object is never asked for again, so its entry is dropped when a new one is stored.
+        self._latest: dict[Hashable, Hashable] = {}
         self.hits = 0
         self.misses = 0
 
@@ -58,6 +66,7 @@ class RenderCache:
             return frag
         self.misses += 1
         frag = monitor_fragment(ctx, kind, obj)
+        self._replace_version(self._fragments, (kind, monitor_key), key)
         self._put(self._fragments, key, frag)
         return frag
 
@@ -75,20 +84,40 @@ class RenderCache:
             return self._rules[key]
         self.misses += 1
         result = build()
-        self._put(self._rules, key, result)
+        self._put(self._rules, key, result, self.max_renders)
         return result
 
     def per_object(self, tag: str, obj: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
         """`compute()` for a result that depends on `obj` alone, memoised by its identity + version."""
-        return self.memo((tag, object_key(obj)), compute)
+        key = (tag, object_key(obj))
+        if key not in self._memo:
+            self._replace_version(self._memo, tag, key)
+        return self._memoised(self._memo, key, compute, self.max_entries)
 
-    def memo(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        """`compute()` memoised under `key`; the caller guarantees the key covers every input."""
-        if key in self._memo:
-            self._memo.move_to_end(key)
-            return self._memo[key]
+    def _replace_version(self, table: OrderedDict, scope: Hashable, key: tuple) -> None:
+        """Forget the entry of the previous version of the object `key` names (uid + version keys only)."""
+        version = next((part for part in key if isinstance(part, tuple) and part and part[0] == "rv"), None)
+        if version is None:
+            return
+        slot = (id(table), scope, version[1])
+        old = self._latest.get(slot)
+        if old is not None and old != key:
+            table.pop(old, None)
+        if len(self._latest) > 4 * self.max_entries:  # deleted objects' slots: only an optimisation
+            self._latest.clear()
+        self._latest[slot] = key
+
+    def per_render(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """`compute()` for a result over a whole render's inputs (only the latest few are kept);
+        the caller guarantees the key covers every input."""
+        return self._memoised(self._renders, key, compute, self.max_renders)
+
+    def _memoised(self, table: OrderedDict, key: Hashable, compute: Callable[[], Any], limit: int) -> Any:
+        if key in table:
+            table.move_to_end(key)
+            return table[key]
         value = compute()
-        self._put(self._memo, key, value)
+        self._put(table, key, value, limit)
         return value
 
     def compressed(self, text: str, compress: Callable[[str], bytes]) -> bytes:
@@ -97,10 +126,10 @@ class RenderCache:
             self._gz = (text, compress(text))
         return self._gz[1]
 
-    def _put(self, table: OrderedDict, key: Hashable, value: Any) -> None:
+    def _put(self, table: OrderedDict, key: Hashable, value: Any, limit: int | None = None) -> None:
         table[key] = value
-        while len(table) > self.max_entries:
+        while len(table) > (self.max_entries if limit is None else limit):
             table.popitem(last=False)
 
     def __len__(self) -> int:
-        return len(self._fragments) + len(self._rules) + len(self._memo)
+        return len(self._fragments) + len(self._rules) + len(self._memo) + len(self._renders)

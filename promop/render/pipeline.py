@@ -67,7 +67,7 @@ def select_all(
             tuple(object_key(n) for n in namespaces),
             tuple(tuple(object_key(o) for o in objs) for _, objs in kinds),
         )
-        decisions, found = cache.memo(key, compute)
+        decisions, found = cache.per_render(key, compute)
     if warnings is not None:
         warnings += found
     return decisions

@@ -103,9 +103,26 @@ def test_prometheus_change_invalidates_fragments():
 
 
 def test_cache_is_bounded():
-    cache = RenderCache(max_entries=3)
+    cache = RenderCache(max_entries=3, max_renders=2)
     render(_inputs(_sms(6)), cache)
-    assert len(cache) <= 9  # at most 3 fragments, 3 rule renders and 3 memos
+    assert len(cache) <= 3 + 3 + 2 + 2  # fragments, per-object memos, rule renders, selections
+
+
+def test_whole_render_entries_do_not_accumulate():
+    """A long-running operator re-renders after every change: only the latest few rule renders
+    and selections (each as big as the whole input) are kept, however many changes there were."""
+    cache = RenderCache(max_renders=2)
+    sms = _sms(3)
+    rule = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+            "metadata": {"name": "r", "namespace": "monitoring", "uid": "u1", "resourceVersion": "1"},
+            "spec": {"groups": [{"name": "g", "rules": [{"record": "a:b", "expr": "up"}]}]}}
+    for rv in range(10):
+        sms[0]["metadata"]["resourceVersion"] = str(rv)
+        rule["metadata"]["resourceVersion"] = str(rv)
+        inputs = _inputs(copy.deepcopy(sms))
+        inputs.prometheus_rules = [copy.deepcopy(rule)]
+        _same(render(inputs, cache), render(inputs))
+    assert len(cache._rules) == 2 and len(cache._renders) == 2
 
 
 def test_status_writes_do_not_invalidate_rules():
@@ -121,3 +138,17 @@ def test_status_writes_do_not_invalidate_rules():
     misses = cache.misses
     _same(render(inputs, cache), render(inputs))
     assert cache.misses == misses
+
+
+def test_older_versions_of_a_monitor_are_dropped():
+    """Fragments and per-object memos of superseded resourceVersions do not pile up."""
+    cache = RenderCache()
+    sms = _sms(2)
+    render(_inputs(sms), cache)
+    sizes = (len(cache._fragments), len(cache._memo))
+    for rv in range(2, 12):
+        sms = copy.deepcopy(sms)
+        sms[0]["metadata"]["resourceVersion"] = str(rv)
+        sms[0]["spec"]["endpoints"][0]["interval"] = f"{rv}s"
+        _same(render(_inputs(sms), cache), render(_inputs(sms)))
+    assert (len(cache._fragments), len(cache._memo)) == sizes
