@@ -9,7 +9,9 @@
 3. Operator RSS with `--secrets` Secrets in the cluster: `promop run` subprocesses with
    metadata-only Secret/ConfigMap informers (the default) against full-object informers.
 
-The sandbox runs in this process; the operator of part 3 runs in child processes.
+The sandbox runs in this process; the operator of part 3 runs in child processes. The command
+exits 1 when a target is missed (p99 not sub-second, writes other than exactly the changed
+objects, metadata-only informers not smaller).
 """
 
 from __future__ import annotations
@@ -221,7 +223,26 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in (("metadata-only informers", m["meta"]), ("full-object informers", m["full"])):
         print(f"{name:28}{r['rss_mb']:>10.1f}{r['sync_s']:>10.2f}")
     print(f"{'ratio (metadata / full)':28}{m['meta']['rss_mb'] / m['full']['rss_mb']:>10.2f}")
-    return 0
+    missed = missed_targets(p, m)
+    print("\ntargets: " + ("all met" if not missed else "MISSED: " + "; ".join(missed)))
+    return 1 if missed else 0
+
+
+# What a change must write: the config Secret, and the changed monitor's own status.bindings.
+EXPECTED_WRITES = {"secrets": 1.0, "servicemonitors/status": 1.0}
+
+
+def missed_targets(p: dict, m: dict) -> list[str]:
+    """The issue's targets this run did not meet (the command exits 1 if any)."""
+    missed = []
+    if p["p99"] >= 1.0:
+        missed.append(f"propagation p99 {p['p99']:.2f} s is not sub-second")
+    if p["by_resource"] != EXPECTED_WRITES or p["writes_max"] != sum(EXPECTED_WRITES.values()):
+        missed.append(f"writes per change {p['by_resource']} (max {p['writes_max']}) are not exactly "
+                      f"the changed objects {EXPECTED_WRITES}")
+    if m["meta"]["rss_mb"] >= m["full"]["rss_mb"]:
+        missed.append("metadata-only informers do not use less memory than full-object ones")
+    return missed
 
 
 if __name__ == "__main__":

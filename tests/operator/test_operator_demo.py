@@ -1,14 +1,17 @@
-"""`promop demo --once` on a fresh checkout: sandbox, CRDs, examples, one full sync, a summary."""
+"""`promop demo` on a fresh checkout: sandbox, CRDs, examples, one full sync, a summary; then it keeps
+running for kubectl until Ctrl-C."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
-from operator_testlib import ROOT
+from operator_testlib import ROOT, eventually
 
 
 def test_demo_once(tmp_path):
@@ -42,3 +45,41 @@ def test_demo_once_against_a_cluster_kubeconfig(tmp_path):
         assert f"cluster: {sb.url}" in proc.stdout
         assert "sandbox:" not in proc.stdout
         assert (tmp_path / "out" / "monitoring_k8s_prometheus.yaml").exists()
+
+
+def test_demo_keeps_running_reacts_to_kubectl_and_stops_on_ctrl_c(tmp_path):
+    import base64
+    import gzip
+    import shutil
+    import signal
+    import threading
+
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    proc = subprocess.Popen([sys.executable, "-m", "promop", "demo", "--output-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines: list[str] = []
+    threading.Thread(target=lambda: [lines.append(line) for line in proc.stdout], daemon=True).start()
+    try:
+        eventually(lambda: any("running until Ctrl-C" in line for line in lines), 60, "the demo to settle")
+        kubeconfig = next(line.split(": ", 1)[1].strip() for line in lines if line.startswith("kubeconfig: "))
+        sm = {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+              "metadata": {"name": "mine", "namespace": "monitoring"},
+              "spec": {"selector": {"matchLabels": {"app": "mine"}}, "endpoints": [{"port": "web"}]}}
+        kubectl = ["kubectl", "--kubeconfig", kubeconfig, "--cache-dir", str(tmp_path / "kcache")]
+        subprocess.run([*kubectl, "apply", "-f", "-"], input=yaml.safe_dump(sm), text=True, check=True,
+                       capture_output=True, timeout=60)
+
+        def config_has_my_job() -> bool:
+            out = subprocess.run([*kubectl, "-n", "monitoring", "get", "secret", "prometheus-k8s", "-o",
+                                  "jsonpath={.data.prometheus\\.yaml\\.gz}"], capture_output=True, text=True,
+                                 check=True, timeout=60).stdout
+            return "serviceMonitor/monitoring/mine/0" in gzip.decompress(base64.b64decode(out)).decode()
+        eventually(config_has_my_job, 20, "the operator to add the applied ServiceMonitor's job")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 0, "".join(lines)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
