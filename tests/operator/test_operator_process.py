@@ -154,3 +154,30 @@ def test_missing_crds_keep_it_unready_until_installed(tmp_path, proc_factory):
         eventually(lambda: http_get(url + "/readyz")[0] == 200, 60, "ready once the CRDs exist")
         proc.p.send_signal(signal.SIGTERM)
         assert proc.p.wait(30) == 0
+
+
+def test_context_flag_selects_the_cluster(cluster, tmp_path, proc_factory):
+    import socket
+
+    import yaml
+
+    from promop.sandbox.kubeconfig import kubeconfig_dict
+
+    with socket.socket() as s:  # a port nothing listens on: the current context's dead apiserver
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    config = kubeconfig_dict(dead)
+    live = kubeconfig_dict(cluster.url)
+    for section in ("clusters", "users", "contexts"):
+        entry = live[section][0]
+        entry["name"] = "live"
+        config[section].append(entry)
+    config["contexts"][-1]["context"].update(cluster="live", user="live")
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    proc = proc_factory("--kubeconfig", str(path), "--context", "live", "--web.listen-address", "127.0.0.1:0")
+    url = proc.url()
+    eventually(lambda: http_get(url + "/readyz")[0] == 200, 30, "ready against the --context cluster")
+    assert not proc.grep("apiserver unreachable")
+    proc.p.send_signal(signal.SIGTERM)
+    assert proc.p.wait(30) == 0
