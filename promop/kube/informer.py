@@ -306,19 +306,19 @@ class Informer:
 
     def _apply_list(self, scope: str | None, items: list[dict], initial: bool) -> None:
         store = self.store
-        seen = set()
+        pairs = []
         for obj in items:
             try:
-                key = object_key(obj)
+                pairs.append((object_key(obj), obj))
             except ValueError as exc:
                 log.error("informer skipped a listed object", extra=kv(informer=self.name, err=exc))
-                continue
-            seen.add(key)
-            old = store.put(key, obj)
+        seen = {key for key, _ in pairs}
+        notify = self._notify
+        for (key, obj), old in zip(pairs, store.put_many(pairs)):
             if old is None:
-                self._notify(("add", obj, initial))
+                notify(("add", obj, initial))
             elif _rv(old) != _rv(obj):
-                self._notify(("update", old, obj))
+                notify(("update", old, obj))
         cached = store.index_keys(NAMESPACE_INDEX, scope) if scope else store.keys()
         for key in cached:
             if key not in seen:

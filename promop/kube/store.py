@@ -147,6 +147,29 @@ class Store:
             self._reindex(key, old, obj)
             return old
 
+    def put_many(self, pairs: Iterable[tuple[str, dict]]) -> list[dict | None]:
+        """`put` for many objects under one lock (a LIST page); returns the previous objects."""
+        olds: list[dict | None] = []
+        append = olds.append
+        with self._lock:
+            items, indexers, indices = self._items, self._indexers, self._indices
+            for key, obj in pairs:
+                old = items.get(key)
+                items[key] = obj
+                append(old)
+                if old is None:  # the common case on a first LIST: only add to the indices
+                    for name, fn in indexers.items():
+                        index = indices[name]
+                        for value in fn(obj):
+                            keys = index.get(value)
+                            if keys is None:
+                                index[value] = {key}
+                            else:
+                                keys.add(key)
+                else:
+                    self._reindex(key, old, obj)
+        return olds
+
     def delete(self, key_or_obj: str | dict | Tombstone) -> dict | None:
         """Remove; returns the removed object, if it was cached."""
         key = key_or_obj if isinstance(key_or_obj, str) else object_key(key_or_obj)

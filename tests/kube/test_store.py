@@ -47,6 +47,19 @@ def test_add_get_update_delete_and_namespace_index():
     assert sorted(s.index_values(NAMESPACE_INDEX)) == ["y"]
 
 
+def test_put_many_returns_previous_objects_and_keeps_every_index_exact():
+    s = Store({"app": by_app})
+    old_a = cm("a", "x", app="web")
+    s.add(old_a)
+    new_a, b, c = cm("a", "x", rv="2", app="db"), cm("b", "x", app="web"), cm("c", "y")
+    assert s.put_many([(object_key(o), o) for o in (new_a, b, c)]) == [old_a, None, None]
+    assert s.get("x/a") is new_a and len(s) == 3
+    assert sorted(s.index_keys(NAMESPACE_INDEX, "x")) == ["x/a", "x/b"]
+    assert s.index_keys(NAMESPACE_INDEX, "y") == ["y/c"]
+    assert s.index_keys("app", "db") == ["x/a"]
+    assert s.index_keys("app", "web") == ["x/b"], "the replaced object left its old index value"
+
+
 def test_objects_are_shared_not_copied():
     s = Store()
     o = cm("a")
