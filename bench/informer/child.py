@@ -38,17 +38,27 @@ def _imports():
 
 
 def sync_raw(kubeconfig: str, namespace: str, count: int) -> dict:
+    """Our informer: LIST pages -> store (namespace index) -> an on_add handler for each object."""
     from promop.kube.client import KubeClient
     from promop.kube.informer import Informer
     from promop.kube.resources import CONFIGMAPS
 
     kube = KubeClient.from_kubeconfig(kubeconfig, qps=0, burst=0)
+    seen = [0]
+    all_seen = threading.Event()
+
+    def on_add(obj: dict, initial: bool) -> None:
+        seen[0] += 1
+        if seen[0] == count:
+            all_seen.set()
+
     rss0 = _status_kb("VmRSS")
     cpu0 = _cpu()
     started = time.perf_counter()
     informer = Informer(kube, CONFIGMAPS, namespace=namespace)
+    informer.add_handler(on_add=on_add)
     informer.start()
-    if not informer.wait_for_sync(600):
+    if not informer.wait_for_sync(600) or not all_seen.wait(600):
         raise SystemExit("raw informer did not sync")
     seconds = time.perf_counter() - started
     cpu = _cpu() - cpu0
@@ -59,28 +69,38 @@ def sync_raw(kubeconfig: str, namespace: str, count: int) -> dict:
 
 
 def sync_model(kubeconfig: str, namespace: str, count: int) -> dict:
+    """The same informer work on the official client's models: LIST pages of 500 ->
+    a keyed cache with a namespace index -> an on_add handler for each object."""
     from kubernetes.client import ApiClient, Configuration, CoreV1Api
     from kubernetes.config import load_kube_config
 
     cfg = Configuration()
     load_kube_config(config_file=kubeconfig, client_configuration=cfg, persist_config=False)
     api = CoreV1Api(ApiClient(cfg))
+    seen = [0]
+
+    def on_add(obj, initial: bool) -> None:
+        seen[0] += 1
+
     rss0 = _status_kb("VmRSS")
     cpu0 = _cpu()
     started = time.perf_counter()
-    # what a model-based informer's LIST does: pages of 500 into a keyed cache of models
-    cache = {}
+    cache: dict = {}
+    by_namespace: dict[str, set] = {}
     token = None
     while True:
         page = api.list_namespaced_config_map(namespace, limit=500, _continue=token)
         for item in page.items:
-            cache[f"{item.metadata.namespace}/{item.metadata.name}"] = item
+            key = f"{item.metadata.namespace}/{item.metadata.name}"
+            cache[key] = item
+            by_namespace.setdefault(item.metadata.namespace, set()).add(key)
+            on_add(item, True)
         token = page.metadata.var_continue
         if not token:
             break
     seconds = time.perf_counter() - started
     cpu = _cpu() - cpu0
-    assert len(cache) == count, len(cache)
+    assert len(cache) == count == seen[0], (len(cache), seen[0])
     return {"seconds": seconds, "cpu": cpu, "rss_before_kb": rss0, "peak_kb": _status_kb("VmHWM")}
 
 
