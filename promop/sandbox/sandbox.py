@@ -65,7 +65,11 @@ class Sandbox:
         return self
 
     def stop(self) -> None:
-        """Close the listener and every open connection and watch; state is kept."""
+        """Close the listener and every open connection and watch; state is kept.
+
+        Watches end cleanly. Other requests still in flight (e.g. delayed by injected latency)
+        lose their connection but may still be applied, as when an apiserver dies between
+        committing a write and answering it."""
         server, self._server = self._server, None
         if server is None:
             return
