@@ -160,24 +160,22 @@ def main(argv: list[str] | None = None) -> int:
     sms = list(inputs.service_monitors)
     state = {"rv": 1}
 
-    def rerender() -> None:
+    def change_one() -> None:
         state["rv"] += 1
         sm = copy.deepcopy(sms[500])
         sm["metadata"]["resourceVersion"] = str(state["rv"])
         sm["spec"]["endpoints"][0]["interval"] = f"{10 + state['rv'] % 50}s"
         sms[500] = sm
         changed.service_monitors = list(sms)
+
+    def rerender() -> None:
+        change_one()
         render(changed, cache)
 
     re = timed(rerender, args.repeat)
 
     def resync() -> None:  # what the operator does per sync: references(), then render()
-        state["rv"] += 1
-        sm = copy.deepcopy(sms[500])
-        sm["metadata"]["resourceVersion"] = str(state["rv"])
-        sm["spec"]["endpoints"][0]["interval"] = f"{10 + state['rv'] % 50}s"
-        sms[500] = sm
-        changed.service_monitors = list(sms)
+        change_one()
         references(changed, cache)
         render(changed, cache)
 
