@@ -111,22 +111,12 @@ def decode(kubeconfig: str, namespace: str, count: int) -> dict:
     from kubernetes.client import ApiClient, Configuration
     from kubernetes.config import load_kube_config
 
+    from bench.informer.stub import record_pages
+
     cfg = Configuration()
     load_kube_config(config_file=kubeconfig, client_configuration=cfg, persist_config=False)
     api = ApiClient(cfg)
-    pages: list[str] = []
-    token = ""
-    while True:
-        query = "limit=500" + (f"&continue={token}" if token else "")
-        _, url, headers, _, _ = api.param_serialize(
-            "GET", f"/api/v1/namespaces/{namespace}/configmaps?{query}", header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        text = api.call_api("GET", url, headers).response.data.decode()
-        pages.append(text)
-        token = (json.loads(text)["metadata"].get("continue") or "")
-        if not token:
-            break
+    pages = [data.decode() for data in record_pages(api, namespace).values()]
     variants = {
         "raw": lambda t: json.loads(t),
         "model": lambda t: api.deserialize(t, "V1ConfigMapList", "application/json"),
