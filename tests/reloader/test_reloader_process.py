@@ -290,7 +290,8 @@ def test_failed_reload_retries_at_the_retry_interval(tmp_path, reloader_factory,
     times = [datetime.fromisoformat(e["ts"].replace("Z", "+00:00")).timestamp()
              for e in rel.logs if e["msg"] == "reload failed; will retry"]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    assert gaps and all(g >= 0.29 for g in gaps), gaps  # never sooner than --retry-interval
+    # Never sooner than --retry-interval (less the jitter of the POSTs the stamps follow).
+    assert gaps and all(g >= 0.25 for g in gaps), gaps
     assert sorted(gaps)[len(gaps) // 2] < 3, gaps  # and it does keep retrying
 
 
