@@ -19,7 +19,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from promop.kube.errors import ApiError, NotFound
+from promop.kube.errors import ApiError, Conflict, NotFound
 from promop.kube.resources import SECRETS
 from promop.operator.app import Operator
 from promop.operator.demo import decode_config
@@ -80,6 +80,20 @@ class Running:
         done = all(k in ctl.syncer.last_report for k in ctl.prometheuses.store.keys())
         return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and ctl.queue.waiting() == 0 and all(
             inf.pending() == 0 for inf in ctl.informers)
+
+
+def modify(kube: Any, res: Any, name: str, namespace: str, mutate: Callable[[dict], None],
+           subresource: str | None = None) -> dict:
+    """GET, `mutate`, PUT; again on 409, as any client must: the operator may write the object
+    (e.g. its status.bindings) between our read and our write."""
+    for _ in range(50):
+        obj = kube.get(res, name, namespace)
+        mutate(obj)
+        try:
+            return kube.update(res, obj, namespace, subresource=subresource)
+        except Conflict:
+            continue
+    raise AssertionError(f"{res.kind} {namespace}/{name}: still conflicting after 50 attempts")
 
 
 class Writes(list):

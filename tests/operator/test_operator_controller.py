@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from operator_testlib import eventually, operator_writes
+from operator_testlib import eventually, modify, operator_writes
 from operator_fakes import decode, fake_references, fake_render
 
 from promop.kube.errors import NotFound
@@ -68,9 +68,7 @@ def test_foreign_edit_of_managed_secret_is_restored(cluster, kube, fake_operator
     kube.create(PROMETHEUSES, prom())
     kube.create(SERVICEMONITORS, sm("a"))
     eventually(lambda: jobs(kube) == ["serviceMonitor/mon/a/0"])
-    secret = kube.get(SECRETS, "prometheus-p", NS)
-    secret["data"]["prometheus.yaml.gz"] = "AAAA"
-    kube.update(SECRETS, secret, NS)
+    modify(kube, SECRETS, "prometheus-p", NS, lambda secret: secret["data"].update({"prometheus.yaml.gz": "AAAA"}))
     eventually(lambda: jobs(kube) == ["serviceMonitor/mon/a/0"], what="restored config")
 
 

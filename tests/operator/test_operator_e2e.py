@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from operator_testlib import (NS, OPERATOR_AGENT, config, eventually, job, jobs, names, operator_writes, prometheus,
-                              rule, service_monitor)
+from operator_testlib import (NS, OPERATOR_AGENT, config, eventually, job, jobs, modify, names, operator_writes,
+                              prometheus, rule, service_monitor)
 
 from promop.kube.errors import NotFound
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
@@ -59,9 +59,7 @@ def test_no_api_write_when_nothing_changed(cluster, kube, start_operator, ns):
     # one ServiceMonitor change: exactly the config Secret is written (plus its own status binding)
     cluster.reset_requests()
     before = ctl.metrics.reconcile_operations.labels("prometheus")._value.get()
-    sm = kube.get(SERVICEMONITORS, "sm0", NS)
-    sm["spec"]["endpoints"][0]["interval"] = "5s"
-    kube.update(SERVICEMONITORS, sm, NS)
+    modify(kube, SERVICEMONITORS, "sm0", NS, lambda sm: sm["spec"]["endpoints"][0].update(interval="5s"))
     eventually(lambda: (job(kube, "serviceMonitor/team/sm0/0") or {}).get("scrape_interval") == "5s", 20)
     eventually(op.idle, 20)
     writes = [(w.resource, w.name, w.subresource) for w in operator_writes(cluster)]
@@ -80,9 +78,8 @@ def test_rule_changes_update_configmaps_with_sharding(cluster, kube, start_opera
         return "".join(kube.get(CONFIGMAPS, "prometheus-p-rulefiles-0", NS).get("data", {}).values())
     eventually(lambda: "rec_0" in rule_text(), 20, "the rule in the ConfigMap")
     assert "sum(up)" not in rule_text()
-    r = kube.get(PROMETHEUSRULES, "small", NS)
-    r["spec"]["groups"][0]["rules"].append({"record": "rec_1", "expr": "sum(up)"})
-    kube.update(PROMETHEUSRULES, r, NS)
+    modify(kube, PROMETHEUSRULES, "small", NS,
+           lambda r: r["spec"]["groups"][0]["rules"].append({"record": "rec_1", "expr": "sum(up)"}))
     eventually(lambda: "sum(up)" in rule_text(), 20, "the rule change in the ConfigMap")
 
     big = "x" * 300_000  # two of these do not fit one 512 KiB ConfigMap
@@ -169,16 +166,20 @@ def test_foreign_writer_edit_is_restored(kube, start_operator, ns):
     kube.create(PROMETHEUSES, prometheus())
     kube.create(SERVICEMONITORS, service_monitor("a"))
     eventually(lambda: jobs(kube) == ["serviceMonitor/team/a/0"], 20)
-    secret = kube.get(SECRETS, "prometheus-p", NS)
-    secret["data"] = {"prometheus.yaml.gz": ""}
-    secret["metadata"]["labels"]["foreign"] = "kept"
-    kube.update(SECRETS, secret, NS)
+
+    def vandalise(secret: dict) -> None:
+        secret["data"] = {"prometheus.yaml.gz": ""}
+        secret["metadata"]["labels"]["foreign"] = "kept"
+    modify(kube, SECRETS, "prometheus-p", NS, vandalise)
     eventually(lambda: jobs(kube) == ["serviceMonitor/team/a/0"], 20, "the config restored")
     assert kube.get(SECRETS, "prometheus-p", NS)["metadata"]["labels"]["foreign"] == "kept"
-    cm = kube.get(CONFIGMAPS, "prometheus-p-rulefiles-0", NS)
-    wanted = cm.get("data") or {}
-    cm["data"] = {"injected.yaml": "groups: []"}
-    kube.update(CONFIGMAPS, cm, NS)
+    wanted: dict = {}
+
+    def inject(cm: dict) -> None:
+        wanted.clear()
+        wanted.update(cm.get("data") or {})
+        cm["data"] = {"injected.yaml": "groups: []"}
+    modify(kube, CONFIGMAPS, "prometheus-p-rulefiles-0", NS, inject)
     eventually(lambda: (kube.get(CONFIGMAPS, "prometheus-p-rulefiles-0", NS).get("data") or {}) == wanted, 20,
                "the rule ConfigMap restored")
 

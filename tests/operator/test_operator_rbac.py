@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from operator_testlib import NS, OPERATOR_AGENT, eventually, jobs, names, prometheus, rule, service_monitor
+from operator_testlib import NS, OPERATOR_AGENT, eventually, jobs, modify, names, prometheus, rule, service_monitor
 
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
                                    SECRETS, SERVICEMONITORS, SERVICES, STATEFULSETS)
@@ -61,15 +61,10 @@ def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_ope
     kube.create(SECRETS, {**owned(prom, "prometheus-p-tls-assets-5"), "data": {}})
     kube.create(CONFIGMAPS, {**owned(prom, "prometheus-p-rulefiles-7", labels={"prometheus-name": "p"}),
                              "data": {}})
-    svc = kube.get(SERVICES, "prometheus-operated", NS)
-    svc["spec"]["ports"][0]["port"] = 1234
-    kube.update(SERVICES, svc, NS)
-    secret = kube.get(SECRETS, "prometheus-p", NS)
-    secret["data"]["extra"] = "eA=="
-    kube.update(SECRETS, secret, NS)
-    r = kube.get(PROMETHEUSRULES, "r", NS)
-    r["spec"]["groups"][0]["rules"].append({"record": "more", "expr": "sum(up)"})
-    kube.update(PROMETHEUSRULES, r, NS)
+    modify(kube, SERVICES, "prometheus-operated", NS, lambda svc: svc["spec"]["ports"][0].update(port=1234))
+    modify(kube, SECRETS, "prometheus-p", NS, lambda secret: secret["data"].update(extra="eA=="))
+    modify(kube, PROMETHEUSRULES, "r", NS,
+           lambda r: r["spec"]["groups"][0]["rules"].append({"record": "more", "expr": "sum(up)"}))
     kube.patch(PROMETHEUSES, "p", {"metadata": {"labels": {"touched": "yes"}}, "spec": {"shards": 1}}, NS)
     eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p"], 20, "excess shard deleted")
     eventually(lambda: "prometheus-p-tls-assets-5" not in names(kube, SECRETS), 20, "stale TLS Secret deleted")
