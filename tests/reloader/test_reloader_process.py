@@ -334,3 +334,34 @@ def test_all_issue_metrics_and_exact_healthz(tmp_path, reloader_factory, reload_
                  "reloader_watch_events_total", "reloader_watch_errors_total",
                  'reloader_info{method="http"}', 'prometheus_config_reloader_build_info{version="0.1.0"}'):
         assert name in names, name
+
+
+def test_a_burst_of_changes_is_debounced_into_one_reload(tmp_path, reloader_factory, reload_server, fast_flags) -> None:
+    cfg, out, rules = _setup(tmp_path)
+    srv = reload_server()
+    flags = [f for f in fast_flags if not f.startswith("--delay-interval")] + ["--delay-interval=1s"]
+    rel = reloader_factory(_args(cfg, out, rules, srv.url, flags))
+    rel.wait_reloaded(1)
+    started = time.monotonic()
+    for i in range(5):
+        write_atomic(cfg, gz(f"burst: {i}\n"))
+        last_write = time.time()  # taken before the write: its event can only come later
+        (rules / f"r{i}.yaml").write_text("groups: []\n")
+    burst = time.monotonic() - started
+    rel.wait_reloaded(2)
+    done = next(e for e in reversed(rel.logs) if e["msg"] == "reload triggered")
+    # The pass ran once the events had been quiet for --delay-interval, not before.
+    assert datetime.fromisoformat(done["ts"].replace("Z", "+00:00")).timestamp() - last_write >= 0.99
+    assert out.read_text() == "burst: 4\n"
+    if burst < 0.5:  # on a machine too loaded to write 10 files in 0.5 s, two passes are fair
+        assert srv.posts == 2
+
+
+def test_reload_timeout_fails_a_hanging_reload_and_retries(tmp_path, reloader_factory, reload_server, fast_flags) -> None:
+    cfg, out, rules = _setup(tmp_path)
+    srv = reload_server(hang=threading.Event())
+    rel = reloader_factory(_args(cfg, out, rules, srv.url, fast_flags + ["--reload-timeout=300ms"]))
+    rel.wait_metric("reloader_reloads_failed_total", lambda v: v >= 2, timeout=20)
+    assert "timed out" in rel.wait_log("reload failed; will retry")["err"]
+    assert rel.metric("reloader_last_reload_successful") == 0
+    assert srv.posts >= 2

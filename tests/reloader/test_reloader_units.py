@@ -415,3 +415,24 @@ def test_precomputed_render_and_hash_are_used_only_if_no_event_came_since(tmp_pa
     (rules / "r.yaml").write_text("groups: []\n")
     applier.apply(stop, seq=11)
     assert len(reloads) == 3  # fresh hash: same state as reloaded at 9
+
+
+@pytest.mark.parametrize("strategy", ["HTTP", "ProcessSignal"])
+def test_the_operators_statefulset_args_are_reloader_flags(strategy: str) -> None:
+    """What the operator renders must parse with our flags and mean what the pod needs."""
+    from promop.render.model import RenderOptions
+    from promop.render.statefulset import build_statefulsets
+
+    prom = {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
+            "metadata": {"name": "k8s", "namespace": "mon", "uid": "u1"},
+            "spec": {"reloadStrategy": strategy}}
+    pod = build_statefulsets(prom, RenderOptions(), ["prometheus-k8s-rulefiles-0"], [], "h")[0]["spec"]["template"]["spec"]
+    by_name = {c["name"]: c for c in pod["containers"] + pod.get("initContainers", [])}
+    side = parse(by_name["config-reloader"]["args"])
+    init = parse(by_name["init-config-reloader"]["args"])
+    assert init.init_mode and not side.init_mode
+    assert side.config_file == init.config_file and side.config_envsubst_file == init.config_envsubst_file
+    assert "/etc/prometheus/config" in side.watched_dirs
+    assert any(d.startswith("/etc/prometheus/rules/") for d in side.watched_dirs)
+    assert side.reload_method == ("signal" if strategy == "ProcessSignal" else "http")
+    assert side.listen_address
