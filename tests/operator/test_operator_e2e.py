@@ -383,10 +383,13 @@ def test_run_flags_shape_what_it_creates_and_watches(cluster, kube, start_operat
     kube.create(SECRETS, {"metadata": {"name": "release", "namespace": NS}, "type": "helm.sh/release.v1",
                           "data": {"release": "eA=="}})
     kube.create(SECRETS, {"metadata": {"name": "plain", "namespace": NS}, "data": {"k": "eA=="}})
-    eventually(lambda: ctl.secrets.store.get(f"{NS}/plain"), 20, "the plain Secret cached")
-    assert ctl.secrets.store.get(f"{NS}/release") is None
+    secret_adds = ctl.metrics.triggered.labels("prometheus", "Secret", "add")
+    eventually(lambda: ctl.secrets.store.get(f"{NS}/plain") and secret_adds._value.get() > adds, 20,
+               "the plain Secret cached and handled")
+    eventually(op.idle, 20)
+    assert ctl.secrets.store.get(f"{NS}/release") is None  # created first: its event would have come first
+    assert secret_adds._value.get() == adds + 1
     assert "data" not in ctl.secrets.store.get(f"{NS}/plain"), "Secrets are cached as metadata only"
-    assert ctl.metrics.triggered.labels("prometheus", "Secret", "add")._value.get() == adds + 1
 
 
 def test_metrics_endpoint_has_upstreams_names(kube, start_operator, ns):
