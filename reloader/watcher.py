@@ -46,19 +46,28 @@ WRITE_EVENTS = [
 ]
 
 
-class _ObserverBackend:
+class _Backend:
+    """A watchdog thread that calls `on_path` for changed paths and `on_lost` for dropped watches."""
+
+    def __init__(self, thread: Any, on_path: Callable[[str], None], on_lost: Callable[[str, object], None]):
+        self.thread = thread
+        self.on_path = on_path
+        self.on_lost = on_lost
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.thread.stop()
+        self.thread.join(timeout=0.5)
+
+
+class _ObserverBackend(_Backend):
     """watchdog's portable Observer: inotify thread -> emitter thread -> dispatch thread."""
 
     def __init__(self, on_path: Callable[[str], None], on_lost: Callable[[str, object], None]):
-        self.on_path = on_path
-        self.observer = Observer()
-
-    def start(self) -> None:
-        self.observer.start()
-
-    def stop(self) -> None:
-        self.observer.stop()
-        self.observer.join(timeout=0.5)
+        super().__init__(Observer(), on_path, on_lost)
+        self.observer = self.thread
 
     def add(self, path: str) -> object:
         backend = self
@@ -76,7 +85,7 @@ class _ObserverBackend:
         self.observer.unschedule(handle)  # type: ignore[arg-type]
 
 
-class _InotifyBackend:
+class _InotifyBackend(_Backend):
     """watchdog's own inotify reader thread calling us directly (Linux, watchdog >= 7).
 
     One thread hop from the kernel to the run loop instead of three: the
@@ -84,24 +93,14 @@ class _InotifyBackend:
     loaded machine) to every change's latency.
     """
 
-    MASK = 0
-    if InotifyFD is not None:
-        C = InotifyConstants
-        MASK = (C.IN_CREATE | C.IN_DELETE | C.IN_MODIFY | C.IN_MOVED_FROM | C.IN_MOVED_TO
-                | C.IN_CLOSE_WRITE | C.IN_ATTRIB | C.IN_DELETE_SELF | C.IN_MOVE_SELF)
-
     def __init__(self, on_path: Callable[[str], None], on_lost: Callable[[str, object], None]):
         assert InotifyFD is not None
-        self.on_path = on_path
-        self.on_lost = on_lost
-        self.fd = InotifyFD()
-
-    def start(self) -> None:
-        self.fd.start()
-
-    def stop(self) -> None:
-        self.fd.stop()
-        self.fd.join(timeout=0.5)
+        super().__init__(InotifyFD(), on_path, on_lost)
+        self.fd = self.thread
+        c = InotifyConstants
+        # The write events only: the reloader's own reads (open, close-nowrite) are not changes.
+        self.mask = (c.IN_CREATE | c.IN_DELETE | c.IN_MODIFY | c.IN_MOVED_FROM | c.IN_MOVED_TO
+                     | c.IN_CLOSE_WRITE | c.IN_ATTRIB | c.IN_DELETE_SELF | c.IN_MOVE_SELF)
 
     def add(self, path: str) -> object:
         backend = self
@@ -117,8 +116,7 @@ class _InotifyBackend:
             def on_queue_overflow(self) -> None:
                 backend.on_path(path)  # events were lost: a full pass finds what changed
 
-        wd = self.fd.add_callback(raw, self.MASK, Callback(), id(self))
-        return wd
+        return self.fd.add_callback(raw, self.mask, Callback(), id(self))
 
     def remove(self, handle: object) -> None:
         self.fd.remove_callbacks([(handle, id(self))])  # type: ignore[list-item]
