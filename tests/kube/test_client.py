@@ -411,7 +411,7 @@ def test_from_config_in_cluster(monkeypatch, tmp_path):
 @pytest.mark.parametrize("verb", ["get", "create", "update"])
 def test_a_per_call_timeout_bounds_the_whole_call_without_retries(kube, sandbox, verb):
     current = kube.create(CONFIGMAPS, cm("slow"))
-    sandbox.faults.add_latency(5.0, verb=verb, resource="configmaps")
+    sandbox.faults.add_latency(2.0, verb=verb, resource="configmaps")
     call = {
         "get": lambda: kube.get(CONFIGMAPS, "slow", "default", timeout=1.0),
         "create": lambda: kube.create(CONFIGMAPS, cm("new"), timeout=1.0),
