@@ -257,3 +257,20 @@ def test_explain_a_prometheus_lists_every_candidate(inputs):
            "label team missing" in lines
     assert "  ServiceMonitor apps/web: selected; scrape jobs: serviceMonitor/apps/web/0, serviceMonitor/apps/web/1" \
            in lines
+
+
+def test_unreadable_file_and_yaml_errors_exit_2_for_both_commands(tmp_path):
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    for args in (("render",), ("explain", "smon", "apps/web")):
+        proc = promop(*args, "-f", str(binary))
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.startswith(f"error: {binary}: cannot read"), proc.stderr
+        assert proc.stdout == ""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(PROMETHEUS + "  extra: [unclosed\n")
+    proc = promop("explain", "smon", "apps/web", "-f", str(bad))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"error: {bad}:") and "YAML syntax error" in proc.stderr, proc.stderr
+    line = int(proc.stderr.split(":")[2])
+    assert line >= len(PROMETHEUS.splitlines()), proc.stderr
