@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from promop.render import RenderInputs, render
+from promop.render import RenderCache, RenderInputs, references, render
 
 from .helpers import lay_out, pod_monitor, promtool_check_config, prometheus_obj, promtool_path, service_monitor
 
@@ -156,6 +156,12 @@ def test_valid_monitors_render_to_a_config_promtool_accepts(tmp_path_factory, mo
     )
     result = render(inputs)
     assert result.rejected == []
+    # purity: a RenderCache (cold, then warm) changes nothing, for render() and references()
+    cache = RenderCache()
+    for _ in range(2):
+        assert references(inputs, cache) == references(inputs)
+        cached = render(inputs, cache)
+        assert (cached.config_text, cached.objects(), cached.warnings) == (result.config_text, result.objects(), result.warnings)
     assert len(result.config["scrape_configs"]) == sum(
         len(m["spec"].get("endpoints") or m["spec"].get("podMetricsEndpoints")) for _, m in monitors)
     proc = promtool_check_config(lay_out(result, tmp_path_factory.mktemp("cfg")))
