@@ -159,3 +159,20 @@ def test_every_upstream_field_is_implemented_or_warned(kind):
         for name in _leaf_names(sub) | {path.rsplit(".", 1)[-1]}:
             assert f'"{name}"' in RENDER_SOURCES or f"'{name}'" in RENDER_SOURCES, (
                 f"spec.{path} is marked as fully supported but the renderer never reads {name!r}")
+
+
+@pytest.mark.parametrize("kind", CRD_FILES)
+def test_our_crds_keep_every_unimplemented_field_so_the_warning_can_be_given(kind):
+    """If crds/ pruned a field, the API server would drop it silently before promop ever saw it."""
+    crd = yaml.safe_load((Path(__file__).resolve().parents[2] / "crds" /
+                          f"monitoring.coreos.com_{CRD_FILES[kind]}.yaml").read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    for path in NOT_IMPLEMENTED[kind]:
+        node = spec
+        for part in path.split("."):
+            if node.get("type") == "array":
+                node = node.get("items") or {}
+            if node.get("x-kubernetes-preserve-unknown-fields"):
+                break
+            assert part in (node.get("properties") or {}), f"crds/ prunes spec.{path}"
+            node = node["properties"][part]
