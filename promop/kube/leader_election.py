@@ -18,12 +18,13 @@ client-go's (shared reference §5):
   released (empty holder, `leaseDurationSeconds=1`) so a standby takes over
   at once instead of after a full lease duration.
 
-One difference from client-go, on the safe side: the renew deadline counts
-from the start of the last successful renewal, not from the start of a
-renewal round, and each API call times out when the deadline passes, so a
-hung request cannot keep us leading past `renew_deadline`. Also: a
-leader that re-reads the Lease and finds another holder with an
-unexpired lease gives up at once instead of retrying until the renew deadline.
+Two differences from client-go, both on the safe side:
+
+- the renew deadline counts from the start of the last successful renewal,
+  not from the start of a renewal round, and each API call's timeout is what
+  is left of it, so a hung request cannot keep us leading past `renew_deadline`;
+- a leader that re-reads the Lease and finds another holder with an
+  unexpired lease gives up at once instead of retrying until the deadline.
 """
 
 from __future__ import annotations
