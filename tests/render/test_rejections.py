@@ -67,6 +67,8 @@ CASES = {
                        "spec.endpoints[0].bearerTokenSecret", "Secret monitoring/nope not found", None),
     "missing-key": (ep(basicAuth={"username": {"name": "creds", "key": "user"}, "password": {"name": "creds", "key": "pw"}}), {},
                     "spec.endpoints[0].basicAuth.password", "key 'pw' not found in Secret monitoring/creds", None),
+    "missing-configmap": (ep(scheme="https", tlsConfig={"ca": {"configMap": {"name": "nope", "key": "ca"}}}), {},
+                          "spec.endpoints[0].tlsConfig.ca.configMap", "ConfigMap monitoring/nope not found", None),
     "fs-access-token-file": (ep(bearerTokenFile="/etc/passwd"), {"arbitraryFSAccessThroughSMs": {"deny": True}},
                              "spec.endpoints[0].bearerTokenFile", "arbitraryFSAccessThroughSMs.deny", None),
     "fs-access-tls-file": (ep(scheme="https", tlsConfig={"caFile": "/etc/ssl/ca.pem"}), {"arbitraryFSAccessThroughSMs": {"deny": True}},
