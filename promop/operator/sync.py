@@ -109,6 +109,7 @@ class Syncer:
         self.references: dict[str, set[tuple[str, str, str]]] = {}  # key -> (kind, ns, name) it read
         self.last_result: dict[str, RenderResult] = {}
         self.last_report: dict[str, SyncReport] = {}  # key -> what its last finished sync did
+        self._synced: dict[str, tuple] = {}  # key -> _identity() of the Prometheus its last good sync saw
         self._render_caches: dict[str, Any] = {}  # per key: a cache is not shared between workers
         if cache_factory is None:
             from promop.render import RenderCache as cache_factory
@@ -132,10 +133,10 @@ class Syncer:
         prom = self.stores.prometheuses.get(key)
         last = self.last_report.get(key)
         with self._lock:
-            result = self.last_result.get(key)
-        if prom is None or last is None or last.skipped or result is None or (
-                prom.get("metadata") or {}).get("deletionTimestamp") or (prom.get("spec") or {}).get("paused"):
-            return self.sync(key)
+            result, synced = self.last_result.get(key), self._synced.get(key)
+        if (prom is None or last is None or last.skipped or result is None or synced != _identity(prom)
+                or (prom.get("spec") or {}).get("paused")):
+            return self.sync(key)  # also when the Prometheus changed since its last sync (event not yet seen)
         report = SyncReport(key, skipped="status only")
         report.writes = int(self._update_status(key, prom, result, None))
         return report
@@ -181,6 +182,8 @@ class Syncer:
             self.metrics.record_sync(ns, name, False, prom.get("spec") or {})
         if error is not None:
             raise error
+        with self._lock:
+            self._synced[key] = _identity(prom)
         log.debug("synced", **fields(key=key, writes=report.writes, **(report.actions or {})))
         return report
 
@@ -472,6 +475,7 @@ class Syncer:
                 del self._content[content_key]
         with self._lock:
             self.references.pop(key, None)
+            self._synced.pop(key, None)
             self.last_result.pop(key, None)
             self._render_caches.pop(key, None)
         ghost = {"metadata": {"namespace": ns, "name": name}}
@@ -482,6 +486,14 @@ class Syncer:
                 conflicts += not self._write_bindings(kind, obj, ghost, None, now)
         if conflicts:
             raise RetryLater(f"removing bindings of deleted Prometheus {key}: {conflicts} conflicts; retrying")
+
+
+def _identity(prom: Mapping[str, Any]) -> tuple:
+    """What a status-only refresh needs unchanged since the last full sync: the same object, spec
+    generation, labels and annotations, and not being deleted."""
+    md = prom.get("metadata") or {}
+    return (md.get("uid"), md.get("generation"), _fingerprint(md.get("labels") or {}),
+            _fingerprint(md.get("annotations") or {}), bool(md.get("deletionTimestamp")))
 
 
 def _fingerprint(obj: Mapping[str, Any]) -> str:

@@ -91,3 +91,40 @@ def test_paused_stops_writes_and_shards_scale(cluster, kube, fake_operator):
     assert jobs(kube) == []
     kube.patch(PROMETHEUSES, "p", {"spec": {"paused": False}}, NS)
     eventually(lambda: jobs(kube) == ["serviceMonitor/mon/late/0"] and len(names()) == 2, what="resumed")
+
+
+class DictStore(dict):
+    """A stand-in informer cache: the test decides what the operator believes."""
+
+    def list(self) -> list:
+        return list(self.values())
+
+
+def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube):
+    from prometheus_client import CollectorRegistry
+
+    from promop.operator.metrics import OperatorMetrics
+    from promop.operator.sync import Stores, Syncer
+    from promop.render.model import RenderOptions
+
+    kube.create(NAMESPACES, {"metadata": {"name": NS}})
+    key = f"{NS}/p"
+    proms = DictStore({key: kube.create(PROMETHEUSES, prom())})
+    stss = DictStore()
+    stores = Stores(proms, DictStore(), DictStore(), DictStore(), DictStore(), stss, DictStore(), DictStore())
+    metrics = OperatorMetrics(CollectorRegistry())
+    syncer = Syncer(kube, stores, RenderOptions(), metrics, fake_render, fake_references)
+    syncs = metrics.reconcile_operations.labels("prometheus")
+
+    assert syncer.sync_status(key).skipped == ""  # never synced: a full sync
+    assert syncs._value.get() == 1
+    stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
+    proms[key] = kube.get(PROMETHEUSES, "p", NS)
+    assert syncer.sync(key).skipped == ""
+    assert syncs._value.get() == 2
+    assert syncer.sync_status(key).skipped == "status only"
+    assert syncs._value.get() == 2
+    # the cache already has a relabelled Prometheus whose own event is still on its way
+    proms[key] = kube.patch(PROMETHEUSES, "p", {"metadata": {"labels": {"new": "label"}}}, NS)
+    assert syncer.sync_status(key).skipped == ""
+    assert syncs._value.get() == 3
