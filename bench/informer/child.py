@@ -7,6 +7,7 @@ Prints one JSON line (and `synced` first, for `events`).
 
 from __future__ import annotations
 
+import gc
 import json
 import resource
 import sys
@@ -27,6 +28,12 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _settle() -> None:
+    """A full collection before measuring: otherwise the first full GC of the import-time heap
+    (the kubernetes package imports a lot) lands in whichever sync happens to trigger it."""
+    gc.collect()
+
+
 def _imports():
     """Both variants import the same modules before the baseline RSS is taken."""
     import kubernetes.client  # noqa: F401
@@ -44,6 +51,7 @@ def sync_raw(kubeconfig: str, namespace: str, count: int) -> dict:
     from promop.kube.resources import CONFIGMAPS
 
     kube = KubeClient.from_kubeconfig(kubeconfig, qps=0, burst=0)
+    kube.list(CONFIGMAPS, namespace, limit=500)  # warm-up, as in sync_model
     seen = [0]
     all_seen = threading.Event()
 
@@ -52,6 +60,7 @@ def sync_raw(kubeconfig: str, namespace: str, count: int) -> dict:
         if seen[0] == count:
             all_seen.set()
 
+    _settle()
     rss0 = _status_kb("VmRSS")
     cpu0 = _cpu()
     started = time.perf_counter()
@@ -77,11 +86,15 @@ def sync_model(kubeconfig: str, namespace: str, count: int) -> dict:
     cfg = Configuration()
     load_kube_config(config_file=kubeconfig, client_configuration=cfg, persist_config=False)
     api = CoreV1Api(ApiClient(cfg))
+    # Warm-up (one first page, in both variants): the first request pays one-time costs
+    # (lazy imports and model schemas in the client, the connection) that are not the sync.
+    api.list_namespaced_config_map(namespace, limit=500)
     seen = [0]
 
     def on_add(obj, initial: bool) -> None:
         seen[0] += 1
 
+    _settle()
     rss0 = _status_kb("VmRSS")
     cpu0 = _cpu()
     started = time.perf_counter()
