@@ -81,6 +81,16 @@ class Running:
         return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and ctl.queue.waiting() == 0 and all(
             inf.pending() == 0 for inf in ctl.informers)
 
+    def settle(self, sb: Sandbox, timeout: float = 20.0) -> None:
+        """Wait until every informer has seen the API as it is now (the sandbox's bookmarks carry
+        its latest resourceVersion), then until nothing is queued or in flight. `idle()` alone can
+        hold while the event of a write just made is still on its way."""
+        target = sb.store.rv
+        reflectors = [r for inf in self.controller.informers for r in inf.reflectors]
+        eventually(lambda: all(int(r.last_rv or 0) >= target for r in reflectors), timeout,
+                   f"every informer to reach resourceVersion {target}")
+        eventually(self.idle, timeout, "the operator to be idle")
+
 
 def modify(kube: Any, res: Any, name: str, namespace: str, mutate: Callable[[dict], None],
            subresource: str | None = None) -> dict:

@@ -49,7 +49,7 @@ def test_monitor_changes_reach_the_config_and_no_write_when_idle(cluster, kube, 
     eventually(lambda: jobs(kube) == ["serviceMonitor/mon/a/0", "serviceMonitor/mon/b/0"], what="job b")
     kube.delete(SERVICEMONITORS, "a", NS)
     eventually(lambda: jobs(kube) == ["serviceMonitor/mon/b/0"], what="job a gone")
-    eventually(op.idle, what="operator idle")
+    op.settle(cluster)
     status = kube.get(PROMETHEUSES, "p", NS)["status"]
     assert {c["type"]: c["status"] for c in status["conditions"]} == {"Available": "True", "Reconciled": "True"}
 
@@ -81,12 +81,12 @@ def test_paused_stops_writes_and_shards_scale(cluster, kube, fake_operator):
     eventually(lambda: names() == ["prometheus-p"], what="1 shard")
     eventually(op.idle)
     kube.patch(PROMETHEUSES, "p", {"spec": {"paused": True}}, NS)
-    eventually(op.idle)
+    op.settle(cluster)
     cluster.reset_requests()
     kube.create(SERVICEMONITORS, sm("late"))
     kube.patch(PROMETHEUSES, "p", {"spec": {"shards": 2}}, NS)
     eventually(lambda: op.controller.metrics.triggered.labels("prometheus", "Prometheus", "update")._value.get() >= 3)
-    eventually(op.idle)
+    op.settle(cluster)
     assert operator_writes(cluster) == []
     assert jobs(kube) == []
     kube.patch(PROMETHEUSES, "p", {"spec": {"paused": False}}, NS)

@@ -42,7 +42,7 @@ def test_no_api_write_when_nothing_changed(cluster, kube, start_operator, ns):
         kube.create(SERVICEMONITORS, service_monitor(f"sm{i}"))
     kube.create(PROMETHEUSRULES, rule("r", "up", "sum(up)"))
     eventually(lambda: len(jobs(kube) or []) == 5, 20, "5 jobs")
-    eventually(op.idle, 20, "idle")
+    op.settle(cluster)
     cluster.reset_requests()
     ctl = op.controller
     done = ctl.metrics.reconcile_operations.labels("prometheus")._value.get()
@@ -61,7 +61,7 @@ def test_no_api_write_when_nothing_changed(cluster, kube, start_operator, ns):
     before = ctl.metrics.reconcile_operations.labels("prometheus")._value.get()
     modify(kube, SERVICEMONITORS, "sm0", NS, lambda sm: sm["spec"]["endpoints"][0].update(interval="5s"))
     eventually(lambda: (job(kube, "serviceMonitor/team/sm0/0") or {}).get("scrape_interval") == "5s", 20)
-    eventually(op.idle, 20)
+    op.settle(cluster)
     writes = [(w.resource, w.name, w.subresource) for w in operator_writes(cluster)]
     assert writes == [("secrets", "prometheus-p", None), ("servicemonitors", "sm0", "status")]
     # one sync: the watch echo of our own Secret write does not cause another
@@ -295,7 +295,7 @@ def test_statefulset_status_change_refreshes_only_the_prometheus_status(cluster,
         conds = kube.get(PROMETHEUSES, "p", NS).get("status", {}).get("conditions") or []
         return next((c["status"] for c in conds if c["type"] == "Available"), "")
     eventually(lambda: available() == "True", 20, "Available=True")
-    eventually(op.idle, 20)
+    op.settle(cluster)
 
     def sts_update_events() -> float:
         return ctl.metrics.triggered.labels("prometheus", "StatefulSet", "update")._value.get()
@@ -311,7 +311,7 @@ def test_statefulset_status_change_refreshes_only_the_prometheus_status(cluster,
     sts["status"].update(readyReplicas=0, availableReplicas=0)
     kube.update(STATEFULSETS, sts, NS, subresource="status")
     eventually(lambda: available() == "False", 20, "Available=False")
-    eventually(op.idle, 20)
+    op.settle(cluster)
     assert operator_requests() == [("update", "prometheuses", "status")]  # no render, no read
     assert ctl.metrics.reconcile_operations.labels("prometheus")._value.get() == syncs
 
@@ -322,7 +322,7 @@ def test_statefulset_status_change_refreshes_only_the_prometheus_status(cluster,
     sts["status"]["currentRevision"] = "prometheus-p-12345"
     kube.update(STATEFULSETS, sts, NS, subresource="status")
     eventually(lambda: sts_update_events() > seen, 20, "the StatefulSet update event")
-    eventually(op.idle, 20)
+    op.settle(cluster)
     assert operator_requests() == []
     assert ctl.metrics.reconcile_operations.labels("prometheus")._value.get() == syncs
 

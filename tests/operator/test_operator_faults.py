@@ -17,7 +17,7 @@ def test_faults_converge_without_lost_updates_or_hot_loops(cluster, kube, start_
     kube.create(PROMETHEUSES, prometheus())
     kube.create(SERVICEMONITORS, service_monitor("sm0"))
     eventually(lambda: jobs(kube) == expected(1), 20, "the first job")
-    eventually(op.idle, 20)
+    op.settle(cluster)
     cluster.reset_requests()
     n = 1
 
@@ -52,7 +52,7 @@ def test_faults_converge_without_lost_updates_or_hot_loops(cluster, kube, start_
     cluster.faults.clear()
     change()
     eventually(lambda: jobs(kube) == expected(n), 40, "convergence after a restart mid-sync")
-    eventually(op.idle, 30, "idle after the faults")
+    op.settle(cluster, 30)
 
     changes = n - 1
     writes = operator_writes(cluster)
