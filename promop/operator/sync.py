@@ -327,9 +327,12 @@ class Syncer:
             current = self.stores.statefulsets.get(f"{ns}/{obj['metadata']['name']}")
             # read from the cache: on a conflict, wait for the informer rather than GET (no get verb needed)
             memo = ("sts", ns, obj["metadata"]["name"])
-            if self._already_wrote(memo, current, input_hash(obj)):
+            pending = self._written_over(memo, current)
+            if pending == input_hash(obj):
                 self._count(report, UNCHANGED)
                 continue
+            if pending is not _NOTHING:
+                raise RetryLater(f"StatefulSet {ns}/{obj['metadata']['name']}: our last write is not in the cache yet")
             action = self.applier.apply(STATEFULSETS, obj, current, refetch=False, before_create=check)
             if action == UPDATED:
                 self._wrote(memo, current, input_hash(obj))
@@ -354,10 +357,16 @@ class Syncer:
         with self._lock:
             return bool(_rv(obj)) and self._own_writes.get((kind, ns, name)) == _rv(obj)
 
-    def _already_wrote(self, key: tuple, cached: Mapping[str, Any] | None, content: Any) -> bool:
-        """We wrote `content` over exactly this cached version, and the cache has not caught up yet."""
+    def _written_over(self, key: tuple, cached: Mapping[str, Any] | None) -> Any:
+        """What we wrote over exactly this cached version (the cache has not caught up with our
+        write yet), else _NOTHING. Until it catches up, the cache is no basis for a comparison:
+        writing the same again would be a duplicate (a 409 at best), and a desired state equal
+        to the stale cache would wrongly look done, losing the update."""
         with self._lock:
-            return cached is not None and self._memo.get(key) == (_rv(cached), content)
+            memo = self._memo.get(key)
+        if cached is None or memo is None or memo[0] != _rv(cached):
+            return _NOTHING
+        return memo[1]
 
     def _wrote(self, key: tuple, based_on: Mapping[str, Any] | None, content: Any) -> None:
         with self._lock:
@@ -388,11 +397,12 @@ class Syncer:
 
     def _write_bindings(self, kind: str, obj: dict, prom: dict, verdict: feedback.Verdict | None, now: str) -> bool:
         """Write `obj`'s status.bindings if they change; False on a conflict (the caller requeues)."""
-        if feedback.binding_current(obj, prom, verdict):
-            return True
         o_ns, o_name = _key(obj)
         memo = ("bindings", kind, o_ns, o_name, "/".join(_key(prom)))
-        if self._already_wrote(memo, obj, verdict):
+        pending = self._written_over(memo, obj)
+        if pending is not _NOTHING:
+            return pending == verdict  # False: our newer write is not cached yet; retry after it is
+        if feedback.binding_current(obj, prom, verdict):
             return True
         bindings = feedback.desired_bindings(obj, prom, verdict, now)
         if not feedback.bindings_changed(obj, bindings):
@@ -439,12 +449,15 @@ class Syncer:
             reason = "NoSelectedResources"
         desired = prometheus_status(prom, shards, error=str(error) if error else None,
                                     reconciled_reason=reason, now=self.now())
-        if not status_changed(prom.get("status"), desired):
-            return False
         memo = ("status", key)
         comparable = {k: v for k, v in desired.items() if k != "conditions"}, [
             {k: v for k, v in c.items() if k != "lastTransitionTime"} for c in desired["conditions"]]
-        if self._already_wrote(memo, prom, comparable):
+        pending = self._written_over(memo, prom)
+        if pending == comparable:
+            return False
+        if pending is not _NOTHING:
+            raise RetryLater(f"status of Prometheus {key}: our last status write is not in the cache yet")
+        if not status_changed(prom.get("status"), desired):
             return False
         self.metrics.status_updates.labels("prometheus").inc()
         try:
@@ -486,6 +499,9 @@ class Syncer:
                 conflicts += not self._write_bindings(kind, obj, ghost, None, now)
         if conflicts:
             raise RetryLater(f"removing bindings of deleted Prometheus {key}: {conflicts} conflicts; retrying")
+
+
+_NOTHING = object()
 
 
 def _identity(prom: Mapping[str, Any]) -> tuple:

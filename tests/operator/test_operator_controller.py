@@ -128,3 +128,47 @@ def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube):
     proms[key] = kube.patch(PROMETHEUSES, "p", {"metadata": {"labels": {"new": "label"}}}, NS)
     assert syncer.sync_status(key).skipped == ""
     assert syncs._value.get() == 3
+
+
+def test_a_status_change_is_not_lost_while_the_cache_lags_behind_our_last_status_write(kube):
+    from prometheus_client import CollectorRegistry
+
+    from promop.operator.apply import RetryLater
+    from promop.operator.metrics import OperatorMetrics
+    from promop.operator.sync import Stores, Syncer
+    from promop.render.model import RenderOptions
+
+    kube.create(NAMESPACES, {"metadata": {"name": NS}})
+    key = f"{NS}/p"
+    proms = DictStore({key: kube.create(PROMETHEUSES, prom())})
+    stss = DictStore()
+    broken = []
+
+    def render(inputs, cache=None):
+        if broken:
+            raise RuntimeError("render failed")
+        return fake_render(inputs, cache)
+    stores = Stores(proms, DictStore(), DictStore(), DictStore(), DictStore(), stss, DictStore(), DictStore())
+    syncer = Syncer(kube, stores, RenderOptions(), OperatorMetrics(CollectorRegistry()), render, fake_references)
+
+    def reconciled() -> str:
+        conds = kube.get(PROMETHEUSES, "p", NS)["status"]["conditions"]
+        return next(c["status"] for c in conds if c["type"] == "Reconciled")
+
+    syncer.sync(key)
+    stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
+    proms[key] = kube.get(PROMETHEUSES, "p", NS)
+    syncer.sync(key)  # now with its StatefulSet: Available
+    proms[key] = kube.get(PROMETHEUSES, "p", NS)  # the cache shows Available=True, Reconciled=True
+    assert reconciled() == "True"
+    broken.append(1)
+    with pytest.raises(RuntimeError):
+        syncer.sync(key)
+    assert reconciled() == "False"  # written; the cache still shows True
+    broken.clear()
+    with pytest.raises(RetryLater) as caught:  # True again equals the stale cache, but not what we wrote last
+        syncer.sync(key)
+    print("CAUGHT", caught.value)
+    proms[key] = kube.get(PROMETHEUSES, "p", NS)  # the cache catches up
+    syncer.sync(key)
+    assert reconciled() == "True"
