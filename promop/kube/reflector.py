@@ -33,7 +33,7 @@ import logging
 import random
 import threading
 import time
-from typing import Any, Callable
+from typing import Callable
 
 from promop.kube.backoff import Backoff
 from promop.kube.client import KubeClient, WatchStream
@@ -45,24 +45,6 @@ from promop.kube.resources import Resource
 log = logging.getLogger("promop.kube.reflector")
 
 Transform = Callable[[dict], dict]
-
-
-def logfmt(msg: str, **fields: Any) -> str:
-    """`msg key=value ...` with values quoted when they contain spaces or quotes.
-
-    promop.kube itself logs structured fields (`promop.kube.logfields.kv`); this
-    stays for code that still hands a pre-formatted line to a plain logger."""
-    parts = [f"msg={_quote(msg)}"]
-    for key, value in fields.items():
-        if value is not None:
-            parts.append(f"{key}={_quote(str(value))}")
-    return " ".join(parts)
-
-
-def _quote(value: str) -> str:
-    if not value or any(c in value for c in ' "=\n\t'):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-    return value
 
 
 class VeryShortWatch(ApiError):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 import time
 from typing import Any, Mapping, TextIO
@@ -24,26 +23,6 @@ def fields(**kv: Any) -> dict:
     return {"extra": {"kv": kv}}
 
 
-_PAIR = re.compile(r'([\w.-]+)=("(?:[^"\\]|\\.)*"|\S*)')
-
-
-def parse_logfmt(text: str) -> dict[str, str] | None:
-    """`msg="x y" k=v` -> {"msg": "x y", "k": "v"} (the runtime's pre-formatted messages), else None."""
-    if not text.startswith("msg="):
-        return None
-    out: dict[str, str] = {}
-    pos = 0
-    for m in _PAIR.finditer(text):
-        if text[pos:m.start()].strip():
-            return None
-        key, value = m.group(1), m.group(2)
-        if value.startswith('"'):
-            value = re.sub(r'\\(.)', lambda e: "\n" if e.group(1) == "n" else e.group(1), value[1:-1])
-        out[key] = value
-        pos = m.end()
-    return out if not text[pos:].strip() else None
-
-
 def _record_fields(record: logging.LogRecord) -> dict[str, Any]:
     message = record.getMessage()
     out: dict[str, Any] = {
@@ -52,9 +31,6 @@ def _record_fields(record: logging.LogRecord) -> dict[str, Any]:
         "logger": record.name,
         "msg": message,
     }
-    parsed = parse_logfmt(message)
-    if parsed:
-        out.update(parsed)
     extra = getattr(record, "kv", None)
     if isinstance(extra, Mapping):
         out.update(extra)

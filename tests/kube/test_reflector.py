@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from promop.kube.backoff import Backoff
 from promop.kube.client import KubeClient
 from promop.kube.informer_metrics import informer_metrics
-from promop.kube.reflector import Reflector, logfmt
+from promop.kube.reflector import Reflector
 from promop.operator.logs import LogfmtFormatter
 from promop.kube.resources import CONFIGMAPS
 from kube.kube_testlib import own_requests, tag, wait_until
@@ -123,11 +123,6 @@ def test_stop_interrupts_a_backoff_wait(kube, sandbox, reflectors):
     wait_until(lambda: queries(sandbox, kube, "list"), what="the first LIST")
     r.stop()
     assert r.join(2)
-
-
-def test_logfmt_quotes_values():
-    assert logfmt("hi there", a="b c", n=1, skip=None) == 'msg="hi there" a="b c" n=1'
-    assert logfmt("x", e='say "no"') == 'msg=x e="say \\"no\\""'
 
 
 def test_a_failing_transform_keeps_the_object_and_logs_fields(kube, reflectors, caplog):

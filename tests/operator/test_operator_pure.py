@@ -264,18 +264,3 @@ def test_logs_are_structured(fmt):
         assert 'msg="synced it"' in line and "key=ns/name" in line and "n=3" in line and line.startswith("level=info")
 
 
-def test_runtime_logfmt_messages_become_fields():
-    from promop.kube.reflector import logfmt
-
-    text = logfmt("watch failed; re-watching", informer="secrets", error='GET /x: "bad"\nnext')
-    assert logs.parse_logfmt(text) == {"msg": "watch failed; re-watching", "informer": "secrets",
-                                       "error": 'GET /x: "bad"\nnext'}
-    assert logs.parse_logfmt("plain message") is None
-    buf = io.StringIO()
-    handler = logs.setup("info", "json", buf)
-    try:
-        logging.getLogger("promop.kube.reflector").warning(text)
-    finally:
-        logging.getLogger().removeHandler(handler)
-    rec = json.loads(buf.getvalue())
-    assert rec["msg"] == "watch failed; re-watching" and rec["informer"] == "secrets" and rec["level"] == "warn"
