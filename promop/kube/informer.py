@@ -44,43 +44,55 @@ def strip_managed_fields(obj: dict) -> dict:
     return obj
 
 
-_SHARE_MAX = 128  # longer strings are rarely repeated (and interning them costs more than it saves)
-
-
-def _shared(value: Any) -> Any:
-    return sys.intern(value) if type(value) is str and len(value) <= _SHARE_MAX else value
+_intern = sys.intern
 
 
 def share_strings(obj: dict) -> dict:
     """Intern the metadata strings that repeat across objects, in place.
 
-    Namespace, kind, apiVersion, creation time, label keys and values and
-    annotation keys recur in thousands of objects; each JSON decode makes a
-    fresh copy. Interned, the cache holds one. Strings are immutable, so
-    readers cannot tell; interned strings are freed when unused.
+    Namespace, kind, apiVersion, creation time, generateName and label values
+    recur in thousands of objects; each JSON decode makes a fresh copy.
+    Interned, the cache holds one. Dict keys need nothing: orjson already
+    shares them. All of these are short by API validation (at most 63
+    characters, or 253 for a namespace-like name), so interning is cheap.
+    Strings are immutable, so readers cannot tell; unused interned strings
+    are freed.
     """
-    for field in ("apiVersion", "kind"):
-        if field in obj:
-            obj[field] = _shared(obj[field])
+    value = obj.get("apiVersion")
+    if type(value) is str:
+        obj["apiVersion"] = _intern(value)
+    value = obj.get("kind")
+    if type(value) is str:
+        obj["kind"] = _intern(value)
     meta = obj.get("metadata")
     if not meta:
         return obj
     for field in ("namespace", "creationTimestamp", "generateName"):
-        if field in meta:
-            meta[field] = _shared(meta[field])
+        value = meta.get(field)
+        if type(value) is str:
+            meta[field] = _intern(value)
     labels = meta.get("labels")
     if labels:
-        meta["labels"] = {_shared(k): _shared(v) for k, v in labels.items()}
-    annotations = meta.get("annotations")
-    if annotations:
-        meta["annotations"] = {_shared(k): v for k, v in annotations.items()}
+        for key, value in labels.items():  # values only: same keys, so no resize while iterating
+            if type(value) is str:
+                labels[key] = _intern(value)
     return obj
+
+
+def strip_and_share(obj: dict) -> dict:
+    """The default transform with `share_strings` in one call (once per object, so it counts)."""
+    meta = obj.get("metadata")
+    if meta and "managedFields" in meta:
+        del meta["managedFields"]
+    return share_strings(obj)
 
 
 _share = share_strings
 
 
 def _chain(first: Transform | None, second: Transform | None) -> Transform | None:
+    if first is strip_managed_fields and second is share_strings:
+        return strip_and_share
     if first is None or second is None:
         return first or second
     return lambda obj: second(first(obj))
@@ -100,6 +112,7 @@ class _Listener:
         self.name = f"informer-{informer.name}-handler-{index}"
         self.thread: threading.Thread | None = None
         self.delivered = 0
+        self.inflight = 0  # taken off the queue, not yet delivered (for `Informer.pending`)
 
     def start(self) -> None:
         if self.thread is None:
@@ -113,15 +126,34 @@ class _Listener:
             note = get()
             if note is _STOP:
                 return
+            if note[0] == "adds":  # a LIST's new objects, one queue item for the lot
+                fn = calls["add"]
+                objs, initial = note[1], note[2]
+                self.inflight = len(objs)
+                for obj in objs:
+                    if fn is not None:
+                        try:
+                            fn(obj, initial)
+                        except Exception as exc:  # noqa: BLE001
+                            self._failed("add", exc)
+                    self.delivered += 1
+                    self.inflight -= 1
+                continue
+            self.inflight = 1
             fn = calls[note[0]]
             if fn is not None:
                 try:
                     fn(*note[1:])
                 except Exception as exc:  # noqa: BLE001 - a handler bug must not stop the informer
-                    self.informer.handler_errors += 1
-                    self.informer.metrics.handler_errors.labels(self.informer.res.label).inc()
-                    log.exception("informer handler raised", extra=kv(informer=self.informer.name, event=note[0], err=exc))
+                    self._failed(note[0], exc)
             self.delivered += 1
+            self.inflight = 0
+
+    def _failed(self, event: str, exc: Exception) -> None:
+        informer = self.informer
+        informer.handler_errors += 1
+        informer.metrics.handler_errors.labels(informer.res.label).inc()
+        log.exception("informer handler raised", extra=kv(informer=informer.name, event=event, err=exc))
 
 
 class Informer:
@@ -205,8 +237,9 @@ class Informer:
         """Register handlers; a late handler first gets `on_add(obj, True)` for every cached object."""
         with self._dispatch_lock:
             listener = _Listener(self, on_add, on_update, on_delete, len(self._listeners))
-            for obj in self.store.list():
-                listener.queue.put(("add", obj, True))
+            cached = self.store.list()
+            if cached:
+                listener.queue.put(("adds", cached, True))
             self._listeners.append(listener)
             if self._started and not self._stopped:
                 listener.start()
@@ -256,7 +289,7 @@ class Informer:
     def pending(self) -> int:
         """Deltas and notifications not yet processed (approximate; for tests and benchmarks)."""
         with self._dispatch_lock:
-            return self._deltas.qsize() + sum(max(0, l.queue.qsize()) for l in self._listeners)
+            return self._deltas.qsize() + sum(max(0, l.queue.qsize()) + l.inflight for l in self._listeners)
 
     # ---- the dispatch thread ------------------------------------------------------------
 
@@ -304,21 +337,21 @@ class Informer:
         else:
             self._notify(("update", old, obj))
 
-    def _apply_list(self, scope: str | None, items: list[dict], initial: bool) -> None:
+    def _apply_list(self, scope: str | None, pairs: list[tuple[str, dict]], initial: bool) -> None:
         store = self.store
-        pairs = []
-        for obj in items:
-            try:
-                pairs.append((object_key(obj), obj))
-            except ValueError as exc:
-                log.error("informer skipped a listed object", extra=kv(informer=self.name, err=exc))
         seen = {key for key, _ in pairs}
         notify = self._notify
+        added: list[dict] = []
         for (key, obj), old in zip(pairs, store.put_many(pairs)):
             if old is None:
-                notify(("add", obj, initial))
+                added.append(obj)
             elif _rv(old) != _rv(obj):
+                if added:  # keep the order of the LIST
+                    notify(("adds", added, initial))
+                    added = []
                 notify(("update", old, obj))
+        if added:
+            notify(("adds", added, initial))
         cached = store.index_keys(NAMESPACE_INDEX, scope) if scope else store.keys()
         for key in cached:
             if key not in seen:

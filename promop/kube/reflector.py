@@ -3,7 +3,8 @@
 One thread per resource (and per namespace when an informer watches a list
 of namespaces). It never touches the store; it pushes
 
-    ("list", namespace_scope, items, is_initial)   after every successful LIST
+    ("list", namespace_scope, pairs, is_initial)   after every successful LIST,
+                                                   pairs being [(key, object)]
     ("event", "ADDED" | "MODIFIED" | "DELETED", obj)
 
 to a sink, in order, and the informer's dispatch thread applies them. This
@@ -41,6 +42,7 @@ from promop.kube.errors import ApiError, ApiUnreachable, Gone, TooManyRequests, 
 from promop.kube.informer_metrics import InformerMetrics
 from promop.kube.logfields import kv
 from promop.kube.resources import Resource
+from promop.kube.store import object_key
 
 log = logging.getLogger("promop.kube.reflector")
 
@@ -159,16 +161,31 @@ class Reflector:
 
     def _list(self) -> None:
         self.metrics.list_total.labels(self._label).inc()
-        items, rv = self.client.list_all(
+        pairs, rv = self.client.list_all(
             self.res, self.namespace, page_size=self.page_size, label_selector=self.label_selector,
-            field_selector=self.field_selector, metadata_only=self.metadata_only,
-            transform=self._transform if self.transform is not None else None,
+            field_selector=self.field_selector, metadata_only=self.metadata_only, transform=self._keyed,
         )
         if self._stop.is_set():
             return
-        self.sink(("list", self.namespace, items, self.lists == 0))
+        self.sink(("list", self.namespace, [pair for pair in pairs if pair[0] is not None], self.lists == 0))
         self.lists += 1
         self.last_rv = rv
+
+    def _keyed(self, obj: dict) -> tuple[str | None, dict]:
+        """(key, transformed object) for a listed object, done as each page arrives.
+
+        Here rather than in the informer's dispatch thread: the page's objects
+        are still in the CPU cache, which makes this pass several times cheaper
+        than a later one over the whole list. An object without a name gets no
+        key (it is logged and dropped).
+        """
+        if self.transform is not None:
+            obj = self._transform(obj)
+        try:
+            return object_key(obj), obj
+        except ValueError as exc:
+            log.error("informer skipped a listed object", extra=kv(informer=self.name, err=exc))
+            return None, obj
 
     def _transform(self, obj: dict) -> dict:
         """The transform hook; a failing transform keeps the object as it came (and says so)."""

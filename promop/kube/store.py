@@ -148,26 +148,43 @@ class Store:
             return old
 
     def put_many(self, pairs: Iterable[tuple[str, dict]]) -> list[dict | None]:
-        """`put` for many objects under one lock (a LIST page); returns the previous objects."""
+        """`put` for many objects under one lock (a LIST page); returns the previous objects.
+
+        Keys must be `object_key`s: a new object's namespace index entry is
+        read off its key (`namespace/name`) rather than out of the object,
+        which spares a walk over every object's metadata.
+        """
         olds: list[dict | None] = []
         append = olds.append
         with self._lock:
-            items, indexers, indices = self._items, self._indexers, self._indices
+            items, indices = self._items, self._indices
+            ns_index = indices[NAMESPACE_INDEX]
+            others = [(fn, indices[name]) for name, fn in self._indexers.items() if name != NAMESPACE_INDEX]
+            last_ns, last_keys = None, None
             for key, obj in pairs:
                 old = items.get(key)
                 items[key] = obj
                 append(old)
-                if old is None:  # the common case on a first LIST: only add to the indices
-                    for name, fn in indexers.items():
-                        index = indices[name]
-                        for value in fn(obj):
-                            keys = index.get(value)
-                            if keys is None:
-                                index[value] = {key}
-                            else:
-                                keys.add(key)
-                else:
+                if old is not None:
                     self._reindex(key, old, obj)
+                    last_ns = None  # _reindex may have dropped the cached set
+                    continue
+                # the common case on a first LIST: only add to the indices
+                ns, sep, _ = key.partition("/")
+                if sep:
+                    if ns != last_ns:
+                        last_keys = ns_index.get(ns)
+                        if last_keys is None:
+                            last_keys = ns_index[ns] = set()
+                        last_ns = ns
+                    last_keys.add(key)
+                for fn, index in others:
+                    for value in fn(obj):
+                        keys = index.get(value)
+                        if keys is None:
+                            index[value] = {key}
+                        else:
+                            keys.add(key)
         return olds
 
     def delete(self, key_or_obj: str | dict | Tombstone) -> dict | None:
