@@ -16,10 +16,12 @@ discards connections beyond it, which turns into reconnect churn.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import threading
 import time
 from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import quote, urlencode
 
@@ -32,6 +34,7 @@ from kubernetes.client.exceptions import ApiException
 
 from promop.kube.client_metrics import ClientMetrics, client_metrics
 from promop.kube.client_ratelimit import TokenBucket
+from promop.kube.gc_pause import gc_paused
 from promop.kube.errors import ApiUnreachable, Gone, RequestTimeout, WatchIdleTimeout, error_from_response, error_from_status
 from promop.kube.resources import Resource
 
@@ -78,6 +81,18 @@ def _fill_type(items: list[dict], list_kind: str, api_version: str) -> None:
             item["kind"] = kind
         if "apiVersion" not in item:
             item["apiVersion"] = api_version
+
+
+_CONTINUE = re.compile(rb'"continue":"([A-Za-z0-9_=+/.-]+)"')
+
+
+def _peek_continue(data: bytes) -> str | None:
+    """The continue token of a List body, read off its head before the items begin (or None)."""
+    head_end = data.find(b'"items":', 0, 4096)
+    if head_end < 0:
+        return None
+    match = _CONTINUE.search(data, 0, head_end)
+    return match.group(1).decode("ascii") if match else None
 
 
 def _timed_out(exc: BaseException) -> bool:
@@ -200,8 +215,12 @@ class KubeClient:
         accept: str = JSON,
         timeout: tuple[float, float] | float | None = None,
         stream: bool = False,
+        raw: bool = False,
     ) -> Any:
-        """One request; a float `timeout` bounds the whole call, rate-limit wait included."""
+        """One request; a float `timeout` bounds the whole call, rate-limit wait included.
+
+        Returns the decoded body, or with `raw` its bytes (checked for errors only).
+        """
         deadline = time.monotonic() + timeout if isinstance(timeout, (int, float)) else None
         waited = self.limiter.wait(None if deadline is None else timeout)
         if waited is None:
@@ -248,6 +267,8 @@ class KubeClient:
         self.metrics.observe(endpoint, status, time.monotonic() - started)
         if not 200 <= status < 300:
             raise error_from_response(status, data, headers=response.headers, method=method, path=path)
+        if raw:
+            return data
         return orjson.loads(data) if data else {}
 
     def _prepare(self, method: str, target: str, headers: dict[str, str]) -> tuple[str, dict[str, str]]:
@@ -287,8 +308,23 @@ class KubeClient:
         self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
         field_selector: str | None = None, limit: int | None = None, continue_token: str | None = None,
         resource_version: str | None = None, metadata_only: bool = False,
+        transform: Callable[[dict], Any] | None = None,
     ) -> dict:
-        """One LIST page as the raw List dict; all namespaces when `namespace` is None."""
+        """One LIST page as the raw List dict; all namespaces when `namespace` is None.
+
+        `transform` replaces each item by what it returns. The page is decoded
+        and transformed with the garbage collector paused (see `gc_pause`).
+        """
+        data = self._list_data(res, namespace, label_selector=label_selector, field_selector=field_selector,
+                               limit=limit, continue_token=continue_token, resource_version=resource_version,
+                               metadata_only=metadata_only)
+        return self._list_page(data, res, metadata_only, transform)
+
+    def _list_data(
+        self, res: Resource, namespace: str | None, *, label_selector: str | None = None,
+        field_selector: str | None = None, limit: int | None = None, continue_token: str | None = None,
+        resource_version: str | None = None, metadata_only: bool = False,
+    ) -> bytes:
         query: dict[str, Any] = {}
         if label_selector:
             query["labelSelector"] = label_selector
@@ -300,49 +336,80 @@ class KubeClient:
             query["continue"] = continue_token
         if resource_version is not None:
             query["resourceVersion"] = resource_version
-        page = self._request(
+        return self._request(
             "GET", res.path(namespace), endpoint=res.endpoint(namespace), query=query,
-            accept=f"{_META_LIST},{JSON}" if metadata_only else JSON,
+            accept=f"{_META_LIST},{JSON}" if metadata_only else JSON, raw=True,
         )
-        items = page.get("items")
-        if items is None:
-            page["items"] = items = []
-        if metadata_only:
-            page["items"] = [partial_metadata(o) for o in items]
-        else:
-            _fill_type(items, page.get("kind") or "", page.get("apiVersion") or res.api_version)
+
+    @staticmethod
+    def _list_page(data: bytes, res: Resource, metadata_only: bool, transform: Callable[[dict], Any] | None) -> dict:
+        with gc_paused():
+            page = orjson.loads(data) if data else {}
+            del data
+            items = page.get("items")
+            if items is None:
+                page["items"] = items = []
+            if metadata_only:
+                page["items"] = items = [partial_metadata(o) for o in items]
+            else:
+                _fill_type(items, page.get("kind") or "", page.get("apiVersion") or res.api_version)
+            if transform is not None:
+                page["items"] = list(map(transform, items))
         return page
 
     def list_all(
         self, res: Resource, namespace: str | None = None, *, page_size: int = 500,
-        transform: Callable[[dict], dict] | None = None, **kw: Any
-    ) -> tuple[list[dict], str]:
+        transform: Callable[[dict], Any] | None = None, prefetch: bool = True, **kw: Any
+    ) -> tuple[list[Any], str]:
         """Every object, paging by `page_size`; returns (items, the list's resourceVersion).
 
         `transform` is applied to each item as its page arrives (so a
         slimming transform bounds the peak memory of a big LIST). If the
         continue token expires mid-way (410), falls back to one unpaginated
         LIST, as client-go's pager does with FullListIfExpired.
+
+        With `prefetch`, the next page is requested while this one is decoded:
+        its continue token is read off the head of the body (a List's metadata
+        comes before its items) and checked against the decoded one, so a
+        wrong guess costs one wasted request, never a wrong result. The server
+        then prepares, and the socket receives, page n+1 while page n is being
+        decoded.
         """
-        items: list[dict] = []
+        metadata_only = bool(kw.get("metadata_only"))
+        items: list[Any] = []
         token: str | None = None
         rv = ""
-        while True:
-            try:
-                page = self.list(res, namespace, limit=page_size, continue_token=token, **kw)
-            except Gone:
+        ahead: tuple[str, Future] | None = None
+        pool = ThreadPoolExecutor(1, thread_name_prefix="list-prefetch") if prefetch else None
+        try:
+            while True:
+                try:
+                    if ahead is not None and ahead[0] == token:
+                        data = ahead[1].result()
+                    else:
+                        data = self._list_data(res, namespace, limit=page_size, continue_token=token, **kw)
+                    ahead = None
+                except Gone:
+                    if token is None:
+                        raise
+                    page = self.list(res, namespace, transform=transform, **kw)
+                    return page["items"], (page.get("metadata") or {}).get("resourceVersion", "")
+                guess = _peek_continue(data) if pool is not None else None
+                if guess:
+                    ahead = (guess, pool.submit(self._list_data, res, namespace, limit=page_size,  # type: ignore[union-attr]
+                                                continue_token=guess, **kw))
+                page = self._list_page(data, res, metadata_only, transform)
+                del data
+                meta = page.get("metadata") or {}
                 if token is None:
-                    raise
-                page = self.list(res, namespace, **kw)
-                full = page["items"] if transform is None else [transform(o) for o in page["items"]]
-                return full, (page.get("metadata") or {}).get("resourceVersion", "")
-            meta = page.get("metadata") or {}
-            if token is None:
-                rv = meta.get("resourceVersion", "")
-            items.extend(page["items"] if transform is None else map(transform, page["items"]))
-            token = meta.get("continue") or None
-            if not token:
-                return items, rv
+                    rv = meta.get("resourceVersion", "")
+                items.extend(page["items"])
+                token = meta.get("continue") or None
+                if not token:
+                    return items, rv
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)  # a prefetch still in flight ends within its request timeout
 
     def watch(
         self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,

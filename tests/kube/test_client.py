@@ -189,10 +189,10 @@ def test_list_all_falls_back_to_a_full_list_when_the_continue_token_expires(kube
         kube.create(CONFIGMAPS, cm(f"x{i}"))
 
     class ExpiringClient(KubeClient):
-        def list(self, res, namespace=None, **kw):
+        def _list_data(self, res, namespace=None, **kw):
             if kw.get("continue_token"):
                 sandbox.faults.fail_next(1, 410, verb="list")  # the token "expired"
-            return super().list(res, namespace, **kw)
+            return super()._list_data(res, namespace, **kw)
 
     flaky = ExpiringClient(kube.api_client, qps=0, burst=0, registry=CollectorRegistry())
     sandbox.reset_requests()
@@ -201,6 +201,41 @@ def test_list_all_falls_back_to_a_full_list_when_the_continue_token_expires(kube
     assert rv
     codes = [r.code for r in sandbox.requests if r.verb == "list"]
     assert codes == [200, 410, 200]
+
+
+def test_list_all_prefetches_the_next_page_without_changing_the_result(kube, sandbox):
+    for i in range(7):
+        kube.create(CONFIGMAPS, cm(f"p{i}"))
+    sandbox.reset_requests()
+    ahead, rv = kube.list_all(CONFIGMAPS, "default", page_size=2)
+    prefetched = [r for r in sandbox.requests if r.verb == "list"]
+    plain, rv2 = kube.list_all(CONFIGMAPS, "default", page_size=2, prefetch=False)
+    assert ahead == plain and rv == rv2
+    assert [o["metadata"]["name"] for o in ahead] == [f"p{i}" for i in range(7)]
+    assert len(prefetched) == 4  # 2+2+2+1: every guessed token was right, no request wasted
+
+
+def test_a_wrong_prefetch_guess_is_discarded(kube, sandbox, monkeypatch):
+    """The token read off the head is only a guess: the decoded one decides."""
+    import promop.kube.client as client_module
+
+    for i in range(5):
+        kube.create(CONFIGMAPS, cm(f"g{i}"))
+    monkeypatch.setattr(client_module, "_peek_continue", lambda data: "bm90LWEtdG9rZW4")  # "not-a-token"
+    sandbox.reset_requests()
+    items, _ = kube.list_all(CONFIGMAPS, "default", page_size=2)
+    assert [o["metadata"]["name"] for o in items] == [f"g{i}" for i in range(5)]
+    codes = [r.code for r in sandbox.requests if r.verb == "list"]
+    assert codes.count(200) == 3 and len(codes) == 6  # 3 real pages + 3 wasted (rejected) guesses
+
+
+def test_peek_continue_reads_only_the_list_head():
+    from promop.kube.client import _peek_continue
+
+    assert _peek_continue(b'{"kind":"ConfigMapList","metadata":{"resourceVersion":"9","continue":"eyJ-_="},"items":[]}') == "eyJ-_="
+    assert _peek_continue(b'{"metadata":{"resourceVersion":"9"},"items":[{"data":{"continue":"x"}}]}') is None
+    assert _peek_continue(b'{"items":[],"metadata":{"continue":"abc"}}') is None  # items first: no guess
+    assert _peek_continue(b'{"metadata":{"continue":"a\\u0022b"},"items":[]}') is None  # escapes: no guess
 
 
 def test_metadata_only(kube):
