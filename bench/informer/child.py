@@ -118,7 +118,9 @@ def sync_model(kubeconfig: str, namespace: str, count: int) -> dict:
 
 
 def decode(kubeconfig: str, namespace: str, count: int) -> dict:
-    """Deserialisation alone, on the same page bytes: json.loads against ApiClient.deserialize."""
+    """Deserialisation alone, on the same page bytes: orjson (what our client uses) and json.loads
+    against ApiClient.deserialize."""
+    import orjson
     import tracemalloc
 
     from kubernetes.client import ApiClient, Configuration
@@ -131,7 +133,8 @@ def decode(kubeconfig: str, namespace: str, count: int) -> dict:
     api = ApiClient(cfg)
     pages = [data.decode() for data in record_pages(api, namespace).values()]
     variants = {
-        "raw": lambda t: json.loads(t),
+        "raw": lambda t: orjson.loads(t),
+        "json": lambda t: json.loads(t),
         "model": lambda t: api.deserialize(t, "V1ConfigMapList", "application/json"),
     }
     out = {}

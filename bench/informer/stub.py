@@ -33,6 +33,17 @@ def record_pages(api_client, namespace: str, page_size: int = 500) -> dict[str, 
             return pages
 
 
+def without_managed_fields(pages: dict[str, bytes]) -> dict[str, bytes]:
+    """The same pages with every item's metadata.managedFields removed (the minimal objects)."""
+    out = {}
+    for token, data in pages.items():
+        page = json.loads(data)
+        for item in page.get("items") or []:
+            (item.get("metadata") or {}).pop("managedFields", None)
+        out[token] = json.dumps(page, separators=(",", ":")).encode()
+    return out
+
+
 class StubServer:
     """Serves `pages` (see `record_pages`) for any LIST with a matching continue token."""
 
