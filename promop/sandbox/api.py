@@ -12,6 +12,7 @@ import string
 import uuid
 from dataclasses import dataclass
 
+from promop.sandbox import fields
 from promop.sandbox import patch as patching
 from promop.sandbox.discovery import Registry
 from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, invalid,
@@ -106,6 +107,28 @@ class Api:
         meta.pop("managedFields", None)
         return obj
 
+    def _track(self, rt: ResourceType, old: dict | None, new: dict, manager: str | None,
+               config: dict | None, subresource: str) -> None:
+        """Set new's managedFields for a write by `manager` (None: an in-process write, which
+        keeps the entries as they were); `config` is the body of an apply, else None."""
+        entries = (old or {}).get("metadata", {}).get("managedFields")
+        if manager is not None:
+            if config is not None:
+                operation, owned = fields.APPLY, fields.apply_set(config)
+            else:
+                operation, owned = fields.UPDATE, fields.update_set(old, new)
+            if rt.status_subresource:  # status belongs to /status writes alone
+                if subresource == "status":
+                    owned = {k: v for k, v in owned.items() if k == "f:status"}
+                else:
+                    owned.pop("f:status", None)
+            entries = fields.record(entries, manager, operation, rt.api_version, owned,
+                                    subresource)
+        if entries:
+            new["metadata"]["managedFields"] = entries
+        else:
+            new["metadata"].pop("managedFields", None)
+
     def _normalise(self, rt: ResourceType, obj: dict) -> None:
         """Per-kind defaulting the real apiserver does on every write."""
         if rt.key == SECRETS:
@@ -137,7 +160,10 @@ class Api:
                                 "it is being terminated", details={"name": namespace})
 
     # -- create --------------------------------------------------------------------------------
-    def create(self, rt: ResourceType, namespace: str, body, dry_run: bool = False) -> dict:
+    def create(self, rt: ResourceType, namespace: str, body, dry_run: bool = False,
+               manager: str | None = None, applied: bool = False) -> dict:
+        """`manager` (None: untracked) owns the new object's fields; with `applied` as an
+        Apply of `body`, else as an Update."""
         obj = self._check_body(rt, body, namespace)
         meta = obj["metadata"]
         if not meta.get("name") and meta.get("generateName"):
@@ -167,6 +193,7 @@ class Api:
                 if not dry_run:
                     self._serve_crd(obj)
             self._normalise(rt, obj)
+            self._track(rt, None, obj, manager, body if applied else None, "")
             if dry_run:
                 return obj
             return self.store.put(rt.key, obj, None)
@@ -233,7 +260,8 @@ class Api:
 
     # -- update / patch --------------------------------------------------------------------------
     def update(self, rt: ResourceType, namespace: str, name: str, body,
-               subresource: str = "", dry_run: bool = False) -> dict:
+               subresource: str = "", dry_run: bool = False,
+               manager: str | None = None) -> dict:
         obj = self._check_body(rt, body, namespace if rt.namespaced else "")
         if obj["metadata"].get("name", name) != name:
             raise bad_request(f'the name of the object ({obj["metadata"].get("name")}) does not '
@@ -248,16 +276,18 @@ class Api:
                     "Invalid value: 0x0: must be specified for an update")])
             if wanted and wanted != old["metadata"]["resourceVersion"]:
                 raise conflict(rt.plural, rt.group, name)
-            return self._write(rt, old, obj, subresource, dry_run)
+            return self._write(rt, old, obj, subresource, dry_run, manager)
 
     def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str, body,
-              subresource: str = "", dry_run: bool = False) -> dict:
+              subresource: str = "", dry_run: bool = False,
+              manager: str | None = None) -> dict:
+        applying = content_type.startswith(patching.APPLY_PATCH)
         with self.store.lock:
             try:
                 old = self._existing(rt, namespace, name)
             except ApiError:
-                if content_type.startswith(patching.APPLY_PATCH) and not subresource:
-                    return self.create(rt, namespace, body, dry_run)  # apply creates
+                if applying and not subresource:  # apply creates
+                    return self.create(rt, namespace, body, dry_run, manager, applied=True)
                 raise
             patched = patching.apply_patch(content_type, _without_rv(old) if not isinstance(
                 body, list) else old, body, rt.builtin)
@@ -267,12 +297,15 @@ class Api:
             obj = self._check_body(rt, patched, namespace if rt.namespaced else "")
             if obj["metadata"].get("name") != name:
                 raise bad_request("a patch may not change metadata.name")
-            return self._write(rt, old, obj, subresource, dry_run)
+            return self._write(rt, old, obj, subresource, dry_run, manager,
+                               body if applying else None)
 
     def _write(self, rt: ResourceType, old: dict, new: dict, subresource: str,
-               dry_run: bool = False) -> dict:
+               dry_run: bool = False, manager: str | None = None,
+               config: dict | None = None, tracked_as: str | None = None) -> dict:
         """The common end of update and patch: the status/main split, server-owned metadata,
-        generation, immutability, no-op detection and finalizer release."""
+        generation, immutability, field managers, no-op detection and finalizer release.
+        `tracked_as` names the subresource in managedFields when it is not `subresource`."""
         if subresource == "status":
             status = new.get("status")
             new = copy.deepcopy(old)
@@ -312,7 +345,10 @@ class Api:
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
             self._normalise(rt, new)
         new["metadata"].pop("resourceVersion", None)
-        if _without_rv(new) == _without_rv(old):
+        self._track(rt, old, new, manager, config,
+                    subresource if tracked_as is None else tracked_as)
+        if _without_rv(new) == _without_rv(old) and fields.same_ignoring_times(
+                new["metadata"].get("managedFields"), old["metadata"].get("managedFields")):
             return old  # a no-op write: same resourceVersion, no watch event
         if dry_run:
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
@@ -372,7 +408,8 @@ class Api:
             scale["status"]["selector"] = selector
         return scale
 
-    def set_scale(self, rt: ResourceType, namespace: str, name: str, body: dict) -> dict:
+    def set_scale(self, rt: ResourceType, namespace: str, name: str, body: dict,
+                  manager: str | None = None) -> dict:
         with self.store.lock:
             old = self._existing(rt, namespace, name)
             wanted = (body.get("metadata") or {}).get("resourceVersion")
@@ -384,5 +421,5 @@ class Api:
                                     "non-negative integer")
             new = copy.deepcopy(old)
             _path_set(new, rt.scale["specReplicasPath"], replicas)
-            self._write(rt, old, new, "")
+            self._write(rt, old, new, "", manager=manager, tracked_as="scale")
             return self.get_scale(rt, namespace, name)

@@ -17,6 +17,7 @@ import yaml
 
 from promop.sandbox import negotiate, openapi, protobuf
 from promop.sandbox.errors import ApiError, bad_request
+from promop.sandbox.fields import FIELD_MANAGER_MAX_LENGTH, manager_from_user_agent
 from promop.sandbox.discovery import VERSION_INFO
 from promop.sandbox.patch import APPLY_PATCH, apply_patch
 from promop.sandbox.resources import ResourceType
@@ -344,15 +345,17 @@ class Handler(BaseHTTPRequestHandler):
         api = self.server.sandbox.api
         rt, ns, name, sub = route.rt, route.namespace or "", route.name, route.subresource
         dry_run = bool(_first(params, "dryRun"))
+        manager = self._field_manager(verb, params, content_type)
         if sub == "scale":
             if verb == "get":
                 return 200, api.get_scale(rt, ns, name)
             if verb == "update":
-                return 200, api.set_scale(rt, ns, name, body or {})
+                return 200, api.set_scale(rt, ns, name, body or {}, manager)
             if verb == "patch":
                 current = api.get_scale(rt, ns, name)
                 return 200, api.set_scale(rt, ns, name,
-                                          apply_patch(content_type, current, body, True))
+                                          apply_patch(content_type, current, body, True),
+                                          manager)
             raise ApiError(405, f"{verb} is not supported on {rt.plural}/scale")
         if verb == "get":
             return 200, api.get(rt, ns, name)
@@ -365,15 +368,16 @@ class Handler(BaseHTTPRequestHandler):
         if verb == "create":
             if body is None:
                 raise bad_request("a create needs a request body")
-            return 201, api.create(rt, ns, body, dry_run)
+            return 201, api.create(rt, ns, body, dry_run, manager)
         if verb == "update":
             if body is None:
                 raise bad_request("an update needs a request body")
-            return 200, api.update(rt, ns, name, body, sub or "", dry_run)
+            return 200, api.update(rt, ns, name, body, sub or "", dry_run, manager)
         if verb == "patch":
             if body is None:
                 raise bad_request("a patch needs a request body")
-            return 200, api.patch(rt, ns, name, content_type, body, sub or "", dry_run)
+            return 200, api.patch(rt, ns, name, content_type, body, sub or "", dry_run,
+                                  manager)
         options = dict(body or {}) if isinstance(body, dict) else {}
         for param in ("propagationPolicy", "orphanDependents"):
             if _first(params, param) is not None:
@@ -382,6 +386,28 @@ class Handler(BaseHTTPRequestHandler):
         if verb == "delete":
             return 200, api.delete(rt, ns, name, options, dry_run)
         return 200, api.delete_collection(rt, route.namespace, self._predicate(params), options)
+
+    def _field_manager(self, verb: str, params: dict, content_type: str) -> str | None:
+        """Who a write's fields belong to: `fieldManager`, else the User-Agent's product
+        name (required for apply, as the apiserver does); None for reads."""
+        if verb not in ("create", "update", "patch"):
+            return None
+        options = "PatchOptions" if verb == "patch" else (
+            "CreateOptions" if verb == "create" else "UpdateOptions")
+        manager = _first(params, "fieldManager") or ""
+        problem = None
+        if not manager and verb == "patch" and content_type.startswith(APPLY_PATCH):
+            problem = "Required value: is required for apply patch"
+        elif len(manager) > FIELD_MANAGER_MAX_LENGTH:
+            problem = f"Too long: may not be longer than {FIELD_MANAGER_MAX_LENGTH}"
+        elif not manager.isprintable():
+            problem = "Invalid value: must only contain printable characters"
+        if problem:
+            raise ApiError(422, f'{options}.meta.k8s.io "" is invalid: fieldManager: {problem}',
+                           details={"group": "meta.k8s.io", "kind": options, "causes": [
+                               {"reason": "FieldValueInvalid", "message": problem,
+                                "field": "fieldManager"}]})
+        return manager or manager_from_user_agent(self.headers.get("User-Agent") or "")
 
     @staticmethod
     def _predicate(params: dict):

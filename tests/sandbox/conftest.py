@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 
 import pytest
 from kubernetes import client
 
-from .helpers import crd_body
+from .helpers import KUBECTL, crd_body
 
 
 @pytest.fixture
@@ -50,3 +51,18 @@ def make_crd(ext):
         raise AssertionError(f"CRD {body['metadata']['name']} never became Established")
 
     return make
+
+
+@pytest.fixture
+def kubectl(sandbox_kubeconfig, tmp_path):
+    """Run the real kubectl against the test's sandbox; asserts success unless check=False."""
+
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run([KUBECTL, "--kubeconfig", sandbox_kubeconfig, "--cache-dir",
+                               str(tmp_path / "cache"), *args],
+                              capture_output=True, text=True, timeout=60)
+        if check:
+            assert proc.returncode == 0, f"kubectl {' '.join(args)}: {proc.stderr}"
+        return proc
+
+    return run

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
+
+import yaml
+
+KUBECTL = shutil.which("kubectl")
 
 
 def crd_body(group="example.com", plural="widgets", kind="Widget", scope="Namespaced",
@@ -37,3 +42,9 @@ def raw(response) -> dict:
 
 def configmap(name: str, labels: dict | None = None, **data) -> dict:
     return {"metadata": {"name": name, "labels": labels or {}}, "data": data}
+
+
+def write(path, obj) -> str:
+    """Dump `obj` as YAML to `path` (a pathlib.Path); returns the path as a string."""
+    path.write_text(yaml.safe_dump(obj))
+    return str(path)

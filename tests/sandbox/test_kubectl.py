@@ -3,35 +3,13 @@ back as YAML, update, describe and delete."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import pytest
 import yaml
 
-from .helpers import crd_body
+from .helpers import KUBECTL, crd_body, write
 
-KUBECTL = shutil.which("kubectl")
 pytestmark = [pytest.mark.kubectl,
               pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")]
-
-
-@pytest.fixture
-def kubectl(sandbox_kubeconfig, tmp_path):
-    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([KUBECTL, "--kubeconfig", sandbox_kubeconfig, "--cache-dir",
-                               str(tmp_path / "cache"), *args],
-                              capture_output=True, text=True, timeout=60)
-        if check:
-            assert proc.returncode == 0, f"kubectl {' '.join(args)}: {proc.stderr}"
-        return proc
-
-    return run
-
-
-def write(path, obj) -> str:
-    path.write_text(yaml.safe_dump(obj))
-    return str(path)
 
 
 def test_apply_crd_and_custom_object_get_yaml_and_delete(kubectl, tmp_path):

@@ -1,0 +1,245 @@
+"""metadata.managedFields: which manager set which fields, as a kube-apiserver >= 1.18 records
+on every write (server-side field tracking in the FieldsV1 format).
+
+Field sets are trees in the FieldsV1 wire format itself: `f:<field>` for map fields,
+`k:{"name":"x"}` for items of lists keyed by a merge key, `v:"x"` for items of set lists
+(finalizers); a path that is itself a member and has children carries `".": {}`; a member
+with no children is `{}`. Working in the wire format keeps writes cheap: no conversion.
+
+What is recorded, as upstream does:
+- an Update (create, PUT, JSON merge / strategic / JSON patch) owns the fields it added or
+  changed (on create: all fields); its set is merged into the manager's previous Update set,
+  and its time moves only when it changed something;
+- an Apply owns exactly the fields of the applied configuration (replacing its previous set);
+- entries are keyed by (manager, operation, subresource, and for Updates the apiVersion);
+- server-owned metadata (name, namespace, uid, resourceVersion, generation, ...) and
+  apiVersion/kind are never in a set.
+
+Simplifications (documented in the README): fields are never taken away from other managers
+(no conflict detection, no `force`), fields removed from the object stay in the sets, lists
+are keyed by the usual merge keys (`name`, `containerPort`/`port`+`protocol`, `mountPath`,
+`uid`, `type`, ...) without consulting a schema, and client-sent managedFields are ignored
+(the real apiserver lets an update overwrite or clear them; here the server keeps tracking).
+"""
+
+from __future__ import annotations
+
+import json
+
+from promop.sandbox.gc import now
+
+UPDATE, APPLY = "Update", "Apply"
+FIELD_MANAGER_MAX_LENGTH = 128
+
+# metadata the server owns: never part of a field set (upstream strips the same, plus
+# deletionTimestamp/deletionGracePeriodSeconds, which only DELETE sets here)
+SERVER_OWNED = frozenset({"name", "namespace", "uid", "resourceVersion", "generation",
+                          "creationTimestamp", "managedFields", "selfLink",
+                          "deletionTimestamp", "deletionGracePeriodSeconds"})
+# list field -> (item fields one of which an item must have to be keyed, further key fields);
+# the key fields an item has form its k:{...}. Other lists of objects are keyed by name.
+LIST_KEYS = {
+    "ports": (("containerPort", "port"), ("protocol",)),
+    "volumeMounts": (("mountPath",), ()), "volumeDevices": (("devicePath",), ()),
+    "ownerReferences": (("uid",), ()), "conditions": (("type",), ()),
+    "tolerations": (("key",), ()), "hostAliases": (("ip",), ()),
+    "topologySpreadConstraints": (("topologyKey",), ("whenUnsatisfiable",)),
+}
+BY_NAME = (("name",), ())
+SET_LISTS = frozenset({"finalizers"})
+_RANK = {".": 0, "f": 1, "k": 2, "v": 3, "i": 4}
+
+
+def manager_from_user_agent(user_agent: str) -> str:
+    """The apiserver's default manager: the User-Agent up to its first '/', printable
+    characters only, at most 128 of them."""
+    prefix = user_agent.split("/", 1)[0]
+    return "".join(c for c in prefix if c.isprintable())[:FIELD_MANAGER_MAX_LENGTH]
+
+
+# -- field sets -----------------------------------------------------------------------------------
+
+def _item_key(item, field: str) -> str | None:
+    """`k:{...}` for an item of a keyed list, None when the item has no key field."""
+    if not isinstance(item, dict):
+        return None
+    required, extra = LIST_KEYS.get(field, BY_NAME)
+    key = {n: item[n] for n in required + extra if n in item}
+    if not any(n in key for n in required):
+        return None
+    return "k:" + json.dumps(key, separators=(",", ":"), sort_keys=True)
+
+
+def _list_children(items: list, field: str) -> dict[str, object] | None:
+    """{child path: item} for a set or keyed list; None for an atomic list."""
+    if field in SET_LISTS:
+        return {"v:" + json.dumps(i, separators=(",", ":")): None for i in items}
+    keys = [_item_key(i, field) for i in items]
+    if not keys or None in keys:
+        return None
+    return dict(zip(keys, items))
+
+
+def _node(member: bool, children: dict) -> dict:
+    return {".": {}, **children} if member and children else children
+
+
+def _added(value, field: str) -> dict:
+    """The set of a value that was not there before: itself and everything under it."""
+    if isinstance(value, dict):
+        return _node(True, {"f:" + k: _added(v, k) for k, v in value.items()})
+    if isinstance(value, list):
+        children = _list_children(value, field)
+        if children:
+            return _node(True, {path: _added(item, "") for path, item in children.items()})
+    return {}
+
+
+def _changed(old, new, field: str) -> dict | None:
+    """The set of what `new` adds or changes relative to `old`; None when nothing."""
+    if old == new:
+        return None
+    if isinstance(new, dict) and isinstance(old, dict):
+        out = {}
+        for k, v in new.items():
+            if k not in old:
+                out["f:" + k] = _added(v, k)
+            else:
+                sub = _changed(old[k], v, k)
+                if sub is not None:
+                    out["f:" + k] = sub
+        return out or None
+    if isinstance(new, list) and isinstance(old, list):
+        new_items, old_items = _list_children(new, field), _list_children(old, field)
+        if new_items is not None and old_items is not None:
+            out = {}
+            for path, item in new_items.items():
+                if path not in old_items:
+                    out[path] = _added(item, "")
+                elif path[0] == "k":
+                    sub = _changed(old_items[path], item, "")
+                    if sub is not None:
+                        out[path] = sub
+            return out or None
+    return _added(new, field)
+
+
+def _applied(value, field: str) -> dict | None:
+    """The set of an applied configuration: leaves, atomic lists and list items; maps only
+    through their fields (an empty map owns nothing)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            sub = _applied(v, k)
+            if sub is not None:
+                out["f:" + k] = sub
+        return out or None
+    if isinstance(value, list):
+        children = _list_children(value, field)
+        if children is not None:
+            out = {}
+            for path, item in children.items():
+                out[path] = _node(True, _applied(item, "") or {}) if path[0] == "k" else {}
+            return out or None
+    return {}
+
+
+def _top(old: dict | None, new: dict, one) -> dict:
+    """Apply `one(old_value_or_missing, new_value, field)` to the user-owned top-level and
+    metadata fields of an object."""
+    old = old or {}
+    out = {}
+    for k, v in new.items():
+        if k in ("apiVersion", "kind", "metadata"):
+            continue
+        sub = one(old.get(k, _MISSING), v, k)
+        if sub is not None:
+            out["f:" + k] = sub
+    meta, old_meta = new.get("metadata") or {}, old.get("metadata") or {}
+    fields = {}
+    for k, v in meta.items():
+        if k in SERVER_OWNED:
+            continue
+        sub = one(old_meta.get(k, _MISSING), v, k)
+        if sub is not None:
+            fields["f:" + k] = sub
+    if fields:
+        out["f:metadata"] = fields
+    return out
+
+
+_MISSING = object()
+
+
+def update_set(old: dict | None, new: dict) -> dict:
+    """What an Update from `old` (None: a create) to `new` sets."""
+    return _top(old, new, lambda o, v, k: _added(v, k) if o is _MISSING else _changed(o, v, k))
+
+
+def apply_set(config: dict) -> dict:
+    """What an Apply of `config` (the request body) owns."""
+    return _top(None, config, lambda _o, v, k: _applied(v, k))
+
+
+def union(a: dict, b: dict) -> dict:
+    member = not a or "." in a or not b or "." in b
+    out = {k: v for k, v in a.items() if k != "."}
+    for k, v in b.items():
+        if k != ".":
+            out[k] = union(out[k], v) if k in out else v
+    return _node(member, out)
+
+
+def canonical(node: dict) -> dict:
+    """Children in the apiserver's order: '.', then f:, k:, v: paths, each sorted."""
+    return {k: canonical(node[k]) for k in sorted(node, key=lambda p: (_RANK.get(p[0], 5), p))}
+
+
+# -- entries --------------------------------------------------------------------------------------
+
+def _identity(entry: dict) -> tuple:
+    version = entry.get("apiVersion", "") if entry.get("operation") == UPDATE else ""
+    return (entry.get("manager", ""), entry.get("operation"), version,
+            entry.get("subresource", ""))
+
+
+def _sort_key(entry: dict) -> tuple:
+    return (entry.get("operation", ""), entry.get("time", ""), entry.get("manager", ""),
+            entry.get("apiVersion", ""), entry.get("subresource", ""))
+
+
+def record(entries: list[dict] | None, manager: str, operation: str, api_version: str,
+           fields: dict, subresource: str = "") -> list[dict]:
+    """The managedFields after one write; `entries` is not modified. An Update that set
+    nothing leaves the list as it was (same object)."""
+    entries = list(entries or [])
+    if operation == UPDATE and not fields:
+        return entries
+    entry = {"manager": manager, "operation": operation, "apiVersion": api_version,
+             "time": now(), "fieldsType": "FieldsV1"}
+    if not manager:
+        del entry["manager"]
+    identity = _identity(entry | {"subresource": subresource})
+    for n, existing in enumerate(entries):
+        if _identity(existing) == identity:
+            del entries[n]
+            if operation == UPDATE:
+                fields = union(existing.get("fieldsV1") or {}, fields)
+            break
+    if fields:
+        entry["fieldsV1"] = canonical(fields)
+        if subresource:
+            entry["subresource"] = subresource
+        entries.append(entry)
+    entries.sort(key=_sort_key)
+    return entries
+
+
+def same_ignoring_times(a: list[dict] | None, b: list[dict] | None) -> bool:
+    """Whether two managedFields lists differ only in timestamps: the apiserver then keeps the
+    old times, so a write that changes nothing else stays a no-op."""
+    a, b = a or [], b or []
+    if len(a) != len(b):
+        return False
+    return all({k: v for k, v in x.items() if k != "time"} ==
+               {k: v for k, v in y.items() if k != "time"} for x, y in zip(a, b))
