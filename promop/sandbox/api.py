@@ -235,24 +235,22 @@ class Api:
 
     def list(self, rt: ResourceType, namespace: str | None, predicate: Predicate | None,
              limit: int = 0, continue_token: str = "") -> ListResult:
+        """One page: the objects after the continue token's key, in (namespace, name) order.
+        Like the apiserver, remainingItemCount is given only when no selector filters."""
         start = None
         if continue_token:
             try:
                 start = tuple(json.loads(base64.urlsafe_b64decode(continue_token))["start"])
             except (ValueError, KeyError, TypeError):
-                raise bad_request(f'invalid continue token "{continue_token}"') from None
+                start = None
+            if start is None or len(start) != 2 or not all(isinstance(s, str) for s in start):
+                raise bad_request(f'invalid continue token "{continue_token}"')
         with self.store.lock:
-            entries = self.store.items(rt.key, namespace if rt.namespaced else None)
+            entries, more, remaining = self.store.page(
+                rt.key, namespace if rt.namespaced else None, start, predicate, limit)
             rv = self.store.rv
-        if start is not None:
-            entries = [e for e in entries
-                       if (e[0]["metadata"].get("namespace", ""), e[0]["metadata"]["name"]) > start]
-        if predicate is not None:
-            entries = [e for e in entries if predicate(e[0])]
-        token, remaining = "", None
-        if limit and len(entries) > limit:
-            remaining = len(entries) - limit
-            entries = entries[:limit]
+        token = ""
+        if more:
             last = entries[-1][0]["metadata"]
             token = base64.urlsafe_b64encode(json.dumps(
                 {"rv": rv, "start": [last.get("namespace", ""), last["name"]]}).encode()).decode()

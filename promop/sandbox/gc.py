@@ -144,7 +144,7 @@ class Collector:
             self.store.put(key, released, owner)
 
     def _namespace_has_content(self, namespace: str) -> bool:
-        return any(ns == namespace for bucket in self.store.objects.values() for ns, _ in bucket)
+        return not self.store.namespace_is_empty(namespace)
 
     def _delete_namespace(self, obj: dict, finalizers: list[str]) -> tuple[dict, bool]:
         name = obj["metadata"]["name"]

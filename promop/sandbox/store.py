@@ -4,12 +4,17 @@ watches, and fan-out of each committed change to the open watchers."""
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left, bisect_right, insort
 from collections import deque
+from operator import itemgetter
+from typing import Callable
 
 from promop.sandbox.errors import expired
 from promop.sandbox.watch import Event, Watcher, encode
 
 ObjKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped
+Entry = tuple[dict, bytes]  # (object, its JSON)
+_namespace_of = itemgetter(0)
 
 
 class Store:
@@ -18,7 +23,10 @@ class Store:
     def __init__(self, history_size: int = 10000) -> None:
         self.lock = threading.RLock()
         self.rv = 0
-        self.objects: dict[tuple[str, str], dict[ObjKey, tuple[dict, bytes]]] = {}
+        self.objects: dict[tuple[str, str], dict[ObjKey, Entry]] = {}
+        # per resource, its objects' keys in (namespace, name) order, kept sorted on every
+        # put/remove so a LIST page is a bisect and a slice, not a sort of the resource
+        self.sorted_keys: dict[tuple[str, str], list[ObjKey]] = {}
         self.history: deque[Event] = deque(maxlen=history_size)
         self.compacted_rv = 0  # events with rv <= this are no longer in history
         self.watchers: dict[tuple[str, str], set[Watcher]] = {}
@@ -31,14 +39,52 @@ class Store:
         entry = self.objects.get(key, {}).get((namespace, name))
         return entry[0] if entry else None
 
-    def items(self, key: tuple[str, str], namespace: str | None) -> list[tuple[dict, bytes]]:
-        """Entries sorted by (namespace, name), the order the real apiserver lists in."""
-        bucket = self.objects.get(key, {})
+    def _span(self, key: tuple[str, str], namespace: str | None) -> tuple[list[ObjKey], int,
+                                                                          int]:
+        """The sorted keys of a resource and the [lo, hi) range of one namespace (or all)."""
+        keys = self.sorted_keys.get(key, [])
         if namespace is None:
-            keys = sorted(bucket)
-        else:
-            keys = sorted(k for k in bucket if k[0] == namespace)
-        return [bucket[k] for k in keys]
+            return keys, 0, len(keys)
+        return (keys, bisect_left(keys, namespace, key=_namespace_of),
+                bisect_right(keys, namespace, key=_namespace_of))
+
+    def items(self, key: tuple[str, str], namespace: str | None) -> list[Entry]:
+        """Entries sorted by (namespace, name), the order the real apiserver lists in."""
+        keys, lo, hi = self._span(key, namespace)
+        bucket = self.objects.get(key, {})
+        return [bucket[k] for k in keys[lo:hi]]
+
+    def page(self, key: tuple[str, str], namespace: str | None, after: ObjKey | None,
+             predicate: Callable[[dict], bool] | None,
+             limit: int = 0) -> tuple[list[Entry], bool, int | None]:
+        """Up to `limit` (0: no limit) matching entries after the key `after`, in list order.
+        Returns (entries, whether more match, how many more): the count only without a
+        predicate, as the apiserver gives remainingItemCount only for unfiltered lists.
+        Cost: a bisect plus the page, or with a predicate the entries scanned to fill it."""
+        keys, lo, hi = self._span(key, namespace)
+        if after is not None:
+            lo = max(lo, bisect_right(keys, after))
+        bucket = self.objects.get(key, {})
+        if predicate is None:
+            end = min(hi, lo + limit) if limit else hi
+            rest = hi - end
+            return [bucket[k] for k in keys[lo:end]], rest > 0, rest or None
+        entries: list[Entry] = []
+        for index in range(lo, hi):
+            entry = bucket[keys[index]]
+            if predicate(entry[0]):
+                if limit and len(entries) == limit:
+                    return entries, True, None
+                entries.append(entry)
+        return entries, False, None
+
+    def namespace_is_empty(self, namespace: str) -> bool:
+        """No object of any resource left in `namespace`."""
+        for key in self.sorted_keys:
+            keys, lo, hi = self._span(key, namespace)
+            if hi > lo:
+                return False
+        return True
 
     def by_uid(self, uid: str) -> dict | None:
         where = self.uids.get(uid)
@@ -57,7 +103,10 @@ class Store:
             meta["resourceVersion"] = str(rv)
             namespace, name = meta.get("namespace", ""), meta["name"]
             raw = encode(obj)
-            self.objects.setdefault(key, {})[(namespace, name)] = (obj, raw)
+            bucket = self.objects.setdefault(key, {})
+            if (namespace, name) not in bucket:
+                insort(self.sorted_keys.setdefault(key, []), (namespace, name))
+            bucket[(namespace, name)] = (obj, raw)
             self._index(key, namespace, name, old, obj)
             self._commit(Event(rv, "MODIFIED" if old else "ADDED", key, namespace, obj, raw, old))
             return obj
@@ -69,7 +118,9 @@ class Store:
             gone = dict(obj)
             gone["metadata"] = dict(obj["metadata"], resourceVersion=str(rv))
             namespace, name = gone["metadata"].get("namespace", ""), gone["metadata"]["name"]
-            self.objects.get(key, {}).pop((namespace, name), None)
+            if self.objects.get(key, {}).pop((namespace, name), None) is not None:
+                keys = self.sorted_keys[key]
+                del keys[bisect_left(keys, (namespace, name))]
             self._index(key, namespace, name, obj, None)
             self._commit(Event(rv, "DELETED", key, namespace, gone, encode(gone), obj))
             return gone
@@ -96,6 +147,7 @@ class Store:
         """Forget a whole resource (its CRD was deleted): close its watches."""
         with self.lock:
             self.objects.pop(key, None)
+            self.sorted_keys.pop(key, None)
             for watcher in self.watchers.pop(key, set()):
                 watcher.close()
 

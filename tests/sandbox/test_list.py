@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from kubernetes.client import ApiException
 
@@ -125,3 +127,89 @@ def test_bad_numeric_parameters_are_bad_requests(api_client, sandbox):
     for query in ("limit=ten", "limit=-1", "watch=true&timeoutSeconds=soon"):
         response = pool.request("GET", f"{sandbox.url}/api/v1/configmaps?{query}")
         assert response.status == 400, query
+
+
+def _page_all(list_page, **kwargs) -> list:
+    """Every item over all pages of `limit`; `between(items_so_far)` runs after each page."""
+    between = kwargs.pop("between", None)
+    seen, token = [], None
+    while True:
+        page = list_page(_continue=token, **kwargs)
+        seen += page.items
+        token = page.metadata._continue
+        if not token:
+            return seen
+        if between:
+            between(seen)
+
+
+def test_paging_while_objects_come_and_go_returns_each_once_in_order(core):
+    for ns in ("a-before", "z-after"):
+        core.create_namespace({"metadata": {"name": ns}})
+        core.create_namespaced_config_map(ns, configmap("cm-050"))
+    existing = [f"cm-{n:03d}" for n in range(0, 100, 2)]
+    for name in existing:
+        core.create_namespaced_config_map("default", configmap(name))
+    deleted, created_ahead = set(), set()
+
+    def churn(seen) -> None:
+        cursor = seen[-1].metadata.name
+        ahead = [n for n in existing if n > cursor and n not in deleted]
+        behind = [n for n in existing if n < cursor and n not in deleted]
+        for name in (ahead[:1] + behind[:1]):  # one not yet listed, one already listed
+            core.delete_namespaced_config_map(name, "default")
+            deleted.add(name)
+        behind, ahead = f"{seen[0].metadata.name}-b{len(seen)}", f"{cursor}-n"
+        for name in (behind, ahead):
+            core.create_namespaced_config_map("default", configmap(name))
+        assert behind < cursor < ahead
+        created_ahead.add(ahead)
+
+    items = _page_all(core.list_namespaced_config_map, namespace="default", limit=7,
+                      between=churn)
+    names = [i.metadata.name for i in items]
+    assert {i.metadata.namespace for i in items} == {"default"}
+    assert names == sorted(set(names)), "duplicates or out of order"
+    listed_before_deletion = {n for n in deleted if n in names}
+    assert set(existing) - deleted <= set(names), "a pre-existing object was skipped"
+    assert set(names) - set(existing) == created_ahead  # new ones after the cursor only
+    assert len(deleted) > 10 and listed_before_deletion  # the churn did happen both ways
+
+
+def test_cluster_wide_paging_crosses_namespaces_in_order(core):
+    expected = []
+    for ns in ("b", "a", "c"):
+        core.create_namespace({"metadata": {"name": ns}})
+        for n in range(5):
+            core.create_namespaced_config_map(ns, configmap(f"x{n}"))
+            expected.append((ns, f"x{n}"))
+    items = _page_all(core.list_config_map_for_all_namespaces, limit=4)
+    assert [(i.metadata.namespace, i.metadata.name) for i in items] == sorted(expected)
+
+
+def test_selector_pages_fill_up_and_carry_no_remaining_count(core):
+    for n in range(20):
+        core.create_namespaced_config_map("default", configmap(
+            f"cm-{n:02d}", labels={"parity": "even" if n % 2 == 0 else "odd"}))
+    page = core.list_namespaced_config_map("default", label_selector="parity=odd", limit=3)
+    assert [i.metadata.name for i in page.items] == ["cm-01", "cm-03", "cm-05"]
+    assert page.metadata._continue and page.metadata.remaining_item_count is None
+    items = _page_all(core.list_namespaced_config_map, namespace="default",
+                      label_selector="parity=odd", limit=3)
+    assert [i.metadata.name for i in items] == [f"cm-{n:02d}" for n in range(1, 20, 2)]
+    # the last page is exactly full: no continue token when nothing else matches
+    last = core.list_namespaced_config_map("default", label_selector="parity=odd", limit=5,
+                                           _continue=core.list_namespaced_config_map(
+                                               "default", label_selector="parity=odd",
+                                               limit=5).metadata._continue)
+    assert [i.metadata.name for i in last.items][-1] == "cm-19" and not last.metadata._continue
+
+
+@pytest.mark.parametrize("token", [
+    "not-base64!", base64.urlsafe_b64encode(b'{"rv": 1}').decode(),
+    base64.urlsafe_b64encode(b'{"start": [1, 2]}').decode(),
+    base64.urlsafe_b64encode(b'{"start": ["default"]}').decode()])
+def test_invalid_continue_tokens_are_bad_requests(core, token):
+    with pytest.raises(ApiException) as excinfo:
+        core.list_namespaced_config_map("default", limit=2, _continue=token)
+    assert excinfo.value.status == 400
