@@ -342,7 +342,8 @@ class KubeClient:
         )
 
     @staticmethod
-    def _list_page(data: bytes, res: Resource, metadata_only: bool, transform: Callable[[dict], Any] | None) -> dict:
+    def _list_page(data: bytes, res: Resource, metadata_only: bool, transform: Callable[[dict], Any] | None,
+                   page_transform: Callable[[list[dict]], list] | None = None) -> dict:
         with gc_paused():
             page = orjson.loads(data) if data else {}
             del data
@@ -354,17 +355,22 @@ class KubeClient:
             else:
                 _fill_type(items, page.get("kind") or "", page.get("apiVersion") or res.api_version)
             if transform is not None:
-                page["items"] = list(map(transform, items))
+                page["items"] = items = list(map(transform, items))
+            if page_transform is not None:
+                page["items"] = page_transform(items)
         return page
 
     def list_all(
         self, res: Resource, namespace: str | None = None, *, page_size: int = 500,
-        transform: Callable[[dict], Any] | None = None, prefetch: bool = True, **kw: Any
+        transform: Callable[[dict], Any] | None = None, page_transform: Callable[[list[dict]], list] | None = None,
+        prefetch: bool = True, **kw: Any
     ) -> tuple[list[Any], str]:
         """Every object, paging by `page_size`; returns (items, the list's resourceVersion).
 
         `transform` is applied to each item as its page arrives (so a
-        slimming transform bounds the peak memory of a big LIST). If the
+        slimming transform bounds the peak memory of a big LIST);
+        `page_transform` then to the page's item list, and what it returns
+        is what the page contributes to the result. If the
         continue token expires mid-way (410), falls back to one unpaginated
         LIST, as client-go's pager does with FullListIfExpired.
 
@@ -398,7 +404,7 @@ class KubeClient:
                 if guess:
                     ahead = (guess, pool.submit(self._list_data, res, namespace, limit=page_size,  # type: ignore[union-attr]
                                                 continue_token=guess, **kw))
-                page = self._list_page(data, res, metadata_only, transform)
+                page = self._list_page(data, res, metadata_only, transform, page_transform)
                 del data
                 meta = page.get("metadata") or {}
                 if token is None:

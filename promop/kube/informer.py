@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import sys
 import threading
 import time
 from typing import Any, Callable
@@ -27,75 +26,17 @@ from promop.kube.backoff import Backoff
 from promop.kube.client import KubeClient
 from promop.kube.informer_metrics import informer_metrics
 from promop.kube.logfields import kv
-from promop.kube.reflector import Reflector, Transform
+from promop.kube.reflector import Reflector
 from promop.kube.resources import Resource
 from promop.kube.store import NAMESPACE_INDEX, Store, Tombstone, object_key
+from promop.kube.transforms import (  # noqa: F401 - re-exported: the informer's public hooks
+    Transform, chain, share_strings, strip_and_share, strip_managed_fields,
+)
 
 log = logging.getLogger("promop.kube.informer")
 
 _STOP = object()
-
-
-def strip_managed_fields(obj: dict) -> dict:
-    """The default transform: drop metadata.managedFields (large, and nobody reads it)."""
-    meta = obj.get("metadata")
-    if meta and "managedFields" in meta:
-        del meta["managedFields"]
-    return obj
-
-
-_intern = sys.intern
-
-
-def share_strings(obj: dict) -> dict:
-    """Intern the metadata strings that repeat across objects, in place.
-
-    Namespace, kind, apiVersion, creation time, generateName and label values
-    recur in thousands of objects; each JSON decode makes a fresh copy.
-    Interned, the cache holds one. Dict keys need nothing: orjson already
-    shares them. All of these are short by API validation (at most 63
-    characters, or 253 for a namespace-like name), so interning is cheap.
-    Strings are immutable, so readers cannot tell; unused interned strings
-    are freed.
-    """
-    value = obj.get("apiVersion")
-    if type(value) is str:
-        obj["apiVersion"] = _intern(value)
-    value = obj.get("kind")
-    if type(value) is str:
-        obj["kind"] = _intern(value)
-    meta = obj.get("metadata")
-    if not meta:
-        return obj
-    for field in ("namespace", "creationTimestamp", "generateName"):
-        value = meta.get(field)
-        if type(value) is str:
-            meta[field] = _intern(value)
-    labels = meta.get("labels")
-    if labels:
-        for key, value in labels.items():  # values only: same keys, so no resize while iterating
-            if type(value) is str:
-                labels[key] = _intern(value)
-    return obj
-
-
-def strip_and_share(obj: dict) -> dict:
-    """The default transform with `share_strings` in one call (once per object, so it counts)."""
-    meta = obj.get("metadata")
-    if meta and "managedFields" in meta:
-        del meta["managedFields"]
-    return share_strings(obj)
-
-
-_share = share_strings
-
-
-def _chain(first: Transform | None, second: Transform | None) -> Transform | None:
-    if first is strip_managed_fields and second is share_strings:
-        return strip_and_share
-    if first is None or second is None:
-        return first or second
-    return lambda obj: second(first(obj))
+_share_strings = share_strings  # the constructor's flag of the same name shadows it
 
 
 def _rv(obj: dict) -> str | None:
@@ -219,7 +160,7 @@ class Informer:
             Reflector(
                 client, res, self._deltas.put, metrics=self.metrics, namespace=scope,
                 label_selector=label_selector, field_selector=field_selector, metadata_only=metadata_only,
-                transform=_chain(transform, _share if share_strings else None), page_size=page_size,
+                transform=chain(transform, _share_strings if share_strings else None), page_size=page_size,
                 watch_timeout_range=watch_timeout_range, idle_timeout=idle_timeout, backoff=Backoff(backoff_base, backoff_cap, reset_after=backoff_reset),
                 min_watch_duration=min_watch_duration, name=f"{self.name}/{scope}" if scope else self.name,
             )
@@ -337,12 +278,14 @@ class Informer:
         else:
             self._notify(("update", old, obj))
 
-    def _apply_list(self, scope: str | None, pairs: list[tuple[str, dict]], initial: bool) -> None:
+    def _apply_list(self, scope: str | None, keyed: list, initial: bool) -> None:
+        """Apply a LIST (`keyed` = [key, object, ...]): adds, updates, and tombstones for what vanished."""
         store = self.store
-        seen = {key for key, _ in pairs}
+        keys, objs = keyed[0::2], keyed[1::2]
+        was_empty = len(store) == 0
         notify = self._notify
         added: list[dict] = []
-        for (key, obj), old in zip(pairs, store.put_many(pairs)):
+        for key, obj, old in zip(keys, objs, store.put_many(zip(keys, objs))):
             if old is None:
                 added.append(obj)
             elif _rv(old) != _rv(obj):
@@ -352,12 +295,14 @@ class Informer:
                 notify(("update", old, obj))
         if added:
             notify(("adds", added, initial))
-        cached = store.index_keys(NAMESPACE_INDEX, scope) if scope else store.keys()
-        for key in cached:
-            if key not in seen:
-                last = store.delete(key)
-                if last is not None:
-                    self._notify(("delete", Tombstone(key, last)))
+        if not was_empty:  # a relist: deliver a tombstone for every cached object that vanished
+            seen = set(keys)
+            cached = store.index_keys(NAMESPACE_INDEX, scope) if scope else store.keys()
+            for key in cached:
+                if key not in seen:
+                    last = store.delete(key)
+                    if last is not None:
+                        self._notify(("delete", Tombstone(key, last)))
         if initial:
             self._unsynced.discard(scope)
             if not self._unsynced:

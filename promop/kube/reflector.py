@@ -3,8 +3,8 @@
 One thread per resource (and per namespace when an informer watches a list
 of namespaces). It never touches the store; it pushes
 
-    ("list", namespace_scope, pairs, is_initial)   after every successful LIST,
-                                                   pairs being [(key, object)]
+    ("list", namespace_scope, keyed, is_initial)   after every successful LIST,
+                                                   keyed being [key, object, key, object, ...]
     ("event", "ADDED" | "MODIFIED" | "DELETED", obj)
 
 to a sink, in order, and the informer's dispatch thread applies them. This
@@ -42,11 +42,9 @@ from promop.kube.errors import ApiError, ApiUnreachable, Gone, TooManyRequests, 
 from promop.kube.informer_metrics import InformerMetrics
 from promop.kube.logfields import kv
 from promop.kube.resources import Resource
-from promop.kube.store import object_key
+from promop.kube.transforms import Transform, keyed_page, transformed
 
 log = logging.getLogger("promop.kube.reflector")
-
-Transform = Callable[[dict], dict]
 
 
 class VeryShortWatch(ApiError):
@@ -161,41 +159,28 @@ class Reflector:
 
     def _list(self) -> None:
         self.metrics.list_total.labels(self._label).inc()
-        pairs, rv = self.client.list_all(
+        keyed, rv = self.client.list_all(
             self.res, self.namespace, page_size=self.page_size, label_selector=self.label_selector,
-            field_selector=self.field_selector, metadata_only=self.metadata_only, transform=self._keyed,
+            field_selector=self.field_selector, metadata_only=self.metadata_only, page_transform=self._keyed_page,
         )
         if self._stop.is_set():
             return
-        self.sink(("list", self.namespace, [pair for pair in pairs if pair[0] is not None], self.lists == 0))
+        self.sink(("list", self.namespace, keyed, self.lists == 0))
         self.lists += 1
         self.last_rv = rv
 
-    def _keyed(self, obj: dict) -> tuple[str | None, dict]:
-        """(key, transformed object) for a listed object, done as each page arrives.
+    def _keyed_page(self, items: list[dict]) -> list:
+        """[key, object, ...] for a LIST page, transformed, done as each page arrives.
 
         Here rather than in the informer's dispatch thread: the page's objects
         are still in the CPU cache, which makes this pass several times cheaper
-        than a later one over the whole list. An object without a name gets no
-        key (it is logged and dropped).
+        than a later one over the whole list.
         """
-        if self.transform is not None:
-            obj = self._transform(obj)
-        try:
-            return object_key(obj), obj
-        except ValueError as exc:
-            log.error("informer skipped a listed object", extra=kv(informer=self.name, err=exc))
-            return None, obj
+        return keyed_page(items, self.transform, self.name)
 
     def _transform(self, obj: dict) -> dict:
         """The transform hook; a failing transform keeps the object as it came (and says so)."""
-        try:
-            return self.transform(obj)  # type: ignore[misc]
-        except Exception as exc:  # noqa: BLE001 - a buggy hook must not stop the informer
-            meta = obj.get("metadata") or {}
-            log.error("informer transform failed; keeping the object untransformed", extra=kv(informer=self.name,
-                             namespace=meta.get("namespace"), name=meta.get("name"), err=exc))
-            return obj
+        return transformed(obj, self.transform, self.name)  # type: ignore[arg-type]
 
     def _watch(self) -> None:
         low, high = self.watch_timeout_range

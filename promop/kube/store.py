@@ -159,6 +159,10 @@ class Store:
         with self._lock:
             items, indices = self._items, self._indices
             ns_index = indices[NAMESPACE_INDEX]
+            if not items and len(self._indexers) == 1:
+                fresh = self._fill(pairs)
+                if fresh is not None:
+                    return fresh
             others = [(fn, indices[name]) for name, fn in self._indexers.items() if name != NAMESPACE_INDEX]
             last_ns, last_keys = None, None
             for key, obj in pairs:
@@ -186,6 +190,27 @@ class Store:
                         else:
                             keys.add(key)
         return olds
+
+    def _fill(self, pairs: Iterable[tuple[str, dict]]) -> list[dict | None] | None:
+        """`put_many` into an empty store with only the namespace index, at C speed where it can.
+
+        Returns None (and leaves the store empty) if the keys repeat, so that
+        `put_many` can report the earlier object as the later one's predecessor.
+        """
+        pairs = pairs if isinstance(pairs, list) else list(pairs)
+        self._items.update(pairs)
+        if len(self._items) != len(pairs):
+            self._items.clear()
+            return None
+        ns_index = self._indices[NAMESPACE_INDEX]
+        for key in self._items:
+            ns, sep, _ = key.partition("/")
+            if sep:
+                keys = ns_index.get(ns)
+                if keys is None:
+                    keys = ns_index[ns] = set()
+                keys.add(key)
+        return [None] * len(pairs)
 
     def delete(self, key_or_obj: str | dict | Tombstone) -> dict | None:
         """Remove; returns the removed object, if it was cached."""
