@@ -66,6 +66,16 @@ def _path_set(obj: dict, path: str, value) -> None:
     current[parts[-1]] = value
 
 
+def _ownable(rt: ResourceType, owned: dict, subresource: str) -> dict:
+    """For kinds with a status subresource, status belongs to /status writes alone (what the
+    server or the main resource sets there is no writer's)."""
+    if not rt.status_subresource:
+        return owned
+    if subresource == "status":
+        return {k: v for k, v in owned.items() if k == "f:status"}
+    return {k: v for k, v in owned.items() if k != "f:status"}
+
+
 class Api:
     def __init__(self, store: Store, registry: Registry, simulate_statefulsets: bool = False):
         self.store = store
@@ -113,17 +123,16 @@ class Api:
         keeps the entries as they were); `config` is the body of an apply, else None."""
         entries = (old or {}).get("metadata", {}).get("managedFields")
         if manager is not None:
-            if config is not None:
-                operation, owned = fields.APPLY, fields.apply_set(config)
+            changed = _ownable(rt, fields.update_set(old, new), subresource)
+            if old is not None:
+                entries = fields.disown(entries, fields.removed_set(old, new))
+            if config is None:
+                entries = fields.record(entries, manager, fields.UPDATE, rt.api_version,
+                                        changed, subresource, changed)
             else:
-                operation, owned = fields.UPDATE, fields.update_set(old, new)
-            if rt.status_subresource:  # status belongs to /status writes alone
-                if subresource == "status":
-                    owned = {k: v for k, v in owned.items() if k == "f:status"}
-                else:
-                    owned.pop("f:status", None)
-            entries = fields.record(entries, manager, operation, rt.api_version, owned,
-                                    subresource)
+                entries = fields.record(entries, manager, fields.APPLY, rt.api_version,
+                                        _ownable(rt, fields.apply_set(config), subresource),
+                                        subresource, changed)
         if entries:
             new["metadata"]["managedFields"] = entries
         else:

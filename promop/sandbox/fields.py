@@ -15,8 +15,12 @@ What is recorded, as upstream does:
 - server-owned metadata (name, namespace, uid, resourceVersion, generation, ...) and
   apiVersion/kind are never in a set.
 
-Simplifications (documented in the README): fields are never taken away from other managers
-(no conflict detection, no `force`), fields removed from the object stay in the sets, lists
+- a write takes the fields whose values it changed from the other managers, and fields it
+  removes from the object leave every set; a manager with no field left loses its entry.
+
+Simplifications (documented in the README): an Apply never conflicts (it acts as with
+`force=true`) and does not remove fields its applier stopped applying (the sandbox's apply
+merges), lists
 are keyed by the usual merge keys (`name`, `containerPort`/`port`+`protocol`, `mountPath`,
 `uid`, `type`, ...) without consulting a schema, and client-sent managedFields are ignored
 (the real apiserver lets an update overwrite or clear them; here the server keeps tracking).
@@ -146,9 +150,33 @@ def _applied(value, field: str) -> dict | None:
     return {}
 
 
+def _removed(old, new, field: str) -> dict | None:
+    """The paths of `old` that `new` no longer has; a leaf `{}` here means the whole subtree."""
+    if old == new:
+        return None
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = {}
+        for k, v in old.items():
+            sub = {} if k not in new else _removed(v, new[k], k)
+            if sub is not None:
+                out["f:" + k] = sub
+        return out or None
+    if isinstance(old, list) and isinstance(new, list):
+        old_items, new_items = _list_children(old, field), _list_children(new, field)
+        if old_items is not None and new_items is not None:
+            out = {}
+            for path, item in old_items.items():
+                sub = {} if path not in new_items else (
+                    _removed(item, new_items[path], "") if path[0] == "k" else None)
+                if sub is not None:
+                    out[path] = sub
+            return out or None
+    return None  # a changed value is not a removed one
+
+
 def _top(old: dict | None, new: dict, one) -> dict:
     """Apply `one(old_value_or_missing, new_value, field)` to the user-owned top-level and
-    metadata fields of an object."""
+    metadata fields of an object (the fields of `new`)."""
     old = old or {}
     out = {}
     for k, v in new.items():
@@ -178,6 +206,11 @@ def update_set(old: dict | None, new: dict) -> dict:
     return _top(old, new, lambda o, v, k: _added(v, k) if o is _MISSING else _changed(o, v, k))
 
 
+def removed_set(old: dict, new: dict) -> dict:
+    """What an update from `old` to `new` removed: no manager owns it any more."""
+    return _top(new, old, lambda n, o, k: {} if n is _MISSING else _removed(o, n, k))
+
+
 def apply_set(config: dict) -> dict:
     """What an Apply of `config` (the request body) owns."""
     return _top(None, config, lambda _o, v, k: _applied(v, k))
@@ -190,6 +223,24 @@ def union(a: dict, b: dict) -> dict:
         if k != ".":
             out[k] = union(out[k], v) if k in out else v
     return _node(member, out)
+
+
+def difference(owned: dict, removed: dict) -> dict | None:
+    """`owned` without the paths in `removed` (a leaf there takes the whole subtree); None when
+    nothing is left."""
+    out = {}
+    for k, v in owned.items():
+        if k == ".":
+            continue
+        gone = removed.get(k)
+        if gone is None:
+            out[k] = v
+        elif gone:
+            sub = difference(v, gone)
+            if sub is not None:
+                out[k] = sub
+    member = not owned or "." in owned
+    return _node(member, out) if member or out else None
 
 
 def canonical(node: dict) -> dict:
@@ -223,10 +274,30 @@ def _sort_key(entry: dict) -> tuple:
             entry.get("apiVersion", ""), entry.get("subresource", ""))
 
 
+def disown(entries: list[dict] | None, removed: dict,
+           keep: tuple | None = None) -> list[dict] | None:
+    """Take fields out of every manager's set but the one with identity `keep`; a manager
+    left with none goes."""
+    if not entries or not removed:
+        return entries
+    kept = []
+    for entry in entries:
+        if keep is not None and _identity(entry) == keep:
+            kept.append(entry)
+            continue
+        left = difference(entry.get("fieldsV1") or {}, removed)
+        if left == entry.get("fieldsV1"):
+            kept.append(entry)
+        elif left:
+            kept.append(dict(entry, fieldsV1=shared(left)))
+    return kept
+
+
 def record(entries: list[dict] | None, manager: str, operation: str, api_version: str,
-           fields: dict, subresource: str = "") -> list[dict]:
-    """The managedFields after one write; `entries` is not modified. An Update that set
-    nothing leaves the list as it was (same object)."""
+           fields: dict, subresource: str = "", taken: dict | None = None) -> list[dict]:
+    """The managedFields after one write; `entries` is not modified. `taken`: the fields
+    whose values this write changed, which other managers no longer own. An Update that set
+    nothing leaves the entries as they were."""
     entries = list(entries or [])
     if operation == UPDATE and not fields:
         return entries
@@ -235,6 +306,8 @@ def record(entries: list[dict] | None, manager: str, operation: str, api_version
     if not manager:
         del entry["manager"]
     identity = _identity(entry | {"subresource": subresource})
+    if taken:
+        entries = disown(entries, taken, identity)
     for n, existing in enumerate(entries):
         if _identity(existing) == identity:
             del entries[n]

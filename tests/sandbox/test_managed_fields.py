@@ -60,7 +60,8 @@ def test_updates_by_the_same_manager_merge_into_one_entry(core, created):
     assert managed(again) == managed(updated)
 
 
-def test_a_patch_by_another_manager_adds_an_entry_with_only_its_fields(core, created):
+def test_a_patch_by_another_manager_adds_an_entry_and_takes_the_fields_it_changed(core,
+                                                                                  created):
     patched = raw(core.patch_namespaced_config_map(
         "cm", "default", {"data": {"k": "changed", "new": "1"}}, field_manager="other",
         _preload_content=False))
@@ -68,7 +69,21 @@ def test_a_patch_by_another_manager_adds_an_entry_with_only_its_fields(core, cre
     assert set(entries) == {"OpenAPI-Generator", "other"}
     assert entries["other"]["operation"] == "Update"
     assert entries["other"]["fieldsV1"] == {"f:data": {"f:k": {}, "f:new": {}}}
-    assert entries["OpenAPI-Generator"]["fieldsV1"] == CREATED_FIELDS
+    # the creator keeps the data map itself and the label, not the value "other" changed
+    assert entries["OpenAPI-Generator"]["fieldsV1"] == {
+        "f:data": {}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}}
+
+
+def test_removed_fields_leave_every_set_and_an_empty_manager_goes(core, created):
+    core.patch_namespaced_config_map("cm", "default", {"metadata": {"labels": {"extra": "1"}}},
+                                     field_manager="labeller")
+    removed = raw(core.patch_namespaced_config_map(
+        "cm", "default", {"metadata": {"labels": {"app": None, "extra": None}}},
+        field_manager="cleaner", _preload_content=False))
+    entries = {e["manager"]: e for e in managed(removed)}
+    assert set(entries) == {"OpenAPI-Generator"}  # labeller owned nothing else; cleaner set nothing
+    assert entries["OpenAPI-Generator"]["fieldsV1"] == {
+        "f:data": {".": {}, "f:k": {}}, "f:metadata": {"f:labels": {}}}
 
 
 def test_json_patch_and_strategic_merge_are_updates_too(core, created):
