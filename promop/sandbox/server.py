@@ -395,18 +395,19 @@ class Handler(BaseHTTPRequestHandler):
         options = "PatchOptions" if verb == "patch" else (
             "CreateOptions" if verb == "create" else "UpdateOptions")
         manager = _first(params, "fieldManager") or ""
-        problem = None
+        problem = reason = None
         if not manager and verb == "patch" and content_type.startswith(APPLY_PATCH):
-            problem = "Required value: is required for apply patch"
+            problem, reason = "Required value: is required for apply patch", "FieldValueRequired"
         elif len(manager) > FIELD_MANAGER_MAX_LENGTH:
-            problem = f"Too long: may not be longer than {FIELD_MANAGER_MAX_LENGTH}"
+            problem, reason = (f"Too long: may not be longer than {FIELD_MANAGER_MAX_LENGTH}",
+                               "FieldValueTooLong")
         elif not manager.isprintable():
-            problem = "Invalid value: must only contain printable characters"
+            problem, reason = ("Invalid value: must only contain printable characters",
+                               "FieldValueInvalid")
         if problem:
             raise ApiError(422, f'{options}.meta.k8s.io "" is invalid: fieldManager: {problem}',
                            details={"group": "meta.k8s.io", "kind": options, "causes": [
-                               {"reason": "FieldValueInvalid", "message": problem,
-                                "field": "fieldManager"}]})
+                               {"reason": reason, "message": problem, "field": "fieldManager"}]})
         return manager or manager_from_user_agent(self.headers.get("User-Agent") or "")
 
     @staticmethod
