@@ -36,11 +36,15 @@ def object_key(obj: dict | Tombstone) -> str:
     """`namespace/name` or `name`; a tombstone's own key."""
     if isinstance(obj, Tombstone):
         return obj.key
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        raise ValueError(f"object has no metadata, cannot key it: {str(obj)[:200]}")
     name = meta.get("name")
-    if not name:
+    if not name or not isinstance(name, str):
         raise ValueError(f"object has no metadata.name, cannot key it: {str(obj)[:200]}")
     ns = meta.get("namespace")
+    if ns is not None and not isinstance(ns, str):
+        raise ValueError(f"object's metadata.namespace is not a string, cannot key it: {str(obj)[:200]}")
     return f"{ns}/{name}" if ns else name
 
 

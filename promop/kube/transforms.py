@@ -28,7 +28,7 @@ _str = str
 def strip_managed_fields(obj: dict) -> dict:
     """The default transform: drop metadata.managedFields (large, and nobody reads it)."""
     meta = obj.get("metadata")
-    if meta and "managedFields" in meta:
+    if type(meta) is dict and "managedFields" in meta:
         del meta["managedFields"]
     return obj
 
@@ -51,14 +51,14 @@ def share_strings(obj: dict) -> dict:
     if type(value) is str:
         obj["kind"] = _intern(value)
     meta = obj.get("metadata")
-    if not meta:
+    if type(meta) is not dict:
         return obj
     for field in ("namespace", "creationTimestamp", "generateName"):
         value = meta.get(field)
         if type(value) is str:
             meta[field] = _intern(value)
     labels = meta.get("labels")
-    if labels:
+    if labels and type(labels) is dict:
         for key, value in labels.items():  # values only: same keys, so no resize while iterating
             if type(value) is str:
                 labels[key] = _intern(value)
@@ -68,7 +68,7 @@ def share_strings(obj: dict) -> dict:
 def strip_and_share(obj: dict) -> dict:
     """`strip_managed_fields` then `share_strings`, in one call."""
     meta = obj.get("metadata")
-    if meta and "managedFields" in meta:
+    if type(meta) is dict and "managedFields" in meta:
         del meta["managedFields"]
     return share_strings(obj)
 
@@ -112,7 +112,8 @@ def transformed(obj: dict, transform: Transform, where: str) -> dict:
     try:
         return transform(obj)
     except Exception as exc:  # noqa: BLE001 - a buggy hook must not stop the informer
-        meta = obj.get("metadata") or {}
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
         log.error("informer transform failed; keeping the object untransformed", extra=kv(
             informer=where, namespace=meta.get("namespace"), name=meta.get("name"), err=exc))
         return obj
