@@ -11,19 +11,18 @@ What is recorded, as upstream does:
   changed (on create: all fields); its set is merged into the manager's previous Update set,
   and its time moves only when it changed something;
 - an Apply owns exactly the fields of the applied configuration (replacing its previous set);
+- a write takes the fields whose values it changed from the other managers, and fields it
+  removes from the object leave every set; a manager with no field left loses its entry;
 - entries are keyed by (manager, operation, subresource, and for Updates the apiVersion);
 - server-owned metadata (name, namespace, uid, resourceVersion, generation, ...) and
   apiVersion/kind are never in a set.
 
-- a write takes the fields whose values it changed from the other managers, and fields it
-  removes from the object leave every set; a manager with no field left loses its entry.
-
 Simplifications (documented in the README): an Apply never conflicts (it acts as with
 `force=true`) and does not remove fields its applier stopped applying (the sandbox's apply
-merges), lists
-are keyed by the usual merge keys (`name`, `containerPort`/`port`+`protocol`, `mountPath`,
-`uid`, `type`, ...) without consulting a schema, and client-sent managedFields are ignored
-(the real apiserver lets an update overwrite or clear them; here the server keeps tracking).
+merges); lists are keyed by the usual merge keys (`name`, `containerPort`/`port`+`protocol`,
+`mountPath`, `uid`, `type`, ...) without consulting a schema; client-sent managedFields are
+ignored (the real apiserver lets an update overwrite or clear them; here the server keeps
+tracking, which is simpler and cannot be corrupted by a client).
 """
 
 from __future__ import annotations
@@ -101,33 +100,44 @@ def _added(value, field: str) -> dict:
     return {}
 
 
+def _walk(base, walked, field: str, missing, differs) -> dict | None:
+    """The paths of `walked` that `base` lacks (each as `missing(value, field)` says) or has
+    with another value (as `differs(value, field)` says); None when there are none."""
+    if base == walked:
+        return None
+    if isinstance(walked, dict) and isinstance(base, dict):
+        out = {}
+        for k, v in walked.items():
+            sub = missing(v, k) if k not in base else _walk(base[k], v, k, missing, differs)
+            if sub is not None:
+                out["f:" + k] = sub
+        return out or None
+    if isinstance(walked, list) and isinstance(base, list):
+        walked_items, base_items = _list_children(walked, field), _list_children(base, field)
+        if walked_items is not None and base_items is not None:
+            out = {}
+            for path, item in walked_items.items():
+                if path not in base_items:
+                    sub = missing(item, "")
+                elif path[0] == "k":
+                    sub = _walk(base_items[path], item, "", missing, differs)
+                else:
+                    sub = None  # a set member in both
+                if sub is not None:
+                    out[path] = sub
+            return out or None
+    return differs(walked, field)
+
+
 def _changed(old, new, field: str) -> dict | None:
     """The set of what `new` adds or changes relative to `old`; None when nothing."""
-    if old == new:
-        return None
-    if isinstance(new, dict) and isinstance(old, dict):
-        out = {}
-        for k, v in new.items():
-            if k not in old:
-                out["f:" + k] = _added(v, k)
-            else:
-                sub = _changed(old[k], v, k)
-                if sub is not None:
-                    out["f:" + k] = sub
-        return out or None
-    if isinstance(new, list) and isinstance(old, list):
-        new_items, old_items = _list_children(new, field), _list_children(old, field)
-        if new_items is not None and old_items is not None:
-            out = {}
-            for path, item in new_items.items():
-                if path not in old_items:
-                    out[path] = _added(item, "")
-                elif path[0] == "k":
-                    sub = _changed(old_items[path], item, "")
-                    if sub is not None:
-                        out[path] = sub
-            return out or None
-    return _added(new, field)
+    return _walk(old, new, field, _added, _added)
+
+
+def _removed(old, new, field: str) -> dict | None:
+    """The paths of `old` that `new` no longer has; a leaf `{}` here means the whole subtree
+    (a changed value is not a removed one)."""
+    return _walk(new, old, field, lambda _v, _f: {}, lambda _v, _f: None)
 
 
 def _applied(value, field: str) -> dict | None:
@@ -148,30 +158,6 @@ def _applied(value, field: str) -> dict | None:
                 out[path] = _node(True, _applied(item, "") or {}) if path[0] == "k" else {}
             return out or None
     return {}
-
-
-def _removed(old, new, field: str) -> dict | None:
-    """The paths of `old` that `new` no longer has; a leaf `{}` here means the whole subtree."""
-    if old == new:
-        return None
-    if isinstance(old, dict) and isinstance(new, dict):
-        out = {}
-        for k, v in old.items():
-            sub = {} if k not in new else _removed(v, new[k], k)
-            if sub is not None:
-                out["f:" + k] = sub
-        return out or None
-    if isinstance(old, list) and isinstance(new, list):
-        old_items, new_items = _list_children(old, field), _list_children(new, field)
-        if old_items is not None and new_items is not None:
-            out = {}
-            for path, item in old_items.items():
-                sub = {} if path not in new_items else (
-                    _removed(item, new_items[path], "") if path[0] == "k" else None)
-                if sub is not None:
-                    out[path] = sub
-            return out or None
-    return None  # a changed value is not a removed one
 
 
 def _top(old: dict | None, new: dict, one) -> dict:
@@ -217,6 +203,7 @@ def apply_set(config: dict) -> dict:
 
 
 def union(a: dict, b: dict) -> dict:
+    """The paths of both sets (a path is a member when it is one in either)."""
     member = not a or "." in a or not b or "." in b
     out = {k: v for k, v in a.items() if k != "."}
     for k, v in b.items():
