@@ -497,8 +497,7 @@ def test_cached_objects_share_metadata_strings(kube, make_informer):
     a, b = inf.store.get("default/s0"), inf.store.get("default/s1")
     assert a["metadata"]["labels"]["team"] is b["metadata"]["labels"]["team"]
     assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
-    [ka], [kb] = a["metadata"]["labels"], b["metadata"]["labels"]
-    assert ka is kb  # keys: shared by the decoder, across pages and events too
+    # label keys: orjson's key cache shares them too, but it is a cache (best effort), so not asserted
     plain = make_informer(share_strings=False, name="plain")
     plain.start()
     assert plain.wait_for_sync(10)
