@@ -285,7 +285,7 @@ class Informer:
         was_empty = len(store) == 0
         notify = self._notify
         added: list[dict] = []
-        for key, obj, old in zip(keys, objs, store.put_many(zip(keys, objs))):
+        for key, obj, old in zip(keys, objs, store.put_all(keys, objs)):
             if old is None:
                 added.append(obj)
             elif _rv(old) != _rv(obj):

@@ -60,6 +60,28 @@ def test_put_many_returns_previous_objects_and_keeps_every_index_exact():
     assert s.index_keys("app", "web") == ["x/b"], "the replaced object left its old index value"
 
 
+def test_put_all_into_an_empty_store_equals_put_many():
+    objs = [cm("a", "x"), cm("b", "x"), cm("c", "y"), cm("node", None)]
+    keys = [object_key(o) for o in objs]
+    fast, slow = Store(), Store()
+    assert fast.put_all(keys, objs) == [None] * 4
+    slow.put_many(zip(keys, objs))
+    assert fast.items() == slow.items()
+    for ns in ("x", "y"):
+        assert sorted(fast.index_keys(NAMESPACE_INDEX, ns)) == sorted(slow.index_keys(NAMESPACE_INDEX, ns))
+    assert sorted(fast.index_values(NAMESPACE_INDEX)) == ["x", "y"]
+
+
+def test_put_all_with_repeated_keys_or_custom_indexers_takes_the_exact_path():
+    a1, a2 = cm("a", "x"), cm("a", "x", rv="2")
+    s = Store()
+    assert s.put_all(["x/a", "x/a"], [a1, a2]) == [None, a1]  # the later one replaced the earlier
+    assert s.get("x/a") is a2 and len(s) == 1
+    indexed = Store({"app": by_app})
+    assert indexed.put_all(["x/b"], [cm("b", "x", app="web")]) == [None]
+    assert indexed.index_keys("app", "web") == ["x/b"]
+
+
 def test_objects_are_shared_not_copied():
     s = Store()
     o = cm("a")
