@@ -284,17 +284,22 @@ class Informer:
         keys, objs = keyed[0::2], keyed[1::2]
         was_empty = len(store) == 0
         notify = self._notify
-        added: list[dict] = []
-        for key, obj, old in zip(keys, objs, store.put_all(keys, objs)):
-            if old is None:
-                added.append(obj)
-            elif _rv(old) != _rv(obj):
-                if added:  # keep the order of the LIST
-                    notify(("adds", added, initial))
-                    added = []
-                notify(("update", old, obj))
-        if added:
-            notify(("adds", added, initial))
+        olds = store.put_all(keys, objs)
+        if was_empty and not any(olds):  # a first LIST: everything is new, in LIST order
+            if objs:
+                notify(("adds", objs, initial))
+        else:
+            added: list[dict] = []
+            for obj, old in zip(objs, olds):
+                if old is None:
+                    added.append(obj)
+                elif _rv(old) != _rv(obj):
+                    if added:  # keep the order of the LIST
+                        notify(("adds", added, initial))
+                        added = []
+                    notify(("update", old, obj))
+            if added:
+                notify(("adds", added, initial))
         if not was_empty:  # a relist: deliver a tombstone for every cached object that vanished
             seen = set(keys)
             cached = store.index_keys(NAMESPACE_INDEX, scope) if scope else store.keys()

@@ -199,9 +199,12 @@ class Store:
         """
         with self._lock:
             items = self._items
-            if items or len(self._indexers) != 1 or len(set(keys)) != len(keys):
+            if items or len(self._indexers) != 1:
                 return self.put_many(zip(keys, objs))
             items.update(zip(keys, objs))
+            if len(items) != len(keys):  # a key repeats: redo it exactly (the earlier object is an "old")
+                items.clear()
+                return self.put_many(zip(keys, objs))
             ns_index = self._indices[NAMESPACE_INDEX]
             last_ns, last_keys = None, None
             for key in keys:
