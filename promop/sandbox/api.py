@@ -5,6 +5,7 @@ Everything here runs under the store lock and raises ApiError for the client-vis
 from __future__ import annotations
 
 import base64
+from operator import itemgetter
 import copy
 import json
 import random
@@ -74,6 +75,9 @@ def _ownable(rt: ResourceType, owned: dict, subresource: str) -> dict:
     if subresource == "status":
         return {k: v for k, v in owned.items() if k == "f:status"}
     return {k: v for k, v in owned.items() if k != "f:status"}
+
+
+_first, _second = itemgetter(0), itemgetter(1)
 
 
 class Api:
@@ -263,7 +267,7 @@ class Api:
             last = entries[-1][0]["metadata"]
             token = base64.urlsafe_b64encode(json.dumps(
                 {"rv": rv, "start": [last.get("namespace", ""), last["name"]]}).encode()).decode()
-        return ListResult([e[1] for e in entries], [e[0] for e in entries], rv, token, remaining)
+        return ListResult(list(map(_second, entries)), list(map(_first, entries)), rv, token, remaining)
 
     # -- update / patch --------------------------------------------------------------------------
     def update(self, rt: ResourceType, namespace: str, name: str, body,

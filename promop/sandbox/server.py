@@ -105,6 +105,10 @@ class SandboxHTTPServer(ThreadingHTTPServer):
                 pass
 
 
+def _api_version(obj: dict) -> str | None:
+    return obj.get("apiVersion")
+
+
 def _first(params: dict, name: str, default: str | None = None) -> str | None:
     values = params.get(name)
     return values[0] if values else default
@@ -446,12 +450,36 @@ class Handler(BaseHTTPRequestHandler):
         else:
             head = {"kind": rt.extra.get("listKind", rt.kind + "List"),
                     "apiVersion": rt.api_version}
-            items = [raw if obj.get("apiVersion") == rt.api_version else
-                     encode(dict(obj, apiVersion=rt.api_version))
-                     for obj, raw in zip(result.objects, result.raws)]
+            if set(map(_api_version, result.objects)) <= {rt.api_version}:  # the usual case: as stored
+                items = result.raws
+            else:
+                items = [raw if obj.get("apiVersion") == rt.api_version else
+                         encode(dict(obj, apiVersion=rt.api_version))
+                         for obj, raw in zip(result.objects, result.raws)]
         head["metadata"] = metadata
-        body = encode(head)[:-1] + b',"items":[' + b",".join(items) + b"]}"
-        self._send(code, body)
+        self._send_list(code, encode(head)[:-1] + b',"items":[', items)
+
+    def _send_list(self, code: int, head: bytes, items: list[bytes]) -> None:
+        """A List body written in slices through the 64 KiB socket buffer, never joined whole.
+
+        Joining a 10,000-object LIST (several MB) into one bytes object and
+        then copying it again costs more in fresh memory (page faults) than
+        the encoding itself.
+        """
+        step = 64
+        length = len(head) + sum(map(len, items)) + max(len(items) - 1, 0) + 2
+        self.send_response(code)
+        self.send_header("Content-Type", JSON)
+        self.send_header("Content-Length", str(length))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        write = self.wfile.write
+        write(head)
+        for start in range(0, len(items), step):
+            if start:
+                write(b",")
+            write(b",".join(items[start:start + step]))
+        write(b"]}")
 
     # -- watch ---------------------------------------------------------------------------------
     def _watch(self, route: Route, params: dict, record: RequestRecord) -> None:

@@ -68,7 +68,7 @@ class Store:
         if predicate is None:
             end = min(hi, lo + limit) if limit else hi
             rest = hi - end
-            return [bucket[k] for k in keys[lo:end]], rest > 0, rest or None
+            return list(map(bucket.__getitem__, keys[lo:end])), rest > 0, rest or None
         entries: list[Entry] = []
         for index in range(lo, hi):
             entry = bucket[keys[index]]
