@@ -473,3 +473,17 @@ def test_a_per_call_timeout_counts_the_rate_limit_wait(api_client, registry):
     started = time.monotonic()
     kube.get(CONFIGMAPS, "a", "default", timeout=5)
     assert time.monotonic() - started < 1.8
+
+
+def test_list_items_without_type_meta_get_it_from_the_list():
+    """A real apiserver omits kind/apiVersion on the items of a built-in List; the client puts them back."""
+    body = (b'{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},'
+            b'"items":[{"metadata":{"name":"a","namespace":"default"}},'
+            b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"b","namespace":"default"}}]}')
+    page = KubeClient._list_page(body, CONFIGMAPS, False, None)
+    assert [(o["kind"], o["apiVersion"]) for o in page["items"]] == [("ConfigMap", "v1")] * 2
+    widgets = KubeClient._list_page(b'{"kind":"WidgetList","apiVersion":"example.com/v1","items":[{"metadata":{"name":"w"}}]}',
+                                    WIDGETS, False, None)
+    assert widgets["items"][0]["kind"] == "Widget" and widgets["items"][0]["apiVersion"] == "example.com/v1"
+    empty = KubeClient._list_page(b'{"kind":"ConfigMapList","apiVersion":"v1","items":null}', CONFIGMAPS, False, None)
+    assert empty["items"] == []
