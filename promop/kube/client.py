@@ -398,7 +398,8 @@ class KubeClient:
                 except Gone:
                     if token is None:
                         raise
-                    page = self.list(res, namespace, transform=transform, **kw)
+                    data = self._list_data(res, namespace, **kw)  # one unpaginated LIST
+                    page = self._list_page(data, res, metadata_only, transform, page_transform)
                     return page["items"], (page.get("metadata") or {}).get("resourceVersion", "")
                 guess = _peek_continue(data) if pool is not None else None
                 if guess:

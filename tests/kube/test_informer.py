@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import uuid
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -528,3 +529,37 @@ def test_resync_also_fires_while_events_keep_flowing(kube, make_informer):
     finally:
         stop.set()
         t.join(10)
+
+
+def test_an_expired_continue_token_mid_list_still_syncs_the_whole_cache(api_client, sandbox, registry):
+    """410 on page 2 of the initial LIST: the pager falls back to one full LIST, keyed and
+    transformed like the pages (with the next-page prefetch in flight when it happens)."""
+    ns = f"expire-{uuid.uuid4().hex[:8]}"
+    base = KubeClient(api_client, qps=0, burst=0, registry=CollectorRegistry())
+    base.create(NAMESPACES, {"metadata": {"name": ns}})
+    for i in range(7):
+        base.create(CONFIGMAPS, {"metadata": {"name": f"e{i}", "namespace": ns,
+                                              "labels": {"team": "platform"}}, "data": {"i": str(i)}})
+    expired = []
+
+    class Expiring(KubeClient):
+        def _list_data(self, res, namespace=None, **kw):
+            if kw.get("continue_token") and not expired:
+                expired.append(kw["continue_token"])
+                sandbox.faults.fail_next(1, 410, verb="list", resource="configmaps")
+            return super()._list_data(res, namespace, **kw)
+
+    kube = Expiring(api_client, qps=0, burst=0, registry=registry)
+    rec = Recorder()
+    inf = Informer(kube, CONFIGMAPS, namespace=ns, page_size=2, registry=registry, **FAST)
+    inf.add_handler(**rec.handlers())
+    try:
+        inf.start()
+        assert inf.wait_for_sync(10)
+        assert expired, "the test never made a continue token expire"
+        assert sorted(inf.store.keys()) == [f"{ns}/e{i}" for i in range(7)]
+        assert all("managedFields" not in o["metadata"] for o in inf.store.list())  # the default transform ran
+        wait_until(lambda: len(rec.events("add")) == 7, what="seven on_add calls")
+        assert sorted(rec.state) == sorted(inf.store.keys())
+    finally:
+        inf.stop(timeout=5)
