@@ -4,7 +4,7 @@ watches, and fan-out of each committed change to the open watchers."""
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from collections import deque
 from operator import itemgetter
 from typing import Callable
@@ -27,6 +27,8 @@ class Store:
         # per resource, its objects' keys in (namespace, name) order, kept sorted on every
         # put/remove so a LIST page is a bisect and a slice, not a sort of the resource
         self.sorted_keys: dict[tuple[str, str], list[ObjKey]] = {}
+        # the entries in the same order, so that a page is one slice (no lookup per object)
+        self.sorted_entries: dict[tuple[str, str], list[Entry]] = {}
         self.history: deque[Event] = deque(maxlen=history_size)
         self.compacted_rv = 0  # events with rv <= this are no longer in history
         self.watchers: dict[tuple[str, str], set[Watcher]] = {}
@@ -51,8 +53,7 @@ class Store:
     def items(self, key: tuple[str, str], namespace: str | None) -> list[Entry]:
         """Entries sorted by (namespace, name), the order the real apiserver lists in."""
         keys, lo, hi = self._span(key, namespace)
-        bucket = self.objects.get(key, {})
-        return [bucket[k] for k in keys[lo:hi]]
+        return self.sorted_entries.get(key, [])[lo:hi]
 
     def page(self, key: tuple[str, str], namespace: str | None, after: ObjKey | None,
              predicate: Callable[[dict], bool] | None,
@@ -68,7 +69,7 @@ class Store:
         if predicate is None:
             end = min(hi, lo + limit) if limit else hi
             rest = hi - end
-            return list(map(bucket.__getitem__, keys[lo:end])), rest > 0, rest or None
+            return self.sorted_entries.get(key, [])[lo:end], rest > 0, rest or None
         entries: list[Entry] = []
         for index in range(lo, hi):
             entry = bucket[keys[index]]
@@ -104,9 +105,16 @@ class Store:
             namespace, name = meta.get("namespace", ""), meta["name"]
             raw = encode(obj)
             bucket = self.objects.setdefault(key, {})
-            if (namespace, name) not in bucket:
-                insort(self.sorted_keys.setdefault(key, []), (namespace, name))
-            bucket[(namespace, name)] = (obj, raw)
+            keys = self.sorted_keys.setdefault(key, [])
+            entries = self.sorted_entries.setdefault(key, [])
+            where = bisect_left(keys, (namespace, name))
+            entry = (obj, raw)
+            if (namespace, name) in bucket:
+                entries[where] = entry
+            else:
+                keys.insert(where, (namespace, name))
+                entries.insert(where, entry)
+            bucket[(namespace, name)] = entry
             self._index(key, namespace, name, old, obj)
             self._commit(Event(rv, "MODIFIED" if old else "ADDED", key, namespace, obj, raw, old))
             return obj
@@ -120,7 +128,9 @@ class Store:
             namespace, name = gone["metadata"].get("namespace", ""), gone["metadata"]["name"]
             if self.objects.get(key, {}).pop((namespace, name), None) is not None:
                 keys = self.sorted_keys[key]
-                del keys[bisect_left(keys, (namespace, name))]
+                where = bisect_left(keys, (namespace, name))
+                del keys[where]
+                del self.sorted_entries[key][where]
             self._index(key, namespace, name, obj, None)
             self._commit(Event(rv, "DELETED", key, namespace, gone, encode(gone), obj))
             return gone
@@ -148,6 +158,7 @@ class Store:
         with self.lock:
             self.objects.pop(key, None)
             self.sorted_keys.pop(key, None)
+            self.sorted_entries.pop(key, None)
             for watcher in self.watchers.pop(key, set()):
                 watcher.close()
 
