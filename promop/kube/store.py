@@ -152,37 +152,20 @@ class Store:
             return old
 
     def put_many(self, pairs: Iterable[tuple[str, dict]]) -> list[dict | None]:
-        """`put` for many objects under one lock (a LIST page); returns the previous objects.
-
-        Keys must be `object_key`s: a new object's namespace index entry is
-        read off its key (`namespace/name`) rather than out of the object,
-        which spares a walk over every object's metadata.
-        """
+        """`put` for many objects under one lock (a LIST page); returns the previous objects."""
         olds: list[dict | None] = []
         append = olds.append
         with self._lock:
-            items, indices = self._items, self._indices
-            ns_index = indices[NAMESPACE_INDEX]
-            others = [(fn, indices[name]) for name, fn in self._indexers.items() if name != NAMESPACE_INDEX]
-            last_ns, last_keys = None, None
+            items, indexers, indices = self._items, self._indexers, self._indices
             for key, obj in pairs:
                 old = items.get(key)
                 items[key] = obj
                 append(old)
                 if old is not None:
                     self._reindex(key, old, obj)
-                    last_ns = None  # _reindex may have dropped the cached set
                     continue
-                # the common case on a first LIST: only add to the indices
-                ns, sep, _ = key.partition("/")
-                if sep:
-                    if ns != last_ns:
-                        last_keys = ns_index.get(ns)
-                        if last_keys is None:
-                            last_keys = ns_index[ns] = set()
-                        last_ns = ns
-                    last_keys.add(key)
-                for fn, index in others:
+                for name, fn in indexers.items():  # a new object: only add to the indices
+                    index = indices[name]
                     for value in fn(obj):
                         keys = index.get(value)
                         if keys is None:
@@ -195,7 +178,8 @@ class Store:
         """`put_many(zip(keys, objs))`, at C speed when the store is empty (a first LIST).
 
         Into an empty store with only the namespace index, the objects go in
-        with one `dict.update` and are indexed by their keys' namespace part.
+        with one `dict.update` and are indexed by their keys' namespace part
+        (keys must be `object_key`s), which spares a walk over every object.
         """
         with self._lock:
             items = self._items

@@ -65,14 +65,14 @@ class Store:
         keys, lo, hi = self._span(key, namespace)
         if after is not None:
             lo = max(lo, bisect_right(keys, after))
-        bucket = self.objects.get(key, {})
+        in_order = self.sorted_entries.get(key, [])
         if predicate is None:
             end = min(hi, lo + limit) if limit else hi
             rest = hi - end
-            return self.sorted_entries.get(key, [])[lo:end], rest > 0, rest or None
+            return in_order[lo:end], rest > 0, rest or None
         entries: list[Entry] = []
         for index in range(lo, hi):
-            entry = bucket[keys[index]]
+            entry = in_order[index]
             if predicate(entry[0]):
                 if limit and len(entries) == limit:
                     return entries, True, None
