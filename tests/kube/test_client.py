@@ -184,7 +184,8 @@ def test_list_pages_and_selectors(kube, sandbox):
     assert [i["metadata"]["name"] for i in named] == ["c2"]
 
 
-def test_list_all_falls_back_to_a_full_list_when_the_continue_token_expires(kube, sandbox):
+@pytest.mark.parametrize("prefetch", [True, False], ids=["page-2-prefetched", "page-2-fetched"])
+def test_list_all_falls_back_to_a_full_list_when_the_continue_token_expires(kube, sandbox, prefetch):
     for i in range(5):
         kube.create(CONFIGMAPS, cm(f"x{i}"))
 
@@ -196,7 +197,7 @@ def test_list_all_falls_back_to_a_full_list_when_the_continue_token_expires(kube
 
     flaky = ExpiringClient(kube.api_client, qps=0, burst=0, registry=CollectorRegistry())
     sandbox.reset_requests()
-    items, rv = flaky.list_all(CONFIGMAPS, "default", page_size=2)
+    items, rv = flaky.list_all(CONFIGMAPS, "default", page_size=2, prefetch=prefetch)
     assert sorted(i["metadata"]["name"] for i in items) == [f"x{i}" for i in range(5)]
     assert rv
     codes = [r.code for r in sandbox.requests if r.verb == "list"]
@@ -207,7 +208,7 @@ def test_list_all_prefetches_the_next_page_without_changing_the_result(kube, san
     for i in range(7):
         kube.create(CONFIGMAPS, cm(f"p{i}"))
     sandbox.reset_requests()
-    ahead, rv = kube.list_all(CONFIGMAPS, "default", page_size=2)
+    ahead, rv = kube.list_all(CONFIGMAPS, "default", page_size=2, prefetch=True)
     prefetched = [r for r in sandbox.requests if r.verb == "list"]
     plain, rv2 = kube.list_all(CONFIGMAPS, "default", page_size=2, prefetch=False)
     assert ahead == plain and rv == rv2
@@ -223,10 +224,52 @@ def test_a_wrong_prefetch_guess_is_discarded(kube, sandbox, monkeypatch):
         kube.create(CONFIGMAPS, cm(f"g{i}"))
     monkeypatch.setattr(client_module, "_peek_continue", lambda data: "bm90LWEtdG9rZW4")  # "not-a-token"
     sandbox.reset_requests()
-    items, _ = kube.list_all(CONFIGMAPS, "default", page_size=2)
+    items, _ = kube.list_all(CONFIGMAPS, "default", page_size=2, prefetch=True)
     assert [o["metadata"]["name"] for o in items] == [f"g{i}" for i in range(5)]
     codes = [r.code for r in sandbox.requests if r.verb == "list"]
     assert codes.count(200) == 3 and len(codes) == 6  # 3 real pages + 3 wasted (rejected) guesses
+
+
+def test_worth_prefetching_when_the_wait_is_over_half_the_decode():
+    from promop.kube.client import _worth_prefetching
+
+    assert _worth_prefetching(waited=0.020, decoded_in=0.005)  # a remote apiserver: hide its 20 ms
+    assert _worth_prefetching(waited=0.0031, decoded_in=0.006)
+    assert not _worth_prefetching(waited=0.0029, decoded_in=0.006)
+    assert not _worth_prefetching(waited=0.001, decoded_in=0.005)  # a local server: contention costs more
+
+
+def _guessing_wrong(monkeypatch):
+    """Every prefetch guesses a token the server rejects, so each prefetch shows as an error."""
+    import promop.kube.client as client_module
+
+    monkeypatch.setattr(client_module, "_peek_continue", lambda data: "bm90LWEtdG9rZW4")
+
+
+def test_by_default_a_server_that_answers_at_once_gets_no_prefetch(kube, sandbox, monkeypatch):
+    import promop.kube.client as client_module
+
+    for i in range(6):
+        kube.create(CONFIGMAPS, cm(f"q{i}"))
+    _guessing_wrong(monkeypatch)
+    monkeypatch.setattr(client_module, "_cpu", client_module._wall)  # every request: all CPU, no waiting
+    sandbox.reset_requests()
+    items, _ = kube.list_all(CONFIGMAPS, "default", page_size=1)
+    assert [o["metadata"]["name"] for o in items] == [f"q{i}" for i in range(6)]
+    assert [r.code for r in sandbox.requests if r.verb == "list"] == [200] * 6  # no prefetch was made
+
+
+def test_by_default_a_slow_server_gets_prefetches_after_two_slow_pages(kube, sandbox, monkeypatch):
+    for i in range(6):
+        kube.create(CONFIGMAPS, cm(f"s{i}"))
+    _guessing_wrong(monkeypatch)
+    sandbox.faults.add_latency(0.05, verb="list")  # 50 ms per page against well under 1 ms of decode
+    sandbox.reset_requests()
+    items, _ = kube.list_all(CONFIGMAPS, "default", page_size=1)
+    assert [o["metadata"]["name"] for o in items] == [f"s{i}" for i in range(6)]
+    codes = [r.code for r in sandbox.requests if r.verb == "list"]
+    assert codes[:3] == [200, 200, 200]  # page 1 (nothing decoded yet to compare with), then two slow ones
+    assert codes.count(200) == 6 and len(codes) == 10  # a (wasted) guess after pages 3, 4, 5 and 6
 
 
 def test_peek_continue_reads_only_the_list_head():

@@ -533,7 +533,7 @@ def test_resync_also_fires_while_events_keep_flowing(kube, make_informer):
 
 def test_an_expired_continue_token_mid_list_still_syncs_the_whole_cache(api_client, sandbox, registry):
     """410 on page 2 of the initial LIST: the pager falls back to one full LIST, keyed and
-    transformed like the pages (with the next-page prefetch in flight when it happens)."""
+    transformed like the pages (tests/kube/test_client.py covers the 410 hitting a prefetch too)."""
     ns = f"expire-{uuid.uuid4().hex[:8]}"
     base = KubeClient(api_client, qps=0, burst=0, registry=CollectorRegistry())
     base.create(NAMESPACES, {"metadata": {"name": ns}})
