@@ -21,7 +21,7 @@ import socket
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import quote, urlencode
 
@@ -33,6 +33,7 @@ from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 
 from promop.kube.client_metrics import ClientMetrics, client_metrics
+from promop.kube import early_get
 from promop.kube.client_ratelimit import TokenBucket
 from promop.kube.gc_pause import gc_paused
 from promop.kube.errors import ApiUnreachable, Gone, RequestTimeout, WatchIdleTimeout, error_from_response, error_from_status
@@ -95,15 +96,30 @@ def _peek_continue(data: bytes) -> str | None:
     return match.group(1).decode("ascii") if match else None
 
 
-_wall = time.perf_counter
-_cpu = time.thread_time  # this thread's CPU time: a request's wall time minus it is time spent waiting
+def _list_query(label_selector: str | None, field_selector: str | None, limit: int | None,
+                continue_token: str | None, resource_version: str | None) -> dict[str, Any]:
+    query: dict[str, Any] = {}
+    if label_selector:
+        query["labelSelector"] = label_selector
+    if field_selector:
+        query["fieldSelector"] = field_selector
+    if limit:
+        query["limit"] = int(limit)
+    if continue_token:
+        query["continue"] = continue_token
+    if resource_version is not None:
+        query["resourceVersion"] = resource_version
+    return query
 
 
-def _worth_prefetching(waited: float, decoded_in: float) -> bool:
-    """Whether a LIST page's wait for the server is long enough to hide behind the decode of
-    the one before. Below half the decode time the prefetching thread's GIL contention costs
-    more than the overlap saves (measured against the sandbox; see `KubeClient.list_all`)."""
-    return waited > 0.5 * decoded_in
+@dataclass
+class _SentList:
+    """A LIST page request sent ahead by `KubeClient._send_list`."""
+
+    request: early_get.EarlyGet
+    path: str
+    endpoint: str
+    started: float  # monotonic time of sending
 
 
 def _timed_out(exc: BaseException) -> bool:
@@ -336,21 +352,47 @@ class KubeClient:
         field_selector: str | None = None, limit: int | None = None, continue_token: str | None = None,
         resource_version: str | None = None, metadata_only: bool = False,
     ) -> bytes:
-        query: dict[str, Any] = {}
-        if label_selector:
-            query["labelSelector"] = label_selector
-        if field_selector:
-            query["fieldSelector"] = field_selector
-        if limit:
-            query["limit"] = int(limit)
-        if continue_token:
-            query["continue"] = continue_token
-        if resource_version is not None:
-            query["resourceVersion"] = resource_version
+        query = _list_query(label_selector, field_selector, limit, continue_token, resource_version)
         return self._request(
             "GET", res.path(namespace), endpoint=res.endpoint(namespace), query=query,
             accept=f"{_META_LIST},{JSON}" if metadata_only else JSON, raw=True,
         )
+
+    def _send_list(
+        self, res: Resource, namespace: str | None, *, label_selector: str | None = None,
+        field_selector: str | None = None, limit: int | None = None, continue_token: str | None = None,
+        resource_version: str | None = None, metadata_only: bool = False,
+    ) -> "_SentList | None":
+        """Send a LIST page's request now, to be read by `_read_list` (see `early_get`); None
+        when that is not possible here, or failed (the page is then fetched when needed)."""
+        if not early_get.supported(self.api_client.rest_client.pool_manager):
+            return None
+        waited = self.limiter.wait(None)
+        if waited:
+            self.metrics.rate_limited.labels(res.endpoint(namespace)).observe(waited)
+        query = _list_query(label_selector, field_selector, limit, continue_token, resource_version)
+        path = res.path(namespace)
+        target = path + "?" + urlencode(query, quote_via=quote)
+        accept = f"{_META_LIST},{JSON}" if metadata_only else JSON
+        url, headers = self._prepare("GET", target, {"Accept": accept})
+        started = time.monotonic()
+        try:
+            sent = early_get.EarlyGet(self.api_client.rest_client.pool_manager, url, target, headers,
+                                      self.request_timeout)
+        except early_get.EarlyGetFailed:
+            return None
+        return _SentList(sent, path, res.endpoint(namespace), started)
+
+    def _read_list(self, sent: "_SentList") -> bytes | None:
+        """The body of a page sent by `_send_list`; None if it could not be read (ask again)."""
+        try:
+            status, headers, data = sent.request.finish()
+        except early_get.EarlyGetFailed:
+            return None
+        self.metrics.observe(sent.endpoint, status, time.monotonic() - sent.started)
+        if not 200 <= status < 300:
+            raise error_from_response(status, data, headers=headers, method="GET", path=sent.path)
+        return data
 
     @staticmethod
     def _list_page(data: bytes, res: Resource, metadata_only: bool, transform: Callable[[dict], Any] | None,
@@ -374,7 +416,7 @@ class KubeClient:
     def list_all(
         self, res: Resource, namespace: str | None = None, *, page_size: int = 500,
         transform: Callable[[dict], Any] | None = None, page_transform: Callable[[list[dict]], list] | None = None,
-        prefetch: bool | None = None, **kw: Any
+        prefetch: bool = True, **kw: Any
     ) -> tuple[list[Any], str]:
         """Every object, paging by `page_size`; returns (items, the list's resourceVersion).
 
@@ -385,54 +427,42 @@ class KubeClient:
         continue token expires mid-way (410), falls back to one unpaginated
         LIST, as client-go's pager does with FullListIfExpired.
 
-        With `prefetch`, the next page is requested while this one is decoded:
-        its continue token is read off the head of the body (a List's metadata
-        comes before its items) and checked against the decoded one, so a
-        wrong guess costs one wasted request, never a wrong result. The server
-        then prepares, and the socket receives, page n+1 while page n is being
-        decoded. That hides the server's and the network's time, but the
-        prefetching thread contends for the GIL with the decode; against a
-        server that answers in a fraction of the decode time (a local one)
-        it costs more than it hides (about 7% of a 10,000-object sync from
-        the sandbox). So by default (`prefetch=None`) it starts only once
-        `_worth_prefetching` says the waits are long enough.
+        With `prefetch`, page n+1 is requested before page n is decoded (see
+        `early_get`): its continue token is read off the head of the body (a
+        List's metadata comes before its items) and checked against the
+        decoded one, so a wrong guess costs one wasted request, never a wrong
+        result. The server then prepares, and the socket receives, page n+1
+        while page n is being decoded.
         """
         metadata_only = bool(kw.get("metadata_only"))
         items: list[Any] = []
         token: str | None = None
         rv = ""
-        ahead: tuple[str, Future] | None = None
-        pool: ThreadPoolExecutor | None = None
-        slow_pages = 0  # consecutive pages whose wait was worth hiding (auto mode)
-        decoded_in = None  # seconds the last page took to decode
+        ahead: tuple[str, _SentList] | None = None
         try:
             while True:
                 try:
-                    if ahead is not None and ahead[0] == token:
-                        data = ahead[1].result()
-                    else:
-                        wall, cpu = _wall(), _cpu()
+                    data = None
+                    if ahead is not None:
+                        guessed, sent = ahead
+                        ahead = None
+                        if guessed == token:
+                            data = self._read_list(sent)  # None: not readable; ask again below
+                        else:
+                            sent.request.abandon()
+                    if data is None:
                         data = self._list_data(res, namespace, limit=page_size, continue_token=token, **kw)
-                        if prefetch is None and decoded_in is not None:
-                            waited = (_wall() - wall) - (_cpu() - cpu)
-                            slow_pages = slow_pages + 1 if _worth_prefetching(waited, decoded_in) else 0
-                    ahead = None
                 except Gone:
                     if token is None:
                         raise
                     data = self._list_data(res, namespace, **kw)  # one unpaginated LIST
                     page = self._list_page(data, res, metadata_only, transform, page_transform)
                     return page["items"], (page.get("metadata") or {}).get("resourceVersion", "")
-                if prefetch or slow_pages >= 2:  # two in a row: one slow answer is not a slow server
-                    guess = _peek_continue(data)
-                    if guess:
-                        if pool is None:
-                            pool = ThreadPoolExecutor(1, thread_name_prefix="list-prefetch")
-                        ahead = (guess, pool.submit(self._list_data, res, namespace, limit=page_size,
-                                                    continue_token=guess, **kw))
-                started = _wall()
+                guess = _peek_continue(data) if prefetch else None
+                if guess:
+                    sent = self._send_list(res, namespace, limit=page_size, continue_token=guess, **kw)
+                    ahead = (guess, sent) if sent is not None else None
                 page = self._list_page(data, res, metadata_only, transform, page_transform)
-                decoded_in = _wall() - started
                 del data
                 meta = page.get("metadata") or {}
                 if token is None:
@@ -442,8 +472,8 @@ class KubeClient:
                 if not token:
                     return items, rv
         finally:
-            if pool is not None:
-                pool.shutdown(wait=True)  # a prefetch still in flight ends within its request timeout
+            if ahead is not None:
+                ahead[1].request.abandon()
 
     def watch(
         self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,

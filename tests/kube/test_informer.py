@@ -533,7 +533,7 @@ def test_resync_also_fires_while_events_keep_flowing(kube, make_informer):
 
 def test_an_expired_continue_token_mid_list_still_syncs_the_whole_cache(api_client, sandbox, registry):
     """410 on page 2 of the initial LIST: the pager falls back to one full LIST, keyed and
-    transformed like the pages (tests/kube/test_client.py covers the 410 hitting a prefetch too)."""
+    transformed like the pages."""
     ns = f"expire-{uuid.uuid4().hex[:8]}"
     base = KubeClient(api_client, qps=0, burst=0, registry=CollectorRegistry())
     base.create(NAMESPACES, {"metadata": {"name": ns}})
@@ -548,6 +548,12 @@ def test_an_expired_continue_token_mid_list_still_syncs_the_whole_cache(api_clie
                 expired.append(kw["continue_token"])
                 sandbox.faults.fail_next(1, 410, verb="list", resource="configmaps")
             return super()._list_data(res, namespace, **kw)
+
+        def _send_list(self, res, namespace=None, **kw):  # the next page, requested early
+            if kw.get("continue_token") and not expired:
+                expired.append(kw["continue_token"])
+                sandbox.faults.fail_next(1, 410, verb="list", resource="configmaps")
+            return super()._send_list(res, namespace, **kw)
 
     kube = Expiring(api_client, qps=0, burst=0, registry=registry)
     rec = Recorder()
