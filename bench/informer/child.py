@@ -118,8 +118,9 @@ def sync_model(kubeconfig: str, namespace: str, count: int) -> dict:
 
 
 def decode(kubeconfig: str, namespace: str, count: int) -> dict:
-    """Deserialisation alone, on the same page bytes: our client's page decode (orjson with the
-    collector paused, then the informer's default per-page pass, which drops managedFields) and
+    """Deserialisation alone, on the same page bytes: our client's page decode as the informer
+    asks for it (managedFields cut out of the bytes, orjson with the collector paused, then the
+    default per-page pass) and
     plain json.loads, against ApiClient.deserialize. The heap row keeps what each would cache."""
     import tracemalloc
 
@@ -137,8 +138,9 @@ def decode(kubeconfig: str, namespace: str, count: int) -> dict:
     api = ApiClient(cfg)
     pages = [data.decode() for data in record_pages(api, namespace).values()]
     variants = {
-        "raw": lambda t: KubeClient._list_page(t.encode(), CONFIGMAPS, False, None,
-                                               lambda items: keyed_page(items, strip_and_share, "bench")),
+        "raw": lambda t: KubeClient._list_page(
+            t.encode(), CONFIGMAPS, False, None, drop_managed_fields=True,
+            page_transform=lambda items: keyed_page(items, strip_and_share, "bench")),
         "json": lambda t: json.loads(t),
         "model": lambda t: api.deserialize(t, "V1ConfigMapList", "application/json"),
     }

@@ -33,7 +33,7 @@ from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 
 from promop.kube.client_metrics import ClientMetrics, client_metrics
-from promop.kube import early_get
+from promop.kube import early_get, managed_fields_cut
 from promop.kube.client_ratelimit import TokenBucket
 from promop.kube.gc_pause import gc_paused
 from promop.kube.errors import ApiUnreachable, Gone, RequestTimeout, WatchIdleTimeout, error_from_response, error_from_status
@@ -94,6 +94,23 @@ def _peek_continue(data: bytes) -> str | None:
         return None
     match = _CONTINUE.search(data, 0, head_end)
     return match.group(1).decode("ascii") if match else None
+
+
+def _decode_without_managed_fields(data: bytes) -> dict | None:
+    """A List body decoded with its items' managedFields cut out first (`managed_fields_cut`),
+    or None when they could not be (decode the body whole then)."""
+    cut = managed_fields_cut.cut(data)
+    if cut is None:
+        return None
+    body, cuts = cut
+    try:
+        page = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    items = page.get("items") if type(page) is dict else None
+    if type(items) is not list or not managed_fields_cut.verify_and_drop(items, cuts):
+        return None
+    return page
 
 
 def _list_query(label_selector: str | None, field_selector: str | None, limit: int | None,
@@ -396,9 +413,12 @@ class KubeClient:
 
     @staticmethod
     def _list_page(data: bytes, res: Resource, metadata_only: bool, transform: Callable[[dict], Any] | None,
-                   page_transform: Callable[[list[dict]], list] | None = None) -> dict:
+                   page_transform: Callable[[list[dict]], list] | None = None,
+                   drop_managed_fields: bool = False) -> dict:
         with gc_paused():
-            page = orjson.loads(data) if data else {}
+            page = _decode_without_managed_fields(data) if drop_managed_fields else None
+            if page is None:
+                page = orjson.loads(data) if data else {}
             del data
             items = page.get("items")
             if items is None:
@@ -416,7 +436,7 @@ class KubeClient:
     def list_all(
         self, res: Resource, namespace: str | None = None, *, page_size: int = 500,
         transform: Callable[[dict], Any] | None = None, page_transform: Callable[[list[dict]], list] | None = None,
-        prefetch: bool = True, **kw: Any
+        prefetch: bool = True, drop_managed_fields: bool = False, **kw: Any
     ) -> tuple[list[Any], str]:
         """Every object, paging by `page_size`; returns (items, the list's resourceVersion).
 
@@ -433,6 +453,10 @@ class KubeClient:
         decoded one, so a wrong guess costs one wasted request, never a wrong
         result. The server then prepares, and the socket receives, page n+1
         while page n is being decoded.
+
+        `drop_managed_fields` promises that the caller discards each item's
+        metadata.managedFields: they are then cut out of the bytes before
+        decoding (see `managed_fields_cut`), and never reach `transform`.
         """
         metadata_only = bool(kw.get("metadata_only"))
         items: list[Any] = []
@@ -456,13 +480,13 @@ class KubeClient:
                     if token is None:
                         raise
                     data = self._list_data(res, namespace, **kw)  # one unpaginated LIST
-                    page = self._list_page(data, res, metadata_only, transform, page_transform)
+                    page = self._list_page(data, res, metadata_only, transform, page_transform, drop_managed_fields)
                     return page["items"], (page.get("metadata") or {}).get("resourceVersion", "")
                 guess = _peek_continue(data) if prefetch else None
                 if guess:
                     sent = self._send_list(res, namespace, limit=page_size, continue_token=guess, **kw)
                     ahead = (guess, sent) if sent is not None else None
-                page = self._list_page(data, res, metadata_only, transform, page_transform)
+                page = self._list_page(data, res, metadata_only, transform, page_transform, drop_managed_fields)
                 del data
                 meta = page.get("metadata") or {}
                 if token is None:

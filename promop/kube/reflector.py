@@ -42,7 +42,7 @@ from promop.kube.errors import ApiError, ApiUnreachable, Gone, TooManyRequests, 
 from promop.kube.informer_metrics import InformerMetrics
 from promop.kube.logfields import kv
 from promop.kube.resources import Resource
-from promop.kube.transforms import Transform, keyed_page, transformed
+from promop.kube.transforms import Transform, drops_managed_fields, keyed_page, transformed
 
 log = logging.getLogger("promop.kube.reflector")
 
@@ -162,6 +162,7 @@ class Reflector:
         keyed, rv = self.client.list_all(
             self.res, self.namespace, page_size=self.page_size, label_selector=self.label_selector,
             field_selector=self.field_selector, metadata_only=self.metadata_only, page_transform=self._keyed_page,
+            drop_managed_fields=drops_managed_fields(self.transform),
         )
         if self._stop.is_set():
             return

@@ -73,6 +73,12 @@ def strip_and_share(obj: dict) -> dict:
     return share_strings(obj)
 
 
+def drops_managed_fields(transform: Transform | None) -> bool:
+    """Whether `transform` is one of ours that drops metadata.managedFields (so a LIST may cut
+    them out before decoding; any other transform gets them as the server sent them)."""
+    return transform is strip_managed_fields or transform is strip_and_share
+
+
 def chain(first: Transform | None, second: Transform | None) -> Transform | None:
     """`second(first(obj))`, with the default pair recognised (so `keyed_page` can inline it)."""
     if first is strip_managed_fields and second is share_strings:
