@@ -5,8 +5,8 @@ It rides on the official client's `ApiClient` only for configuration, auth
 connection pool; every request goes through its auth hooks + `call_api`
 and the raw bytes are decoded with orjson (about twice as fast as `json.loads`
 on API pages, and it shares repeated dict keys). The generated pydantic models
-are never built: an informer's initial sync through them takes about 4x the time
-and 3x the memory (see bench/informer), and they cannot express PartialObjectMetadata.
+are never built: an informer's initial sync through them takes about 7x the time
+and 3.5x the memory (see bench/informer), and they cannot express PartialObjectMetadata.
 
 One `KubeClient` is meant to be shared by every thread of the process. Size
 its pool (`pool_size`) for every open watch plus every worker: urllib3
