@@ -95,3 +95,55 @@ def test_a_server_that_hangs_up_fails_at_read(pool_manager):
         with pytest.raises(EarlyGetFailed, match="RemoteDisconnected|ProtocolError|Connection"):
             sent.finish()
     assert _free_slots(pool_manager, url) == slots
+
+
+@pytest.fixture
+def tls_server(tmp_path):
+    """A tiny HTTPS server with a self-signed certificate for 127.0.0.1; yields (url, ca file)."""
+    import shutil
+    import ssl
+    import subprocess
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+
+    class Echo(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            body = b'{"path":"%s"}' % self.path.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}", str(cert)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_https_with_the_pools_certificate_settings(tls_server):
+    url, ca = tls_server
+    verified = urllib3.PoolManager(ca_certs=ca, cert_reqs="CERT_REQUIRED")
+    for i in range(2):  # the second reuses the pooled TLS connection
+        assert EarlyGet(verified, f"{url}/p{i}", f"/p{i}", {}, TIMEOUT).finish()[::2] == (200, b'{"path":"/p%d"}' % i)
+    unknown_ca = urllib3.PoolManager(cert_reqs="CERT_REQUIRED")
+    with pytest.raises(EarlyGetFailed, match="CERTIFICATE_VERIFY_FAILED"):
+        EarlyGet(unknown_ca, f"{url}/p", "/p", {}, TIMEOUT)
