@@ -156,34 +156,24 @@ class Store:
         olds: list[dict | None] = []
         append = olds.append
         with self._lock:
-            items, indexers, indices = self._items, self._indexers, self._indices
+            items = self._items
             for key, obj in pairs:
                 old = items.get(key)
                 items[key] = obj
                 append(old)
-                if old is not None:
-                    self._reindex(key, old, obj)
-                    continue
-                for name, fn in indexers.items():  # a new object: only add to the indices
-                    index = indices[name]
-                    for value in fn(obj):
-                        keys = index.get(value)
-                        if keys is None:
-                            index[value] = {key}
-                        else:
-                            keys.add(key)
+                self._reindex(key, old, obj)
         return olds
 
     def put_all(self, keys: list[str], objs: list[dict]) -> list[dict | None]:
         """`put_many(zip(keys, objs))`, at C speed when the store is empty (a first LIST).
 
-        Into an empty store with only the namespace index, the objects go in
+        Into an empty store with only the default namespace index, the objects go in
         with one `dict.update` and are indexed by their keys' namespace part
         (keys must be `object_key`s), which spares a walk over every object.
         """
         with self._lock:
             items = self._items
-            if items or len(self._indexers) != 1:
+            if items or self._indexers != {NAMESPACE_INDEX: namespace_index}:
                 return self.put_many(zip(keys, objs))
             items.update(zip(keys, objs))
             if len(items) != len(keys):  # a key repeats: redo it exactly (the earlier object is an "old")
