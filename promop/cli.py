@@ -14,7 +14,9 @@ import sys
 from promop import __version__
 
 # Order is the order shown in --help.
-COMMANDS = ("demo", "run", "sandbox", "render", "explain", "manifests")
+# A module not built yet is skipped, so each component adds only its own module.
+COMMANDS = ("demo", "run", "sandbox", "render", "explain", "manifests",
+            "adapter", "hpa", "autoscaler", "recommender")
 
 
 def build_parser() -> argparse.ArgumentParser:

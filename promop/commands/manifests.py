@@ -19,13 +19,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--namespace", default="promop", help="namespace to install into (default promop)")
     p.add_argument("--image", default=DEFAULT_RELOADER_IMAGE, help="operator image (holds promop and the reloader)")
     p.add_argument("--output-dir", type=Path, help="write one file per object kind here instead of stdout")
+    p.add_argument("--component", default="operator",
+                   help="which component's bundle: operator (default), or another promop component "
+                        "(the subfolders of promop/templates); manifests/<component>/ holds each default rendering")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from promop.operator.bundle import as_stream, render_bundle
+    from promop.operator.bundle import as_stream, components, render_bundle
 
-    files = render_bundle(args.namespace, args.image)
+    if args.component not in components():
+        print(f"promop manifests: unknown --component {args.component!r}; choose one of: {', '.join(components())}",
+              file=sys.stderr)
+        return 2
+    files = render_bundle(args.namespace, args.image, args.component)
     if args.output_dir is None:
         sys.stdout.write(as_stream(files))
         return 0

@@ -6,6 +6,7 @@ is parsed back as YAML, so a template error fails here rather than in kubectl.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,23 +31,60 @@ class BundleFile:
         return [d for d in yaml.safe_load_all(self.text) if d]
 
 
-def render_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_RELOADER_IMAGE) -> list[BundleFile]:
-    """One file per template, in apply order (the Namespace first)."""
+OPERATOR = "operator"
+
+
+def components() -> list[str]:
+    """`operator` (the templates at the top of promop/templates) and one per subfolder there."""
+    return [OPERATOR] + sorted(p.name for p in TEMPLATES.iterdir() if p.is_dir() and not p.name.startswith("_"))
+
+
+def component_rules(component: str) -> list[dict]:
+    """The ClusterRole rules of a component: `cluster_role_rules()` of `promop.<component>.rbac`, if it has one."""
+    if component == OPERATOR:
+        return cluster_role_rules()
+    try:
+        module = importlib.import_module(f"promop.{component}.rbac")
+    except ModuleNotFoundError as exc:
+        if exc.name not in (f"promop.{component}", f"promop.{component}.rbac"):
+            raise
+        return []
+    return module.cluster_role_rules()
+
+
+def render_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_RELOADER_IMAGE,
+                  component: str = OPERATOR) -> list[BundleFile]:
+    """One file per template of the component, in apply order (the Namespace first).
+
+    The operator's templates are the top-level files of promop/templates; another
+    component's are the files of promop/templates/<component>/, rendered with the
+    same values (`name` is then promop-<component>).
+    """
+    if component not in components():
+        raise ValueError(f"unknown component {component!r}; choose one of: {', '.join(components())}")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, autoescape=False)
-    selector = {"app.kubernetes.io/name": NAME}
+    name = NAME if component == OPERATOR else f"{NAME}-{component}"
+    selector = {"app.kubernetes.io/name": name}
     values = {
         "namespace": namespace,
         "image": image,
-        "name": NAME,
+        "name": name,
         "selector": selector,
         "labels": {**selector, "app.kubernetes.io/part-of": NAME},
-        "rules": cluster_role_rules(),
+        "rules": component_rules(component),
     }
+    prefix = "" if component == OPERATOR else f"{component}/"
+
+    def wanted(template: str) -> bool:
+        if not template.endswith(".yaml.j2") or not template.startswith(prefix):
+            return False
+        return "/" not in template[len(prefix):]
+
     files = []
-    for template in sorted(env.list_templates(filter_func=lambda n: n.endswith(".yaml.j2"))):
+    for template in sorted(env.list_templates(filter_func=wanted)):
         text = HEADER + env.get_template(template).render(**values)
-        bundle_file = BundleFile(template[: -len(".j2")], text)
+        bundle_file = BundleFile(template[len(prefix): -len(".j2")], text)
         bundle_file.documents()  # raises yaml.YAMLError on a broken template
         files.append(bundle_file)
     return files

@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import yaml
+import pytest
 from operator_testlib import ROOT, eventually, kubectl_runner
 
 from promop.cli import main
-from promop.operator.bundle import render_bundle
+from promop.operator.bundle import components, render_bundle
 
 
 def test_manifests_dir_is_the_default_rendering():
     files = {f.name: f.text for f in render_bundle()}
     on_disk = {p.name: p.read_text() for p in (ROOT / "manifests").glob("*.yaml")}
     assert on_disk == files, "manifests/ is stale: run `promop manifests --output-dir manifests`"
+
+
+@pytest.mark.parametrize("component", [c for c in components() if c != "operator"])
+def test_component_manifests_dirs_are_the_default_rendering(component):
+    files = {f.name: f.text for f in render_bundle(component=component)}
+    on_disk = {p.name: p.read_text() for p in (ROOT / "manifests" / component).glob("*.yaml")}
+    assert on_disk == files, (f"manifests/{component}/ is stale: run "
+                              f"`promop manifests --component {component} --output-dir manifests/{component}`")
+
+
+def test_unknown_component_is_a_usage_error(capsys):
+    assert main(["manifests", "--component", "nope"]) == 2
+    assert "unknown --component 'nope'" in capsys.readouterr().err
 
 
 def test_cli_renders_namespace_and_image(capsys):
