@@ -363,3 +363,14 @@ def test_scraped_exporter_values(prometheus_factory, exporter_factory) -> None: 
     e.set("queue_depth", {"namespace": "ns1", "pod": "worker-1"}, 9)
     from prom.prom_fixtures import wait_for
     wait_for(lambda: c.query_vector('queue_depth{pod="worker-1"}')[0].value == 9.0, 10, "the new value")
+
+
+def test_iter_series_streams_the_same_label_sets(prom: PrometheusServer) -> None:
+    c = PrometheusClient(prom.url)
+    whole = c.series('{__name__=~".+"}', T0, T1)
+    batches = list(c.iter_series('{__name__=~".+"}', T0, T1, batch_bytes=64))
+    assert len(batches) > 1
+    assert [s for b in batches for s in b] == whole and len(whole) == 7
+    with pytest.raises(PromError) as e:
+        list(c.iter_series("{}"))
+    assert e.value.error_type == "bad_data"
