@@ -138,8 +138,7 @@ class Registry:
             if sset is None:
                 continue
             for series_name in sorted(set(sset.kept) | sset.rejected):
-                would = _would_be_name(namer, series_name)
-                if would != metric and series_name != metric:
+                if not _related(metric, series_name, _would_be_name(namer, series_name)):
                     continue
                 api_name, why = namer.name_for(series_name)
                 if api_name is None:
@@ -163,7 +162,7 @@ class Registry:
             hint = f" Did you mean {', '.join(close)}?" if close else ""
             reasons.append(f"no series returned by any rule's seriesQuery is named {metric!r} after renaming "
                            f"({queries}).{hint}")
-        return f"no {scope} metric {metric} for {gr}: " + "; ".join(reasons)
+        return "; ".join(reasons)
 
     def why_missing_external(self, metric: str) -> str:
         if not self.external_namers:
@@ -174,7 +173,7 @@ class Registry:
             if sset is None:
                 continue
             for series_name in sorted(set(sset.kept) | sset.rejected):
-                if _would_be_name(namer, series_name) != metric and series_name != metric:
+                if not _related(metric, series_name, _would_be_name(namer, series_name)):
                     continue
                 api_name, why = namer.name_for(series_name)
                 if api_name is None:
@@ -187,6 +186,13 @@ class Registry:
             reasons.append(f"no series returned by any external rule's seriesQuery is named {metric!r} after "
                            f"renaming ({queries})" + (f". Did you mean {', '.join(close)}?" if close else ""))
         return f"no external metric {metric}: " + "; ".join(reasons)
+
+
+def _related(asked: str, series_name: str, would_be: str | None) -> bool:
+    """Is this series what the user probably meant by `asked`?"""
+    if asked in (series_name, would_be) or series_name.startswith(asked + "_"):
+        return True
+    return difflib.SequenceMatcher(None, asked, would_be or series_name).ratio() >= 0.85
 
 
 def _fake(gr: GroupResource) -> ResourceInfo:

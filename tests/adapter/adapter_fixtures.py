@@ -188,3 +188,48 @@ def adapter_factory(tmp_path: Path) -> Iterator[Callable[..., RunningAdapter]]:
         r.server.shutdown()
         r.server.server_close()
         r.adapter.stop()
+
+
+class FailingProxy:
+    """Forwards to Prometheus; answers 503 for paths starting with any of `fail_prefixes`."""
+
+    def __init__(self, upstream: str) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.upstream = upstream
+        self.fail_prefixes: tuple[str, ...] = ()
+        self.session = requests.Session()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                if self.path.startswith(proxy.fail_prefixes or ("\0",)):
+                    status, out = 503, b'{"status":"error","errorType":"unavailable","error":"injected failure"}'
+                else:
+                    r = proxy.session.request(self.command, proxy.upstream + self.path, data=body,
+                                              headers={"Content-Type": self.headers.get("Content-Type", "")})
+                    status, out = r.status_code, r.content
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            do_GET = do_POST = _handle
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
