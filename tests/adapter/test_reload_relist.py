@@ -1,0 +1,109 @@
+"""Config reload under concurrent requests, bad configs ignored, failed relists keep the registry."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+
+import pytest
+import requests
+import yaml
+
+from adapter.adapter_fixtures import (  # noqa: F401 - fixtures
+    CONFIG, FailingProxy, adapter_factory, cluster_prom, prometheus_factory,
+)
+from prom.prom_fixtures import wait_for
+
+pytestmark = pytest.mark.prometheus
+OLD = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/pods/*/http_requests_per_second"
+NEW = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/pods/*/http_requests_rate"
+
+
+def _renamed() -> dict:
+    cfg = copy.deepcopy(CONFIG)
+    cfg["rules"][0]["name"]["as"] = "${1}_rate"
+    return cfg
+
+
+def test_reload_under_concurrent_requests(cluster_prom, adapter_factory) -> None:  # noqa: F811
+    a = adapter_factory(cluster_prom.url)
+    a.adapter.start(watch_config=True)
+    stop = threading.Event()
+    answers: list[tuple[str, int]] = []
+    errors: list[str] = []
+
+    def hammer(path: str) -> None:
+        s = requests.Session()
+        while not stop.is_set():
+            try:
+                r = s.get(a.url + path, timeout=10)
+                answers.append((path, r.status_code))
+            except requests.RequestException as exc:
+                errors.append(repr(exc))
+
+    threads = [threading.Thread(target=hammer, args=(p,)) for p in (OLD, OLD, NEW)]
+    for t in threads:
+        t.start()
+    try:
+        wait_for(lambda: len(answers) > 20, 20, "requests before the reload")
+        path = a.adapter.options.config_path
+        with open(path + ".tmp", "w") as f:
+            yaml.safe_dump(_renamed(), f)
+        import os
+        os.replace(path + ".tmp", path)  # atomic, like a ConfigMap update
+        wait_for(lambda: a.get(NEW).status_code == 200, 30, "the renamed metric to be served")
+        n = len(answers)
+        wait_for(lambda: len(answers) > n + 20, 20, "requests after the reload")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+    assert not errors, errors[:3]
+    assert {code for _, code in answers} <= {200, 404}          # nothing dropped, no 5xx
+    old_codes = [c for p, c in answers if p == OLD]
+    first_404 = old_codes.index(404)
+    assert all(c == 200 for c in old_codes[:first_404]) and all(c == 404 for c in old_codes[first_404:])
+    assert a.get(OLD).status_code == 404
+    assert a.adapter.metrics.reloads.labels("success")._value.get() == 1
+
+
+def test_bad_config_is_logged_and_ignored(cluster_prom, adapter_factory, caplog) -> None:  # noqa: F811
+    a = adapter_factory(cluster_prom.url)
+    path = a.adapter.options.config_path
+    with open(path, "w") as f:
+        f.write("rules:\n- seriesQuery: 'up'\n  metricsQuery: '<<.Series'\n")
+    assert a.adapter.check_config_changed()
+    assert a.adapter.reload() is False
+    assert a.get(OLD).status_code == 200
+    assert any("config reload refused" in r.getMessage() and "rules[0].metricsQuery" in r.getMessage()
+               for r in caplog.records)
+    assert a.adapter.metrics.reloads.labels("failure")._value.get() == 1
+
+
+def test_failed_relist_keeps_serving(cluster_prom, adapter_factory) -> None:  # noqa: F811
+    proxy = FailingProxy(cluster_prom.url)
+    try:
+        a = adapter_factory(proxy.url)
+        before = a.adapter.state.registry
+        proxy.fail_prefixes = ("/api/v1/series",)
+        assert a.adapter.relist() is None
+        assert a.adapter.state.registry is before
+        r = a.get(OLD)
+        assert r.status_code == 200 and len(r.json()["items"]) == 2
+        assert a.adapter.metrics.relists.labels("failure")._value.get() == 1
+        # a reload whose discovery fails also keeps the old config serving
+        with open(a.adapter.options.config_path, "w") as f:
+            yaml.safe_dump(_renamed(), f)
+        assert a.adapter.reload() is False
+        assert a.get(OLD).status_code == 200 and a.get(NEW).status_code == 404
+        proxy.fail_prefixes = ()
+        assert a.adapter.reload() is True
+        assert a.get(NEW).status_code == 200
+        # Prometheus failing on queries: a 500 that says why, not a hang
+        proxy.fail_prefixes = ("/api/v1/query",)
+        r = a.get(NEW)
+        assert r.status_code == 500 and "unable to fetch metrics" in r.json()["message"]
+        assert "injected failure" in r.json()["message"]
+    finally:
+        proxy.close()
