@@ -52,6 +52,7 @@ class ResourceConverter:
             self.label_to[label] = info
             self.resource_to_label[info.group_resource] = label
         self._cache: dict[str, tuple[LabelResource | None, str]] = {}
+        self._by_template: dict[str, ResourceInfo] | None = None
 
     def resolve_label(self, label: str) -> tuple[LabelResource | None, str]:
         """(the resource `label` names, or None and why not)."""
@@ -63,6 +64,8 @@ class ResourceConverter:
         elif label in self.unknown_overrides:
             gr = self.unknown_overrides[label]
             out = (None, f"override {label} → {gr} names no known resource")
+        elif self.mapping.label_regex is not None and label in self._template_labels():
+            out = (LabelResource(label, self._template_labels()[label], "template"), "")
         elif self.mapping.label_regex is not None:
             m = self.mapping.label_regex.match(label)
             if not m:
@@ -79,6 +82,22 @@ class ResourceConverter:
             out = (None, "")
         self._cache[label] = out
         return out
+
+    def _template_labels(self) -> dict[str, ResourceInfo]:
+        """The label the template gives each known resource (exact where the regex guess would split
+        `kube_networking_k8s_io_ingress` wrongly); the core group wins a tie."""
+        if self._by_template is None:
+            table: dict[str, ResourceInfo] = {}
+            for info in sorted(self.mapper.infos, key=lambda i: i.group == ""):
+                try:
+                    text = self.mapping.label_template.execute(  # type: ignore[union-attr]
+                        Struct("schema.GroupResource", Group=sanitize_group(info.group), Resource=info.singular))
+                except TemplateError:
+                    continue
+                if text:
+                    table[text] = info
+            self._by_template = table
+        return self._by_template
 
     def resources_for(self, labels: tuple[str, ...] | list[str]) -> tuple[list[LabelResource], bool, list[str]]:
         """(resources the labels name, whether one names namespaces, reasons labels were skipped)."""
