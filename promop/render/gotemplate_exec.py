@@ -82,6 +82,8 @@ def go_float(v: float) -> str:
 
 def go_quote(s: str) -> str:
     """strconv.Quote: Go's %q of a string."""
+    if s.isascii() and s.isprintable():  # the common case: only `"` and `\` need escaping
+        return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
     out = ['"']
     for ch in s:
         c = ord(ch)
