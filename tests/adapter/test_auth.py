@@ -37,6 +37,16 @@ class FakeAuthorizationAPI:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 api.reviews.append(body)
                 spec = body["spec"]
+                if body["kind"] == "TokenReview":
+                    ok = spec["token"] == "alice-token"
+                    body["status"] = {"authenticated": ok, "user": {"username": "alice", "groups": ["devs"]} if ok else {}}
+                    out = json.dumps(body).encode()
+                    self.send_response(201)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(out)))
+                    self.end_headers()
+                    self.wfile.write(out)
+                    return
                 allowed = spec["user"] == "alice" or "system:masters" in spec.get("groups", [])
                 body["status"] = {"allowed": allowed, "reason": "" if allowed else "no RBAC policy matched"}
                 out = json.dumps(body).encode()
@@ -99,7 +109,8 @@ def secure(cluster_prom, adapter_factory, pki):  # noqa: F811
         ctx = _tls_context(SimpleNamespace(tls_cert_file=pki.files["serving"][0],
                                            tls_private_key_file=pki.files["serving"][1], cert_dir=str(pki.dir)),
                            rh.client_ca)
-        server = AdapterServer(("127.0.0.1", 0), plain.adapter, plain.provider, Authenticator(rh), authz, ctx)
+        server = AdapterServer(("127.0.0.1", 0), plain.adapter, plain.provider,
+                               Authenticator(rh, authz_api.client()), authz, ctx)
         server.serve_in_background()
         servers.append(server)
         return f"https://127.0.0.1:{server.port}", authz
@@ -168,6 +179,17 @@ def test_front_proxy_and_subject_access_review(secure, pki) -> None:
     _get(base + "/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods", pki, "proxy", user="alice")
     assert api.reviews[-1]["spec"]["resourceAttributes"] == {
         "verb": "list", "group": "metrics.k8s.io", "version": "v1beta1", "resource": "pods", "namespace": "shop"}
+
+
+def test_bearer_tokens_are_reviewed(secure, pki) -> None:
+    make, api = secure
+    base, _ = make()
+    ok = requests.get(base + PATH, headers={"Authorization": "Bearer alice-token"}, verify=pki.serving_ca, timeout=10)
+    assert ok.status_code == 200
+    assert [r["kind"] for r in api.reviews] == ["TokenReview", "SubjectAccessReview"]
+    assert api.reviews[1]["spec"]["user"] == "alice" and api.reviews[1]["spec"]["groups"] == ["devs"]
+    bad = requests.get(base + PATH, headers={"Authorization": "Bearer nope"}, verify=pki.serving_ca, timeout=10)
+    assert bad.status_code == 401 and "not valid" in bad.json()["message"]
 
 
 def test_authorization_always_allow(secure, pki) -> None:
