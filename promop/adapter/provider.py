@@ -135,6 +135,20 @@ class Provider:
             raise internal(f"unable to fetch metrics: query {query!r} returned {type(result).__name__}, not a vector")
         return result
 
+    def _list(self, info: ResourceInfo, namespace: str | None, selector: list[Requirement], text: str) -> list[dict]:
+        try:
+            return self.lister.list(info, namespace, selector, text)
+        except Exception as exc:   # the API server's answer (Forbidden, unreachable, ...) is the user's clue
+            log.error("cannot list %s: %s", info.resource, exc)
+            raise internal(f"unable to list matching {info.resource}: {exc}") from None
+
+    def _get(self, info: ResourceInfo, namespace: str | None, name: str) -> dict | None:
+        try:
+            return self.lister.get(info, namespace, name)
+        except Exception as exc:
+            log.error("cannot get %s %s: %s", info.resource, name, exc)
+            raise internal(f"unable to get {info.resource} {name}: {exc}") from None
+
     @staticmethod
     def _selector(text: str | None, what: str) -> list[Requirement]:
         try:
@@ -171,7 +185,7 @@ class Provider:
         objects: list[dict] | None = None
         if name == "*":
             osel = self._selector(label_selector, "labelSelector")
-            objects = self.lister.list(info, namespace, osel, label_selector or "")
+            objects = self._list(info, namespace, osel, label_selector or "")
             names = [_meta(o).get("name", "") for o in objects]
             if not names:
                 where = f" in namespace {namespace}" if namespace else ""
@@ -286,14 +300,14 @@ class Provider:
         pods_info = state.mapper.get(GroupResource("", "pods"))
         assert pods_info is not None
         if name is not None:
-            pod = self.lister.get(pods_info, namespace, name)
+            pod = self._get(pods_info, namespace, name)
             if pod is None:
                 raise not_found(f'podmetrics.metrics.k8s.io "{name}" not found',
                                 {"name": name, "group": RESOURCE, "kind": "pods"})
             pods = [pod]
         else:
             sel = self._selector(label_selector, "labelSelector")
-            pods = [p for p in self.lister.list(pods_info, namespace, sel, label_selector or "")
+            pods = [p for p in self._list(pods_info, namespace, sel, label_selector or "")
                     if ((p.get("status") or {}).get("phase") in (None, "Running"))]
         by_ns: dict[str, list[dict]] = {}
         for p in pods:
@@ -361,14 +375,14 @@ class Provider:
         nodes_info = state.mapper.get(GroupResource("", "nodes"))
         assert nodes_info is not None
         if name is not None:
-            node = self.lister.get(nodes_info, None, name)
+            node = self._get(nodes_info, None, name)
             if node is None:
                 raise not_found(f'nodemetrics.metrics.k8s.io "{name}" not found',
                                 {"name": name, "group": RESOURCE, "kind": "nodes"})
             nodes = [node]
         else:
             sel = self._selector(label_selector, "labelSelector")
-            nodes = self.lister.list(nodes_info, None, sel, label_selector or "")
+            nodes = self._list(nodes_info, None, sel, label_selector or "")
         names = [_meta(n).get("name", "") for n in nodes]
         items = []
         if names:

@@ -217,3 +217,20 @@ def test_not_ready_before_first_discovery(cluster_prom, adapter_factory) -> None
     a = adapter_factory(cluster_prom.url, start=False)
     assert a.get("/readyz").status_code == 503
     assert a.get("/healthz").status_code == 200
+
+
+def test_listing_failures_are_500s_that_say_why(cluster_prom, adapter_factory) -> None:  # noqa: F811
+    class Broken:
+        def list(self, *a):
+            raise RuntimeError('pods is forbidden: User "system:serviceaccount:x:y" cannot list resource "pods"')
+
+        def get(self, *a):
+            raise RuntimeError("connection refused")
+
+    a = adapter_factory(cluster_prom.url, lister=Broken())
+    r = a.get(f"{CM}/v1beta2/namespaces/shop/pods/*/http_requests_per_second")
+    assert r.status_code == 500 and "unable to list matching pods: pods is forbidden" in r.json()["message"]
+    r = a.get("/apis/metrics.k8s.io/v1beta1/nodes/node-a")
+    assert r.status_code == 500 and "connection refused" in r.json()["message"]
+    # a single named object needs no listing
+    assert a.get(f"{CM}/v1beta2/namespaces/shop/pods/web-1/http_requests_per_second").status_code == 200
