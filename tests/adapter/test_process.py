@@ -61,3 +61,18 @@ def test_serve_https_self_signed_without_kube(cluster_prom, tmp_path: Path) -> N
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_explain_against_prometheus(cluster_prom, tmp_path: Path) -> None:  # noqa: F811
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    out = subprocess.run([sys.executable, "-m", "promop", "adapter", "explain", f"--config={config}",
+                          f"--prometheus-url={cluster_prom.url}", "queue_depth"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "rules[1]: seriesQuery {__name__=~\"^queue_.*\",namespace!=\"\"}  (3 series returned)" in out.stdout
+    assert "+ queue_depth → queue_depth: label deployment (template) → deployments.apps, namespaced" in out.stdout
+    assert "deployments.apps/queue_depth (namespaced) ← series queue_depth (rules[1])" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "promop", "adapter", "explain", f"--config={config}",
+                          "--prometheus-url=http://127.0.0.1:1"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "connection" in bad.stderr
