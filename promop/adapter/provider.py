@@ -177,7 +177,8 @@ class Provider:
         key = MetricKey(gr.group, gr.resource, namespaced, metric)
         entry = state.registry.custom.get(key)
         if entry is None:
-            why = state.registry.why_missing(gr, namespaced, metric)
+            why = state.registry.why_missing(gr, namespaced, metric) if state.config.rules else \
+                "no custom metrics rules are configured (config `rules` is empty)"
             raise not_found(f"the server could not find the metric {metric} for {gr}: {why}",
                             {"group": CUSTOM, "kind": gr.resource})
         msel = self._selector(metric_selector, "metricLabelSelector")

@@ -150,6 +150,13 @@ class Handler(BaseHTTPRequestHandler):
                 code = 200
                 self._send(200, body, CONTENT_TYPE_LATEST)
                 return
+            if path in ("/openapi/v2", "/openapi/v3"):
+                # The aggregator downloads every backend's OpenAPI; an empty document keeps it quiet.
+                code = 200
+                doc = ({"swagger": "2.0", "info": {"title": "promop-adapter", "version": "v1"}, "paths": {}}
+                       if path.endswith("v2") else {"paths": {}})
+                self._send(200, orjson.dumps(doc))
+                return
             params = parse_qs(url.query, keep_blank_values=True)
             api, doc = self._route(path, params)
             code = 200
@@ -244,11 +251,7 @@ class Handler(BaseHTTPRequestHandler):
 
     @staticmethod
     def _groups(state: State) -> dict[str, tuple[str, ...]]:
-        out: dict[str, tuple[str, ...]] = {}
-        if state.config.rules:
-            out[CUSTOM] = CUSTOM_VERSIONS
-        if state.config.external_rules:
-            out[EXTERNAL] = ("v1beta1",)
-        if state.config.resource_rules is not None:
-            out[RESOURCE] = ("v1beta1",)
-        return out
+        # All three groups always answer discovery, with empty lists when their rules are not configured:
+        # upstream leaves the group out, which makes its APIService unavailable and breaks discovery for
+        # every client (`kubectl api-resources`, namespace deletion). Data requests then 404 saying why.
+        return {CUSTOM: CUSTOM_VERSIONS, EXTERNAL: ("v1beta1",), RESOURCE: ("v1beta1",)}

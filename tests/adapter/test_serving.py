@@ -234,3 +234,21 @@ def test_listing_failures_are_500s_that_say_why(cluster_prom, adapter_factory) -
     assert r.status_code == 500 and "connection refused" in r.json()["message"]
     # a single named object needs no listing
     assert a.get(f"{CM}/v1beta2/namespaces/shop/pods/web-1/http_requests_per_second").status_code == 200
+
+
+def test_unconfigured_groups_still_answer_discovery(cluster_prom, adapter_factory) -> None:  # noqa: F811
+    from adapter.adapter_fixtures import CONFIG
+
+    a = adapter_factory(cluster_prom.url, config={"rules": CONFIG["rules"]})
+    groups = {g["name"] for g in a.json("/apis")["groups"]}
+    assert groups == {"custom.metrics.k8s.io", "external.metrics.k8s.io", "metrics.k8s.io"}
+    assert a.json("/apis/external.metrics.k8s.io/v1beta1")["resources"] == []
+    r = a.get("/apis/external.metrics.k8s.io/v1beta1/namespaces/shop/queue_depth")
+    assert r.status_code == 404 and "no externalRules are configured" in r.json()["message"]
+    r = a.get("/apis/metrics.k8s.io/v1beta1/nodes")
+    assert r.status_code == 404 and "resourceRules is not configured" in r.json()["message"]
+    assert a.json("/openapi/v2")["swagger"] == "2.0"
+    empty = adapter_factory(cluster_prom.url, config={"externalRules": CONFIG["externalRules"]})
+    assert empty.json("/apis/custom.metrics.k8s.io/v1beta2")["resources"] == []
+    r = empty.get(f"{CM}/v1beta2/namespaces/shop/pods/*/x")
+    assert r.status_code == 404 and "config `rules` is empty" in r.json()["message"]
