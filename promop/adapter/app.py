@@ -94,8 +94,10 @@ def discover_series(prom: PrometheusClient, namers: list[Namer], start: float | 
 class Adapter:
     def __init__(self, options: Options, prom: PrometheusClient, mapper: ResourceMapper,
                  config: AdapterConfig, metrics: AdapterMetrics | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 discover_resources: Callable[[], list[Any]] | None = None) -> None:
         self.options = options
+        self.discover_resources = discover_resources
         self.prom = prom
         self.mapper = mapper
         self.metrics = metrics or AdapterMetrics()
@@ -119,7 +121,7 @@ class Adapter:
     def relist(self, state: State | None = None) -> State | None:
         """Rebuild the registry for `state` (default: the current one); swap it in on success."""
         with self._relist_lock:
-            base = state or self.state
+            base = self._refresh_resources(state or self.state)
             started = time.monotonic()
             try:
                 sets = discover_series(self.prom, base.namers + base.external_namers,
@@ -142,6 +144,23 @@ class Adapter:
             log.info("registry rebuilt custom=%d external=%d series_seen=%d took=%.3fs", len(registry.custom),
                      len(registry.external), registry.series_seen, time.monotonic() - started)
             return new
+
+    def _refresh_resources(self, base: State) -> State:
+        """Re-read the API server's resources (a CRD installed since the start becomes mappable)."""
+        if self.discover_resources is None:
+            return base
+        try:
+            found = self.discover_resources()
+        except Exception as exc:
+            log.warning("resource discovery failed, keeping the known resources: %s", exc)
+            return base
+        if set(found) <= set(self.mapper.infos):
+            return base
+        mapper = ResourceMapper()
+        mapper.add(found)
+        self.mapper = mapper
+        log.info("resources changed, recompiling the rules resources=%d", len(mapper.infos))
+        return compile_state(base.config, mapper, base.registry, base.generation)
 
     # -- reload -------------------------------------------------------------------------
 

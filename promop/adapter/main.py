@@ -110,7 +110,7 @@ def build(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     from promop.adapter.durations import parse_go_duration
     from promop.adapter.lister import KubeLister, StaticLister, get_json
     from promop.adapter.provider import Provider
-    from promop.adapter.resources import ResourceMapper
+    from promop.adapter.resources import ResourceMapper, discover
     from promop.adapter.server import AdapterServer
     from promop.prom import PrometheusClient
 
@@ -130,7 +130,8 @@ def build(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     kube = _kube(args)
     mapper = ResourceMapper.from_discovery(lambda path: get_json(kube, path)) if kube else ResourceMapper()
     lister = KubeLister(kube) if kube else StaticLister()
-    adapter = Adapter(Options(args.config, relist, max_age), prom, mapper, cfg)
+    rediscover = (lambda: discover(lambda path: get_json(kube, path))) if kube else None
+    adapter = Adapter(Options(args.config, relist, max_age), prom, mapper, cfg, discover_resources=rediscover)
     provider = Provider(prom, lister, query_timeout=timeout)
     servers = []
     if args.secure_port:
