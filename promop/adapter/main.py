@@ -36,12 +36,25 @@ def _prom_options(args: argparse.Namespace, timeout: float) -> Any:
         if not sep:
             raise StartupError("--prometheus-basic-auth-file must hold user:password")
         basic = (user, password)
+    kw: dict[str, Any] = {}
+    if args.prometheus_auth_config:
+        from promop.adapter.promauth import AuthConfigError, options_from_kubeconfig
+
+        try:
+            kw = options_from_kubeconfig(args.prometheus_auth_config)
+        except AuthConfigError as exc:
+            raise StartupError(str(exc)) from None
+    flags = {"bearer_token_file": args.prometheus_token_file, "basic_auth": basic,
+             "ca_file": args.prometheus_ca_file, "cert_file": args.prometheus_client_tls_cert_file,
+             "key_file": args.prometheus_client_tls_key_file}
+    kw.update({k: v for k, v in flags.items() if v})   # explicit flags win over the auth config
+    if "bearer_token_file" in kw and args.prometheus_token_file:
+        kw.pop("bearer_token", None)
+    if args.prometheus_insecure_skip_verify:
+        kw["insecure_skip_verify"] = True
     try:
-        return ClientOptions(url=args.prometheus_url, verb=args.prometheus_verb, timeout=timeout,
-                             bearer_token_file=args.prometheus_token_file, basic_auth=basic,
-                             ca_file=args.prometheus_ca_file, cert_file=args.prometheus_client_tls_cert_file,
-                             key_file=args.prometheus_client_tls_key_file,
-                             insecure_skip_verify=args.prometheus_insecure_skip_verify, headers=headers)
+        return ClientOptions(url=args.prometheus_url, verb=args.prometheus_verb, timeout=timeout, headers=headers,
+                             **kw)
     except ValueError as exc:
         raise StartupError(str(exc)) from None
 

@@ -52,6 +52,7 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--config", help="adapter config file (required to serve)")
     g.add_argument("--prometheus-url", default="https://localhost", help="Prometheus URL (default https://localhost)")
     g.add_argument("--prometheus-verb", default="GET", choices=("GET", "POST"), type=str.upper)
+    g.add_argument("--prometheus-auth-config", help="kubeconfig-format file with the credentials for Prometheus")
     g.add_argument("--prometheus-token-file", help="bearer token file for Prometheus")
     g.add_argument("--prometheus-ca-file", help="CA to verify Prometheus")
     g.add_argument("--prometheus-client-tls-cert-file", help="client certificate for Prometheus")

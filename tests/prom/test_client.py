@@ -374,3 +374,34 @@ def test_iter_series_streams_the_same_label_sets(prom: PrometheusServer) -> None
     with pytest.raises(PromError) as e:
         list(c.iter_series("{}"))
     assert e.value.error_type == "bad_data"
+
+
+def test_prometheus_auth_config_kubeconfig_format(tls_prom, tmp_path: Path) -> None:
+    """upstream's --prometheus-auth-config: a kubeconfig-format file gives CA and credentials."""
+    import base64
+
+    from promop.adapter.promauth import AuthConfigError, options_from_kubeconfig
+
+    server, crt = tls_prom
+    try:
+        cfg = tmp_path / "prom-auth.yaml"
+        cfg.write_text(yaml_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "prom",
+            "contexts": [{"name": "prom", "context": {"cluster": "c", "user": "u"}}],
+            "clusters": [{"name": "c", "cluster": {"server": server.url,
+                          "certificate-authority-data": base64.b64encode(Path(crt).read_bytes()).decode()}}],
+            "users": [{"name": "u", "user": {"username": "alice", "password": "s3cret"}}]}))
+        kw = options_from_kubeconfig(str(cfg))
+        assert kw["basic_auth"] == ("alice", "s3cret") and Path(kw["ca_file"]).read_bytes() == Path(crt).read_bytes()
+        assert PrometheusClient(server.url, **kw).query("scalar(vector(5))").value == 5.0
+        with pytest.raises(AuthConfigError, match="no context named 'nope'"):
+            cfg.write_text(yaml_dump({"current-context": "nope", "contexts": [{"name": "x", "context": {}}]}))
+            options_from_kubeconfig(str(cfg))
+    finally:
+        server.stop()
+
+
+def yaml_dump(doc: dict) -> str:
+    import yaml
+
+    return yaml.safe_dump(doc)
