@@ -244,6 +244,8 @@ def test_cli_default_config_check_and_exit_codes(tmp_path: Path) -> None:
     assert _cli("default-config", "--rate-interval", "5x").returncode == 2
     missing = _cli("--prometheus-url", "http://x")
     assert missing.returncode == 2 and "--config is required" in missing.stderr
+    authz = _cli("--config", str(good), "--no-kube", "--secure-port", "1")
+    assert authz.returncode == 2 and "--authorization-always-allow" in authz.stderr
     age = _cli("--config", str(good), "--metrics-relist-interval", "10m", "--metrics-max-age", "1m", "--no-kube")
     assert age.returncode == 2 and "--metrics-max-age" in age.stderr
 

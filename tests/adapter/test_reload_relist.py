@@ -108,3 +108,30 @@ def test_failed_relist_keeps_serving(cluster_prom, adapter_factory) -> None:  # 
         assert "injected failure" in r.json()["message"]
     finally:
         proxy.close()
+
+
+def test_reload_on_a_configmap_style_symlink_swap(cluster_prom, adapter_factory, tmp_path) -> None:  # noqa: F811
+    """kubelet updates a ConfigMap volume by pointing `..data` at a new directory; config.yaml is a
+    symlink through it. The watch is on the directory, so the swap is seen."""
+    import os
+
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    first = volume / "..2026_01_01_00_00_00.1"
+    first.mkdir()
+    (first / "config.yaml").write_text(yaml.safe_dump(CONFIG))
+    os.symlink(first.name, volume / "..data")
+    os.symlink("..data/config.yaml", volume / "config.yaml")
+    a = adapter_factory(cluster_prom.url, config=yaml.safe_dump(CONFIG))
+    a.adapter.options.config_path = str(volume / "config.yaml")
+    a.adapter._config_hash = None
+    a.adapter.check_config_changed()
+    a.adapter.start(watch_config=True)
+    assert a.get(OLD).status_code == 200
+    second = volume / "..2026_01_01_00_01_00.2"
+    second.mkdir()
+    (second / "config.yaml").write_text(yaml.safe_dump(_renamed()))
+    os.symlink(second.name, volume / "..data_tmp")
+    os.replace(volume / "..data_tmp", volume / "..data")
+    wait_for(lambda: a.get(NEW).status_code == 200, 30, "the swapped config to be served")
+    assert a.get(OLD).status_code == 404
