@@ -109,6 +109,8 @@ class Registry:
     series_sets: dict[str, SeriesSet] = field(default_factory=dict)
     series_seen: int = 0
     built_at: float = 0.0
+    _why: dict = field(default_factory=dict, repr=False)
+    _index: dict = field(default_factory=dict, repr=False)
 
     def custom_metrics(self) -> list[MetricKey]:
         return sorted(self.custom, key=lambda k: (k.group, k.resource, k.metric, k.namespaced))
@@ -117,6 +119,16 @@ class Registry:
         return sorted(self.external)
 
     def why_missing(self, gr: GroupResource, namespaced: bool, metric: str) -> str:
+        """Why (resource, metric) is not served (cached: the registry never changes once built)."""
+        key = (gr, namespaced, metric)
+        hit = self._why.get(key)
+        if hit is None:
+            hit = self._why_missing(gr, namespaced, metric)
+            if len(self._why) < 10_000:
+                self._why[key] = hit
+        return hit
+
+    def _why_missing(self, gr: GroupResource, namespaced: bool, metric: str) -> str:
         """Why (resource, metric) is not served: the rule that would have to match, and what it saw."""
         scope = "namespaced" if namespaced else "cluster-scoped"
         same_metric = [k for k in self.custom if k.metric == metric]
@@ -133,29 +145,24 @@ class Registry:
             reasons.append(f"{metric} is served for {', '.join(others)}, not for {gr}")
         if not self.namers:
             return "no custom metrics rules are configured (config `rules` is empty)"
-        for namer in self.namers:
-            sset = self.series_sets.get(namer.rule.series_query)
-            if sset is None:
+        for namer, series_name in self._candidates(self.namers, metric):
+            sset = self.series_sets[namer.rule.series_query]
+            api_name, why = namer.name_for(series_name)
+            if api_name is None:
+                reasons.append(f"{namer.path} drops series {series_name}: {why}")
                 continue
-            for series_name in sorted(set(sset.kept) | sset.rejected):
-                if not _related(metric, series_name, _would_be_name(namer, series_name)):
-                    continue
-                api_name, why = namer.name_for(series_name)
-                if api_name is None:
-                    reasons.append(f"{namer.path} drops series {series_name}: {why}")
-                    continue
-                if api_name != metric:
-                    reasons.append(f"{namer.path} serves series {series_name} as {api_name!r}, not {metric!r}")
-                    continue
-                shapes = sset.kept.get(series_name, set())
-                labels = sorted({lbl for shape in shapes for lbl in shape if lbl != "__name__"})
-                try:
-                    want = namer.converter.label_for(namer.converter.mapper.get(gr) or _fake(gr))
-                except Exception:
-                    want = "?"
-                reasons.append(f"{namer.path} names series {series_name} {metric!r}, but none of its labels "
-                               f"({', '.join(labels) or 'none'}) maps to {gr} (it would need label {want!r} "
-                               f"in resources.overrides or fitting resources.template)")
+            if api_name != metric:
+                reasons.append(f"{namer.path} serves series {series_name} as {api_name!r}, not {metric!r}")
+                continue
+            shapes = sset.kept.get(series_name, set())
+            labels = sorted({lbl for shape in shapes for lbl in shape if lbl != "__name__"})
+            try:
+                want = namer.converter.label_for(namer.converter.mapper.get(gr) or _fake(gr))
+            except Exception:
+                want = "?"
+            reasons.append(f"{namer.path} names series {series_name} {metric!r}, but none of its labels "
+                           f"({', '.join(labels) or 'none'}) maps to {gr} (it would need label {want!r} "
+                           f"in resources.overrides or fitting resources.template)")
         if len(reasons) == (1 if same_metric else 0):
             queries = "; ".join(f"{n.path}: {n.rule.series_query}" for n in self.namers)
             close = difflib.get_close_matches(metric, sorted({k.metric for k in self.custom if k.group_resource == gr}), 3)
@@ -164,35 +171,45 @@ class Registry:
                            f"({queries}).{hint}")
         return "; ".join(reasons)
 
+    def _candidates(self, namers: list[Namer], metric: str, limit: int = 6) -> list[tuple[Namer, str]]:
+        """The series the user probably meant: named `metric`, renamed to it, prefixed by it, or close."""
+        key = tuple(n.path for n in namers)
+        index = self._index.get(key)
+        if index is None:   # once per registry: every name a series has or would get → (rule, series)
+            index = {}
+            for namer in namers:
+                sset = self.series_sets.get(namer.rule.series_query)
+                for series_name in sorted(set(sset.kept) | sset.rejected) if sset else ():
+                    for name in {series_name, _would_be_name(namer, series_name)}:
+                        if name:
+                            index.setdefault(name, []).append((namer, series_name))
+            self._index[key] = index
+        keys = [metric] if metric in index else []
+        keys += sorted(k for k in index if k.startswith(metric + "_"))[:limit]
+        keys += [k for k in difflib.get_close_matches(metric, list(index), n=3, cutoff=0.85) if k not in keys]
+        out: list[tuple[Namer, str]] = []
+        for k in keys:
+            for hit in index[k]:
+                if hit not in out:
+                    out.append(hit)
+        return out[:limit]
+
     def why_missing_external(self, metric: str) -> str:
         if not self.external_namers:
             return "no externalRules are configured"
         reasons = []
-        for namer in self.external_namers:
-            sset = self.series_sets.get(namer.rule.series_query)
-            if sset is None:
-                continue
-            for series_name in sorted(set(sset.kept) | sset.rejected):
-                if not _related(metric, series_name, _would_be_name(namer, series_name)):
-                    continue
-                api_name, why = namer.name_for(series_name)
-                if api_name is None:
-                    reasons.append(f"{namer.path} drops series {series_name}: {why}")
-                elif api_name != metric:
-                    reasons.append(f"{namer.path} serves series {series_name} as {api_name!r}")
+        for namer, series_name in self._candidates(self.external_namers, metric):
+            api_name, why = namer.name_for(series_name)
+            if api_name is None:
+                reasons.append(f"{namer.path} drops series {series_name}: {why}")
+            elif api_name != metric:
+                reasons.append(f"{namer.path} serves series {series_name} as {api_name!r}")
         if not reasons:
             close = difflib.get_close_matches(metric, sorted(self.external), 3)
             queries = "; ".join(f"{n.path}: {n.rule.series_query}" for n in self.external_namers)
             reasons.append(f"no series returned by any external rule's seriesQuery is named {metric!r} after "
                            f"renaming ({queries})" + (f". Did you mean {', '.join(close)}?" if close else ""))
         return f"no external metric {metric}: " + "; ".join(reasons)
-
-
-def _related(asked: str, series_name: str, would_be: str | None) -> bool:
-    """Is this series what the user probably meant by `asked`?"""
-    if asked in (series_name, would_be) or series_name.startswith(asked + "_"):
-        return True
-    return difflib.SequenceMatcher(None, asked, would_be or series_name).ratio() >= 0.85
 
 
 def _fake(gr: GroupResource) -> ResourceInfo:
