@@ -85,7 +85,7 @@ def discover_series(prom: PrometheusClient, namers: list[Namer], start: float | 
 
     def one(item: tuple[str, list[Namer]]) -> tuple[str, SeriesSet]:
         query, group = item
-        return query, collect(prom.iter_series(query, start=start, timeout=timeout), group)
+        return query, collect(prom.iter_series(query, start=start, timeout=timeout, batch_bytes=256 * 1024), group)
 
     with ThreadPoolExecutor(max_workers=min(8, len(queries)), thread_name_prefix="adapter-series") as pool:
         return dict(pool.map(one, queries.items()))
