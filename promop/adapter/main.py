@@ -115,6 +115,37 @@ def _tls_context(args: argparse.Namespace, client_ca: str) -> ssl.SSLContext:
     return ctx
 
 
+class RequestHeaderRefresher:
+    """Re-reads the front proxy's settings every `interval` seconds: a CA published (or rotated) after
+    the start is trusted for new connections, as upstream's dynamic CA bundle does."""
+
+    def __init__(self, args: argparse.Namespace, kube: Any, ctx: ssl.SSLContext, authn: Any, ca: str,
+                 interval: float = 30.0) -> None:
+        self.args, self.kube, self.ctx, self.authn, self.ca = args, kube, ctx, authn, ca
+        self.stop = threading.Event()
+        self.interval = interval
+        threading.Thread(target=self._run, name="adapter-requestheader", daemon=True).start()
+
+    def refresh(self) -> bool:
+        rh = _requestheader(self.args, self.kube)
+        if not rh.client_ca or rh.client_ca == self.ca:
+            return False
+        self.ctx.load_verify_locations(cadata=rh.client_ca)   # adds: the old CA stays valid through a rotation
+        self.ctx.verify_mode = ssl.CERT_OPTIONAL
+        self.ca = rh.client_ca
+        if self.authn is not None:
+            self.authn.rh = rh
+        log.info("front-proxy CA loaded from %s/%s", "kube-system", "extension-apiserver-authentication")
+        return True
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.interval):
+            try:
+                self.refresh()
+            except Exception as exc:  # keep the current settings
+                log.warning("cannot refresh the front-proxy settings: %s", exc)
+
+
 def build(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     """(adapter, servers) from parsed flags; raises StartupError or ConfigError."""
     from promop.adapter.app import Adapter, Options
@@ -159,6 +190,13 @@ def build(args: argparse.Namespace) -> tuple[Any, list[Any]]:
             authz = Authorizer(kube)
         ctx = _tls_context(args, rh.client_ca)
         servers.append(AdapterServer((args.bind_address, args.secure_port), adapter, provider, authn, authz, ctx))
+        if kube is not None and not args.authentication_skip_lookup and not args.requestheader_client_ca_file:
+            try:
+                every = parse_go_duration(args.requestheader_refresh_interval)
+            except ValueError as exc:
+                raise StartupError(f"--requestheader-refresh-interval: {exc}") from None
+            adapter.requestheader_refresher = RequestHeaderRefresher(  # type: ignore[attr-defined]
+                args, kube, ctx, authn, rh.client_ca, every)
     if args.insecure_port:
         servers.append(AdapterServer((args.bind_address, args.insecure_port), adapter, provider))
     if not servers:

@@ -77,6 +77,8 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
                    help="skip SubjectAccessReviews: every authenticated request is allowed")
     g.add_argument("--authentication-skip-lookup", action="store_true",
                    help="do not read the extension-apiserver-authentication ConfigMap")
+    g.add_argument("--requestheader-refresh-interval", default="30s",
+                   help="how often the ConfigMap is read again for a new front-proxy CA (default 30s)")
     o = p.add_argument_group("promop flags")
     o.add_argument("--insecure-port", type=int, default=0,
                    help="also serve plain HTTP without authentication on this port (local testing only; 0 = off)")

@@ -54,12 +54,23 @@ def _objects(port: int) -> list[dict]:
     return out
 
 
-@pytest.fixture
-def registered(cluster_prom, sandbox, sandbox_kubeconfig, tmp_path: Path):  # noqa: F811
+@pytest.fixture(params=["registered-first", "adapter-first"])
+def registered(request, cluster_prom, sandbox, sandbox_kubeconfig, tmp_path: Path):  # noqa: F811
+    """Both orders: APIServices registered before the adapter starts, or after (the adapter then finds
+    the front-proxy CA when the sandbox publishes it, through its periodic re-read)."""
     port = free_port()
     manifest = tmp_path / "objects.yaml"
     manifest.write_text(yaml.safe_dump_all(_objects(port)))
-    _kubectl(sandbox_kubeconfig, "apply", "-f", str(manifest))
+    adapter_first = request.param == "adapter-first"
+    if not adapter_first:
+        _kubectl(sandbox_kubeconfig, "apply", "-f", str(manifest))
+    else:
+        _kubectl(sandbox_kubeconfig, "create", "namespace", "shop")
+        _kubectl(sandbox_kubeconfig, "create", "namespace", "backend")
+    proc = None
+    if adapter_first:
+        proc = _start_adapter(cluster_prom, sandbox_kubeconfig, port, tmp_path)
+        _kubectl(sandbox_kubeconfig, "apply", "-f", str(manifest))
     for node, (cpu, mem) in NODES.items():   # kubectl top node divides by allocatable
         _kubectl(sandbox_kubeconfig, "patch", "node", node, "--subresource=status", "--type=merge", "-p",
                  json.dumps({"status": {"allocatable": {"cpu": "4", "memory": "8Gi"},
@@ -67,14 +78,8 @@ def registered(cluster_prom, sandbox, sandbox_kubeconfig, tmp_path: Path):  # no
     for pod in POD_OBJECTS["pods"]:   # what the kubelet would report; metrics.k8s.io serves Running pods
         _kubectl(sandbox_kubeconfig, "patch", "pod", pod["metadata"]["name"], "-n", pod["metadata"]["namespace"],
                  "--subresource=status", "--type=merge", "-p", json.dumps({"status": {"phase": "Running"}}))
-    config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(CONFIG))
-    log = open(tmp_path / "adapter.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "promop", "adapter", f"--config={config}", f"--prometheus-url={cluster_prom.url}",
-         f"--kubeconfig={sandbox_kubeconfig}", f"--secure-port={port}", "--bind-address=127.0.0.1",
-         f"--cert-dir={tmp_path / 'certs'}", "--metrics-relist-interval=1m"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    if proc is None:
+        proc = _start_adapter(cluster_prom, sandbox_kubeconfig, port, tmp_path)
 
     def ready() -> bool:
         if proc.poll() is not None:
@@ -91,7 +96,18 @@ def registered(cluster_prom, sandbox, sandbox_kubeconfig, tmp_path: Path):  # no
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
-        log.close()
+
+
+def _start_adapter(cluster_prom, kubeconfig: str, port: int, tmp_path: Path) -> subprocess.Popen:  # noqa: F811
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    with open(tmp_path / "adapter.log", "w") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "promop", "adapter", f"--config={config}", f"--prometheus-url={cluster_prom.url}",
+             f"--kubeconfig={kubeconfig}", f"--secure-port={port}", "--bind-address=127.0.0.1",
+             f"--cert-dir={tmp_path / 'certs'}", "--metrics-relist-interval=1m",
+             "--requestheader-refresh-interval=300ms"],
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": os.getcwd()})
 
 
 def test_get_raw_through_the_aggregation(registered) -> None:
