@@ -120,9 +120,6 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         self._handle("GET")
 
-    def do_HEAD(self) -> None:  # noqa: N802
-        self._handle("GET")
-
     def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
         self.send_response(code)
         self.send_header("Content-Type", content_type)
