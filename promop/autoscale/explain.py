@@ -67,6 +67,10 @@ def explain(d: Decision, spec: HpaSpec) -> list[str]:
             lines.append(f"limited to {d.limited} ({d.limit_reason}: {limited.message if limited else ''})")
         else:
             lines.append("within the allowed range and rate")
+    if d.cooldown_reason is not None:
+        able = d.condition("AbleToScale")
+        lines.append(f"held at {d.desired_replicas} by the cool-down ({d.cooldown_reason}: "
+                     f"{able.message if able else ''})")
     if d.rescale:
         lines.append(f"scale from {d.current_replicas} to {d.desired_replicas}: {d.reason}")
     else:

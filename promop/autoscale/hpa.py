@@ -75,6 +75,7 @@ class Decision:
     stabilization_reason: str | None = None
     limited: int | None = None
     limit_reason: str | None = None
+    cooldown_reason: str | None = None           # MemHpa: the change waits for its forbidden window
     conditions: list[Condition] = field(default_factory=list)
     events: list[tuple[str, str, str]] = field(default_factory=list)   # (type, reason, message)
     error: str | None = None
@@ -157,13 +158,15 @@ def compute_metric(metric: MetricSpec, spec_replicas: int, status_replicas: int,
                             raise fetch_error
                         p = calc.resource_replicas(spec_replicas, metric.average_utilization, metric.name, pods,
                                                    samples, tolerances, now, options.cpu_initialization_period,
-                                                   options.initial_readiness_delay, metric.container)
+                                                   options.initial_readiness_delay, metric.container,
+                                                   metric.basis)
                     except MetricError as exc:
                         raise MetricError(f"failed to get {metric.name} utilization: {exc}") from None
                     result.replicas, result.utilization, result.average_value = p.replicas, p.utilization, p.value
-                    result.name = (f"{metric.name} container resource utilization (percentage of request)"
+                    of = "request" if metric.basis == "requests" else "limit"
+                    result.name = (f"{metric.name} container resource utilization (percentage of {of})"
                                    if kind == "ContainerResource"
-                                   else f"{metric.name} resource utilization (percentage of request)")
+                                   else f"{metric.name} resource utilization (percentage of {of})")
                 else:
                     raise MetricError("invalid resource metric source: neither an average utilization target "
                                       "nor an average value (usage) target was set")
@@ -233,9 +236,50 @@ def compute_metric(metric: MetricSpec, spec_replicas: int, status_replicas: int,
     return result
 
 
+@dataclass(slots=True)
+class Cooldown:
+    """MemHpa's normalization without `behavior` (the HPA's before 1.12): no change in a direction until
+    `up`/`down` seconds have passed since the last scale."""
+    last_scale_time: float | None
+    up: float = 180.0
+    down: float = 300.0
+
+
+def normalize_with_cooldown(cooldown: Cooldown, current: int, desired: int, min_replicas: int, max_replicas: int,
+                            now: float) -> tuple[int, int, Condition, Condition]:
+    """Clamp as the legacy path does, then hold a change whose forbidden window has not passed."""
+    from promop.autoscale.normalize import convert_with_rules
+
+    result, reason, message = convert_with_rules(current, desired, min_replicas, max_replicas)
+    limited = Condition("ScalingLimited", "False" if result == desired else "True", reason, message)
+    back_down = back_up = False
+    able = Condition("AbleToScale", "True", "ReadyForNewScale",
+                     "the last scale time was sufficiently old as to warrant a new scale")
+    last = cooldown.last_scale_time
+    if last is not None:
+        if not last + cooldown.down < now:
+            back_down = True
+            able = Condition("AbleToScale", "False", "BackoffDownscale",
+                             "the time since the previous scale is still within the downscale forbidden window")
+        if not last + cooldown.up < now:
+            back_up = True
+            able = Condition("AbleToScale", "False", "BackoffBoth" if back_down else "BackoffUpscale",
+                             "the time since the previous scale is still within both the downscale and upscale "
+                             "forbidden windows" if back_down else
+                             "the time since the previous scale is still within the upscale forbidden window")
+    held = result
+    if (result > current and back_up) or (result < current and back_down):
+        held = current
+    return result, held, able, limited
+
+
 def decide(spec: HpaSpec, spec_replicas: int, status_replicas: int, pods: list[Pod], values: MetricValues,
-           history: History | None, now: float, options: Options | None = None) -> Decision:
-    """One reconcile pass: the desired size, why, and the controller's updated memory."""
+           history: History | None, now: float, options: Options | None = None,
+           cooldown: Cooldown | None = None) -> Decision:
+    """One reconcile pass: the desired size, why, and the controller's updated memory.
+
+    With `cooldown` and no `behavior`, MemHpa's cool-down replaces the legacy stabilization.
+    """
     options = options or Options()
     history = history.copy() if history is not None else History()
     current = spec_replicas
@@ -301,17 +345,26 @@ def decide(spec: HpaSpec, spec_replicas: int, status_replicas: int, pods: list[P
             d.reason = f"{rescale_metric} above target"
         if desired < current:
             d.reason = "All metrics below target"
-        if behavior is None:
+        if behavior is None and cooldown is not None:
+            clamped, result, able, limited = normalize_with_cooldown(cooldown, current, desired, spec.min_replicas,
+                                                                     spec.max_replicas, now)
+            d.limited, d.limit_reason = clamped, limited.reason
+            if result != clamped:
+                d.cooldown_reason = able.reason
+            d.desired_replicas = result
+            d.rescale = result != current
+        elif behavior is None:
             n = normalize(history, current, desired, spec.min_replicas, spec.max_replicas, now,
                           options.downscale_stabilization_window)
         else:
             n = normalize_with_behaviors(history, current, desired, spec.min_replicas, spec.max_replicas,
                                          behavior, now)
-        able, limited = n.able_to_scale, n.scaling_limited
-        d.stabilized, d.stabilization_reason = n.stabilized, able.reason
-        d.limited, d.limit_reason = n.desired, limited.reason
-        d.desired_replicas = n.desired
-        d.rescale = n.desired != current
+        if behavior is not None or cooldown is None:
+            able, limited = n.able_to_scale, n.scaling_limited
+            d.stabilized, d.stabilization_reason = n.stabilized, able.reason
+            d.limited, d.limit_reason = n.desired, limited.reason
+            d.desired_replicas = n.desired
+            d.rescale = n.desired != current
 
     if d.rescale:
         able = Condition("AbleToScale", "True", "SucceededRescale",

@@ -298,6 +298,8 @@ def decision_to_dict(d: Decision, explain: list[str] | None = None) -> dict:
         out["stabilized"] = {"replicas": d.stabilized, "reason": d.stabilization_reason}
     if d.limited is not None:
         out["rateLimited"] = {"replicas": d.limited, "reason": d.limit_reason}
+    if d.cooldown_reason is not None:
+        out["cooldown"] = {"replicas": d.desired_replicas, "reason": d.cooldown_reason}
     out["conditions"] = [c.as_dict() for c in d.conditions]
     out["events"] = [{"type": t, "reason": r, "message": m} for t, r, m in d.events]
     if d.error:

@@ -33,6 +33,7 @@ class MetricSpec:
     container: str = ""
     described_object: dict = field(default_factory=dict)
     selector: dict | None = None
+    basis: str = "requests"            # "limits" for MemHpa's utilisation of memory limits
 
     def as_dict(self) -> dict:
         """The metric's identity as upstream's status shows it."""
