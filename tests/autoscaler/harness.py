@@ -14,6 +14,7 @@ from promop.prom import PrometheusClient
 from promop.sandbox.kubelet import Kubelet
 
 MI = 1024 * 1024
+AGENT = "promop-autoscaler-under-test"
 DEPLOYMENTS = Resource("apps", "v1", "deployments", kind="Deployment")
 
 
@@ -87,7 +88,9 @@ class Harness:
         opts = Options(kubeconfig=self.kubeconfig, prometheus_url=prometheus_url, sync_period=0.2,
                        listen_address="127.0.0.1:0", **options)
         prom = PrometheusClient(prometheus_url, timeout=2.0, retries=0)
-        app = Autoscaler(opts, client=KubeClient.from_kubeconfig(self.kubeconfig), prometheus=prom,
+        api = self.sandbox.api_client()
+        api.user_agent = AGENT
+        app = Autoscaler(opts, client=KubeClient(api), prometheus=prom,
                          clock=self.clock, leader_kwargs={})
         stop = threading.Event()
         result: dict = {}

@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.autoscaler.harness import DEPLOYMENTS, MI, Harness, deployment, memhpa, wait_for
-from tests.prom.prom_fixtures import exporter_factory, prometheus_factory, require_binaries  # noqa: F401
+from tests.autoscaler.harness import DEPLOYMENTS, MI, deployment, memhpa, wait_for
 
 from promop.autoscaler.crd import MEMHPAS
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
-
-
-@pytest.fixture
-def env(sandbox, sandbox_kubeconfig, exporter_factory, prometheus_factory):  # noqa: F811
-    require_binaries()
-    exporter = exporter_factory()
-    h = Harness(sandbox, sandbox_kubeconfig, exporter)
-    h.prometheus = prometheus_factory(exporter=exporter, interval="200ms", scrapes=1)
-    yield h
-    h.close()
 
 
 def test_scale_up_under_load_then_cooldown(env):
