@@ -71,7 +71,7 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    from promop.autoscale.live import LiveError, explain_live
+    from promop.autoscaler.explain_live import LiveError, explain_live
 
     try:
         return explain_live(args)

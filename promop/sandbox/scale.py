@@ -13,8 +13,12 @@ SCALABLE = {("apps", "deployments"), ("apps", "statefulsets"), ("apps", "replica
 
 
 def with_scale(types: list) -> list:
-    """The built-in types with `/scale` on every workload kind, and ReplicaSets served."""
+    """The built-in types with `/scale` on every workload kind; ReplicaSets and autoscaling/v2
+    HorizontalPodAutoscalers served."""
     cls = type(types[0])
+    if not any((t.group, t.plural) == ("autoscaling", "horizontalpodautoscalers") for t in types):
+        types.append(cls("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True,
+                         short_names=("hpa",), status_subresource=True, categories=("all",), generation=True))
     if not any((t.group, t.plural) == ("apps", "replicasets") for t in types):
         types.append(cls("apps", "v1", "replicasets", "ReplicaSet", True, short_names=("rs",),
                          status_subresource=True, categories=("all",), generation=True))
