@@ -16,7 +16,7 @@ from typing import Any, Callable
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from promop.autoscaler.crd import MEMHPAS
-from promop.autoscaler.reconcile import CACHED_KINDS, Reconciler, Retry
+from promop.autoscaler.reconcile import CACHED_KINDS, Conflict, Reconciler, Retry
 from promop.kube.informer import Informer
 from promop.kube.resources import PODS
 from promop.kube.store import NAMESPACE_INDEX, Tombstone, object_key
@@ -157,6 +157,11 @@ class Controller:
         started = time.monotonic()
         try:
             self.reconciler.sync(key)
+        except Conflict as exc:
+            self.metrics.syncs.labels("conflict").inc()
+            log.debug("status conflict; retrying", **fields(key=key, error=str(exc)))
+            self.queue.add_rate_limited(key)
+            return
         except Retry as exc:
             self.metrics.syncs.labels("retry").inc()
             log.warning("pass failed; retrying with backoff", **fields(key=key, error=str(exc)))

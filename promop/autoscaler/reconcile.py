@@ -53,12 +53,17 @@ def target_resource(ref: dict) -> Resource:
 
 
 class Retry(Exception):
-    """The pass could not complete (a conflict, the apiserver): requeue with backoff."""
+    """The pass could not complete (the apiserver): requeue with backoff."""
+
+
+class Conflict(Retry):
+    """The cached MemHpa was older than the stored one: the next pass, on the newer object, will do."""
 
 
 @dataclass
 class Memory:
     history: History | None = None
+    last_scale_time: float | None = None   # ours, until the status that records it is written
     corrections: tuple = ()
     last_event: tuple = ()
 
@@ -142,6 +147,9 @@ class Reconciler:
         pods = [to_pod(p) for p in pod_objs]
         usage, error = self._usage(spec, ns, [p.name for p in pods])
         last_scale = parse_time(status.get("lastScaleTime"))
+        if mem.last_scale_time is not None and (last_scale is None or mem.last_scale_time > last_scale):
+            last_scale = mem.last_scale_time  # our status write may not be in the cache yet (or conflicted)
+            status["lastScaleTime"] = rfc3339(last_scale)
         decision = decide_memhpa(spec, current, pods, usage, last_scale, mem.history, now, error,
                                  scale["status"].get("replicas", current))
         mem.history = decision.history
@@ -163,6 +171,7 @@ class Reconciler:
                 self._write_status(obj, status, dict(new_status, conditions=conditions), now)
                 raise Retry(f"failed to rescale {ref}: {exc}") from exc
             mem.history = decision.history_after_rescale()
+            mem.last_scale_time = now
             new_status["lastScaleTime"] = rfc3339(now)
             self._event(obj, "Normal", "SuccessfulRescale",
                         f"New size: {decision.desired_replicas}; reason: {decision.reason}")
@@ -236,6 +245,9 @@ class Reconciler:
         except ApiError as exc:
             if exc.status == 404:
                 return  # deleted meanwhile
+            if exc.status == 409:
+                raise Conflict(f"status of {obj['metadata']['namespace']}/{obj['metadata']['name']} changed "
+                               "since it was cached") from exc
             raise Retry(f"status update of {obj['metadata']['namespace']}/{obj['metadata']['name']}: {exc}") \
                 from exc
 
