@@ -16,7 +16,7 @@ from typing import Any, Callable
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from promop.autoscaler.crd import MEMHPAS
-from promop.autoscaler.reconcile import CACHED_KINDS, Conflict, Reconciler, Retry
+from promop.autoscaler.reconcile import LABEL_INDEX, CACHED_KINDS, Conflict, Reconciler, Retry, label_index
 from promop.kube.informer import Informer
 from promop.kube.resources import PODS
 from promop.kube.store import NAMESPACE_INDEX, Tombstone, object_key
@@ -52,7 +52,7 @@ class Controller:
         self.queue = RateLimitingQueue(name="memhpa", registry=self.registry)
         kw = {"registry": self.registry, **(informer_kwargs or {})}
         self.memhpas = Informer(client, MEMHPAS, **kw)
-        self.pods = Informer(client, PODS, **kw)
+        self.pods = Informer(client, PODS, indexers={LABEL_INDEX: label_index}, **kw)
         self.workload_informers = {kind: Informer(client, res, **kw) for kind, res in CACHED_KINDS.items()}
         self.informers = [self.memhpas, self.pods, *self.workload_informers.values()]
         self.reconciler = Reconciler(client, prometheus, self.memhpas.store, self.pods.store,

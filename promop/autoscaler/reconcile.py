@@ -52,6 +52,16 @@ def target_resource(ref: dict) -> Resource:
     return Resource(group, version, kind.lower() + "s", kind=kind)
 
 
+LABEL_INDEX = "labels"
+
+
+def label_index(obj: dict) -> list[str]:
+    """`namespace/key=value` for each label: a selector's pods without scanning the namespace."""
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace", "")
+    return [f"{ns}/{k}={v}" for k, v in (meta.get("labels") or {}).items()]
+
+
 class Retry(Exception):
     """The pass could not complete (the apiserver): requeue with backoff."""
 
@@ -142,7 +152,7 @@ class Reconciler:
             conditions.append(_cond("AbleToScale", "False", "InvalidSelector", str(exc)))
             self._write_status(obj, status, {"conditions": conditions}, now)
             return None
-        pod_objs = [p for p in self.pods.by_index(NAMESPACE_INDEX, ns)
+        pod_objs = [p for p in self._candidates(ns, selector)
                     if matches((p.get("metadata") or {}).get("labels") or {})]
         pods = [to_pod(p) for p in pod_objs]
         usage, error = self._usage(spec, ns, [p.name for p in pods])
@@ -188,6 +198,16 @@ class Reconciler:
         return decision
 
     # -- reads --------------------------------------------------------------------------------
+    def _candidates(self, ns: str, selector: object) -> list[dict]:
+        """Pods that may match: those with one of the selector's matchLabels (indexed), else the namespace's."""
+        labels = selector.get("matchLabels") if isinstance(selector, dict) else None
+        if labels:
+            try:
+                return min((self.pods.by_index(LABEL_INDEX, f"{ns}/{k}={v}") for k, v in labels.items()), key=len)
+            except KeyError:  # a store without the label index
+                pass
+        return self.pods.by_index(NAMESPACE_INDEX, ns)
+
     def _scale(self, res: Resource, ns: str, name: str) -> dict | str:
         """The target's Scale (from the informer cache for the built-in workloads), or why not."""
         store = self.workloads.get(res.kind) if res in CACHED_KINDS.values() else None
