@@ -7,10 +7,10 @@ user can fix the file without reading code.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from promop.autoscale.hpa import Decision, decide
+from promop.autoscale.hpa import Cooldown, Decision, decide
 from promop.autoscale.model import (
     Container, History, MetricValues, Options, Pod, PodMetric, ScaleEvent, TimedRecommendation,
 )
@@ -19,7 +19,7 @@ from promop.autoscale.spec import HpaSpec, SpecError, parse_hpa_spec
 
 _GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-SCENARIO_KEYS = ("now", "hpa", "scale", "pods", "metrics", "history", "options")
+SCENARIO_KEYS = ("now", "hpa", "memhpa", "scale", "pods", "metrics", "history", "options")
 
 
 def parse_duration(value: object, path: str) -> float:
@@ -254,10 +254,12 @@ class Scenario:
     metrics: MetricValues
     history: History | None
     options: Options
+    cooldown: Cooldown | None = None          # a MemHpa without behavior
+    corrections: list[str] = field(default_factory=list)
 
     def decide(self) -> Decision:
         return decide(self.spec, self.spec_replicas, self.status_replicas, self.pods, self.metrics, self.history,
-                      self.now, self.options)
+                      self.now, self.options, self.cooldown)
 
 
 def parse_scenario(raw: object) -> Scenario:
@@ -266,10 +268,30 @@ def parse_scenario(raw: object) -> Scenario:
     if "now" not in raw:
         raise SpecError("now", "is required: the time of the decision, RFC 3339")
     now = parse_time(raw["now"], "now")
-    hpa = _mapping(raw.get("hpa"), "hpa")
-    meta = hpa.get("metadata") or {}
+    cooldown = None
+    corrections: list[str] = []
+    if "memhpa" in raw:
+        if "hpa" in raw:
+            raise SpecError("memhpa", "give hpa or memhpa, not both")
+        from promop.autoscale.memhpa import DOWNSCALE_WINDOW, UPSCALE_WINDOW, validate
+
+        obj = _mapping(raw.get("memhpa"), "memhpa")
+        meta = obj.get("metadata") or {}
+        try:
+            mspec = validate(obj.get("spec", obj))
+        except SpecError as exc:
+            raise SpecError(f"memhpa.{exc.field}", exc.message) from None
+        corrections = [f"{c.field}: {c.message}" for c in mspec.corrections]
+        spec = mspec.hpa_spec()
+        if mspec.behavior_raw is None:
+            last = (obj.get("status") or {}).get("lastScaleTime")
+            cooldown = Cooldown(parse_time(last, "memhpa.status.lastScaleTime") if last else None,
+                                UPSCALE_WINDOW, DOWNSCALE_WINDOW)
+    else:
+        obj = _mapping(raw.get("hpa"), "hpa")
+        meta = obj.get("metadata") or {}
+        spec = parse_hpa_spec(obj["spec"], "hpa.spec") if "spec" in obj else parse_hpa_spec(obj, "hpa")
     name = f"{meta.get('namespace', 'default')}/{meta['name']}" if isinstance(meta, dict) and meta.get("name") else ""
-    spec = parse_hpa_spec(hpa["spec"], "hpa.spec") if "spec" in hpa else parse_hpa_spec(hpa, "hpa")
     scale = _mapping(raw.get("scale"), "scale")
     _unknown(scale, ("specReplicas", "statusReplicas"), "scale")
     if "specReplicas" not in scale:
@@ -283,13 +305,15 @@ def parse_scenario(raw: object) -> Scenario:
             raise SpecError(f"pods[{i}].name", f"duplicate pod name {p.name!r}")
         seen.add(p.name)
     return Scenario(now, name, spec, spec_replicas, status_replicas, pods, parse_metrics(raw.get("metrics"), now),
-                    parse_history(raw.get("history")), parse_options(raw.get("options")))
+                    parse_history(raw.get("history")), parse_options(raw.get("options")), cooldown, corrections)
 
 
-def decision_to_dict(d: Decision, explain: list[str] | None = None) -> dict:
+def decision_to_dict(d: Decision, explain: list[str] | None = None, corrections: list[str] | None = None) -> dict:
     """The decision as `simulate` prints it."""
     out: dict = {"desiredReplicas": d.desired_replicas, "currentReplicas": d.current_replicas,
                  "rescale": d.rescale, "reason": d.reason or None}
+    if corrections:
+        out["corrections"] = corrections
     out["metrics"] = [m.as_dict() for m in d.metrics]
     if d.metric_replicas is not None:
         out["metricReplicas"] = d.metric_replicas

@@ -14,7 +14,7 @@ def register(subparsers) -> None:
         description="Run upstream's HPA algorithm on a scenario file or on a live HPA and say why it scales.")
     sub = parser.add_subparsers(dest="hpa_command", metavar="COMMAND")
     sim = sub.add_parser("simulate", help="decide on one scenario file and print the decision as YAML",
-                         description="Read a scenario (now, hpa, scale, pods, metrics, history, options) and "
+                         description="Read a scenario (now, hpa or memhpa, scale, pods, metrics, history, options) and "
                                      "print the decision as YAML: desiredReplicas, reason, per-metric proposals, "
                                      "the stabilized and rate-limited values and upstream's conditions.")
     sim.add_argument("-f", "--filename", required=True, help="scenario YAML file ('-' for stdin)")
@@ -65,7 +65,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         return _user_error(f"{args.filename}: {exc}")
     apply_what_if(scenario.metrics, factors)
     decision = scenario.decide()
-    out = decision_to_dict(decision, explain(decision, scenario.spec))
+    out = decision_to_dict(decision, explain(decision, scenario.spec), scenario.corrections)
     yaml.safe_dump(out, sys.stdout, sort_keys=False, default_flow_style=False, width=120)
     return 0
 

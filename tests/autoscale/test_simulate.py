@@ -36,6 +36,9 @@ EXPECTED = {
     "missing-and-unready": {"desiredReplicas": 6, "metricReplicas": 6, "metric": {"currentUtilization": 90}},
     "partial-failure": {"desiredReplicas": 4, "metricReplicas": 6, "error": "invalid metrics (1 invalid out of 2)"},
     "per-direction-tolerance": {"desiredReplicas": 5, "metricReplicas": 5},
+    "memhpa-cooldown": {"desiredReplicas": 2, "metricReplicas": 4, "rescale": False,
+                        "metric": {"currentUtilization": 90}},
+    "memhpa-scale-up": {"desiredReplicas": 4, "metricReplicas": 4, "metric": {"currentUtilization": 90}},
 }
 
 
@@ -63,9 +66,20 @@ def test_scenario(name, capsys):
         assert out["error"].startswith(want["error"])
     for key, value in want.get("metric", {}).items():
         assert out["metrics"][0][key] == value
+    if name.startswith("memhpa"):
+        assert out["metricName"] == "memory resource utilization (percentage of limit)"
     kinds = [c["type"] for c in out["conditions"]]
     assert kinds == ["AbleToScale", "ScalingActive", "ScalingLimited"]
     assert out["explanation"][-1].startswith("scale from" if out["rescale"] else "keep")
+
+
+def test_memhpa_cooldown_and_corrections(capsys):
+    out = simulate(SCENARIOS / "memhpa-cooldown.yaml", capsys)
+    assert out["cooldown"] == {"replicas": 2, "reason": "BackoffBoth"}
+    able = next(c for c in out["conditions"] if c["type"] == "AbleToScale")
+    assert (able["status"], able["reason"]) == ("False", "BackoffBoth")
+    assert out["corrections"] == ["spec.minReplicas: minReplicas 0 is below 1; using 1"]
+    assert any("cool-down" in line for line in out["explanation"])
 
 
 def test_what_if_scales_observed_values(capsys):
