@@ -118,3 +118,49 @@ def test_leader_election_one_writer_and_failover(env):
     wait_for(lambda: b.leading.is_set(), what="b takes over")
     env.offset += 181
     wait_for(lambda: env.replicas("web") == 4, what="b scales")
+
+
+def test_any_resource_with_a_scale_subresource(env):
+    from promop.kube.resources import CRDS, PODS, Resource
+
+    env.client.create(CRDS, {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "subresources": {"status": {}, "scale": {
+                                   "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+                                   "labelSelectorPath": ".status.selector"}},
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                                              "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    widgets = Resource("example.com", "v1", "widgets", kind="Widget")
+    wait_for(lambda: _served(env, widgets), what="the Widget CRD served")
+    w = env.client.create(widgets, {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+                                    "spec": {"replicas": 1}}, "default")
+    w["status"] = {"replicas": 1, "selector": "app=widget"}
+    env.client.update(widgets, w, "default", subresource="status")
+    pod = env.client.create(PODS, {"metadata": {"name": "widget-0", "labels": {"app": "widget"}},
+                                    "spec": {"containers": [{"name": "app", "image": "x",
+                                                             "resources": {"limits": {"memory": "100Mi"}}}]}},
+                            "default")
+    pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    env.client.update(PODS, pod, "default", subresource="status")
+    env.usage_per_pod = 90 * MI
+    body = memhpa("w", "w")
+    body["spec"]["scaleTargetRef"] = {"apiVersion": "example.com/v1", "kind": "Widget", "name": "w"}
+    env.client.create(MEMHPAS, body, "default")
+    env.start(env.prometheus.url)
+    wait_for(lambda: env.client.get(widgets, "w", "default")["spec"]["replicas"] == 2, what="the Widget scaled")
+    ev = wait_for(lambda: env.events("SuccessfulRescale"), what="event")[0]
+    assert ev["message"].startswith("New size: 2;")
+
+
+def _served(env, res) -> bool:
+    from promop.kube.errors import ApiError
+
+    try:
+        env.client.list(res, "default")
+        return True
+    except ApiError:
+        return False
