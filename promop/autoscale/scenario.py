@@ -304,7 +304,17 @@ def parse_scenario(raw: object) -> Scenario:
         if p.name in seen:
             raise SpecError(f"pods[{i}].name", f"duplicate pod name {p.name!r}")
         seen.add(p.name)
-    return Scenario(now, name, spec, spec_replicas, status_replicas, pods, parse_metrics(raw.get("metrics"), now),
+    metrics = parse_metrics(raw.get("metrics"), now)
+    # The metrics APIs answer for the selector's pods only: a sample for another pod is a mistake in the file.
+    groups = [(f"metrics.resource.{r}", v) for r, v in metrics.resource.items()]
+    groups += [(f"metrics.containerResource.{c}.{r}", v) for c, by in metrics.container_resource.items()
+               for r, v in by.items()]
+    groups += [(f"metrics.pods.{m}", v) for m, v in metrics.pods.items()]
+    for path, samples in groups:
+        for pod in samples:
+            if pod not in seen:
+                raise SpecError(f"{path}.{pod}", f"no pod named {pod!r} under pods")
+    return Scenario(now, name, spec, spec_replicas, status_replicas, pods, metrics,
                     parse_history(raw.get("history")), parse_options(raw.get("options")), cooldown, corrections)
 
 

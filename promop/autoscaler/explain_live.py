@@ -24,7 +24,7 @@ from promop.autoscale.spec import HpaSpec, SpecError, parse_hpa_spec
 from promop.autoscale.whatif import WhatIfError, apply_what_if, parse_what_if
 from promop.autoscale.memhpa import render_query
 from promop.autoscaler.pods import parse_time, to_pod
-from promop.autoscaler.reconcile import target_resource
+from promop.autoscaler.reconcile import plural, target_resource
 from promop.kube.errors import ApiError
 from promop.kube.resources import PODS, Resource
 
@@ -123,11 +123,12 @@ class MetricsApiSource:
                 elif m.type == "Pods":
                     res = Resource("custom.metrics.k8s.io", "v1beta2", "pods")
                     body = self.client.get(res, "*", ns, subresource=m.name)
+                    wanted = set(pod_names)  # the API is asked for every pod of the namespace: keep the selector's
                     values.pods[m.name] = {i["describedObject"]["name"]: PodMetric(milli_value(i["value"]), now, 60.0)
-                                           for i in body.get("items") or []}
+                                           for i in body.get("items") or [] if i["describedObject"]["name"] in wanted}
                 elif m.type == "Object":
                     obj = m.described_object
-                    res = Resource("custom.metrics.k8s.io", "v1beta2", str(obj.get("kind", "")).lower() + "s")
+                    res = Resource("custom.metrics.k8s.io", "v1beta2", plural(str(obj.get("kind", ""))))
                     body = self.client.get(res, obj.get("name"), ns, subresource=m.name)
                     values.object[m.name] = milli_value(body["items"][0]["value"])
                 else:

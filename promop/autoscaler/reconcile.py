@@ -42,14 +42,24 @@ def rfc3339(t: float) -> str:
     return datetime.fromtimestamp(int(t), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def plural(kind: str) -> str:
+    """The resource name of a kind by the API's naming convention (Ingress -> ingresses, Policy -> policies)."""
+    low = kind.lower()
+    if low.endswith(("s", "x", "z", "ch", "sh")):
+        return low + "es"
+    if low.endswith("y") and low[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return low[:-1] + "ies"
+    return low + "s"
+
+
 def target_resource(ref: dict) -> Resource:
-    """The scale target's resource: the built-in workloads, else `<kind>s` in the ref's group/version."""
+    """The scale target's resource: the built-in workloads, else the kind's plural in the ref's group/version."""
     kind = ref.get("kind", "")
     api_version = ref.get("apiVersion") or "apps/v1"
     if kind in CACHED_KINDS and api_version.startswith("apps/"):
         return CACHED_KINDS[kind]
     group, _, version = api_version.rpartition("/")
-    return Resource(group, version, kind.lower() + "s", kind=kind)
+    return Resource(group, version, plural(kind), kind=kind)
 
 
 LABEL_INDEX = "labels"
