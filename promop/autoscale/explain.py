@@ -16,7 +16,7 @@ def _metric_line(m: MetricResult) -> str:
     if m.utilization is not None:
         basis = (f"{m.utilization}% of request (average {format_milli(m.average_value)}) against a target of "
                  f"{s.average_utilization}%")
-    elif s.type in ("Resource", "Pods"):
+    elif s.type in ("Resource", "ContainerResource", "Pods"):
         basis = f"average {format_milli(m.average_value)} per pod against a target of {format_milli(s.average_value)}"
     elif m.value is not None:
         basis = f"value {format_milli(m.value)} against a target of {format_milli(s.value)}"
