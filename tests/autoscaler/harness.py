@@ -63,6 +63,7 @@ class Harness:
         self._feeder = threading.Thread(target=self._feed, daemon=True)
         self._feeder.start()
         self.running: list[tuple[Autoscaler, threading.Event, threading.Thread]] = []
+        self._clients: list = []
 
     def clock(self) -> float:
         return time.time() + self.offset
@@ -90,7 +91,9 @@ class Harness:
         prom = PrometheusClient(prometheus_url, timeout=2.0, retries=0)
         api = self.sandbox.api_client()
         api.user_agent = AGENT
-        app = Autoscaler(opts, client=KubeClient(api), prometheus=prom,
+        kube = KubeClient(api)
+        self._clients += [kube, prom]
+        app = Autoscaler(opts, client=kube, prometheus=prom,
                          clock=self.clock, leader_kwargs={})
         stop = threading.Event()
         result: dict = {}
@@ -131,4 +134,5 @@ class Harness:
         self._stop.set()
         self._feeder.join(5)
         self.kubelet.stop()
-        self.client.close()
+        for c in (self.client, *self._clients):
+            c.close()
