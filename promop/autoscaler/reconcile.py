@@ -167,13 +167,15 @@ class Reconciler:
         pods = [to_pod(p) for p in pod_objs]
         usage, error = self._usage(spec, ns, [p.name for p in pods])
         last_scale = parse_time(status.get("lastScaleTime"))
-        if mem.last_scale_time is not None and (last_scale is None or mem.last_scale_time > last_scale):
-            last_scale = mem.last_scale_time  # our status write may not be in the cache yet (or conflicted)
-            status["lastScaleTime"] = rfc3339(last_scale)
+        unrecorded = None
+        if mem.last_scale_time is not None and (last_scale is None or mem.last_scale_time > last_scale + 1):
+            last_scale = unrecorded = mem.last_scale_time  # our status write is not in the cache yet (or conflicted)
         decision = decide_memhpa(spec, current, pods, usage, last_scale, mem.history, now, error,
                                  scale["status"].get("replicas", current))
         mem.history = decision.history
         new_status: dict = {"currentReplicas": current, "desiredReplicas": decision.desired_replicas}
+        if unrecorded is not None:
+            new_status["lastScaleTime"] = rfc3339(unrecorded)
         util = decision.metrics[0].utilization if decision.metrics and decision.metrics[0].error is None else None
         if util is not None:
             new_status["currentMemoryUtilizationPercentage"] = util

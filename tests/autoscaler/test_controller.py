@@ -164,3 +164,18 @@ def _served(env, res) -> bool:
         return True
     except ApiError:
         return False
+
+
+def test_last_scale_time_is_recorded_even_when_its_status_write_conflicted(env, sandbox):
+    """The cool-down must never be skipped: a scale whose status write failed is still recorded later."""
+    env.client.create(DEPLOYMENTS, deployment("web", 1), "default")
+    env.usage_per_pod = 90 * MI
+    sandbox.faults.fail_next(1, 409, verb="update", resource="memhpas")
+    env.client.create(MEMHPAS, memhpa("web", "web"), "default")
+    env.start(env.prometheus.url)
+    wait_for(lambda: env.replicas("web") == 2, what="scale to 2")
+    wait_for(lambda: (env.memhpa("web").get("status") or {}).get("lastScaleTime"), what="lastScaleTime recorded")
+    cond = wait_for(lambda: (c := env.condition("web", "AbleToScale")) and c["reason"] == "BackoffBoth" and c,
+                    what="the cool-down holding")
+    assert env.replicas("web") == 2 and len(env.events("SuccessfulRescale")) == 1
+    assert cond["status"] == "False"
