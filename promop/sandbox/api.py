@@ -20,6 +20,7 @@ from promop.sandbox.errors import (ApiError, already_exists, bad_request, confli
                                    not_found, success_status)
 from promop.sandbox.gc import NAMESPACES, POLICIES, Collector, now
 from promop.sandbox.resources import ResourceType, crd_types
+from promop.sandbox.scale import selector_text
 from promop.sandbox.selectors import Predicate
 from promop.sandbox.store import Store
 from promop.sandbox.validation import check_crd, check_metadata, check_statefulset_update
@@ -415,6 +416,8 @@ class Api:
                  "spec": {"replicas": _path_get(obj, paths.get("specReplicasPath", "")) or 0},
                  "status": {"replicas": _path_get(obj, paths.get("statusReplicasPath", "")) or 0}}
         selector = _path_get(obj, paths.get("labelSelectorPath") or ".status.selector")
+        if isinstance(selector, dict):  # built-in workloads: spec.selector, served as a string
+            selector = selector_text(selector)
         if selector:
             scale["status"]["selector"] = selector
         return scale
