@@ -36,7 +36,7 @@ def first_sync_done(operator: Operator) -> bool:
         return False
     keys = ctl.prometheuses.store.keys()
     done = all(k in ctl.syncer.last_report for k in keys)
-    return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0
+    return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and ctl.reporter.idle()
 
 
 def wait_for_first_sync(operator: Operator, timeout: float, stop: threading.Event | None = None) -> bool:
