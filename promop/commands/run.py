@@ -17,17 +17,38 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def install_signal_handlers(stop) -> None:
-    """SIGTERM/SIGINT set `stop` (a second SIGINT still interrupts via KeyboardInterrupt)."""
+# The operator stops within app.STOP_SECONDS; if anything still hangs, the process ends here anyway.
+HARD_STOP_SECONDS = 9.5
+
+
+def install_signal_handlers(stop, hard_stop: float | None = None) -> None:
+    """SIGTERM/SIGINT set `stop` (a second SIGINT still interrupts via KeyboardInterrupt). With
+    `hard_stop`, the process exits that many seconds after the first signal whatever it is doing."""
     import signal
 
     def on_signal(signum, frame) -> None:
         if stop.is_set() and signum == signal.SIGINT:
             raise KeyboardInterrupt
+        if not stop.is_set() and hard_stop is not None:
+            import threading
+
+            timer = threading.Timer(hard_stop, _exit_now, args=(hard_stop,))
+            timer.daemon = True
+            timer.start()
         stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+
+
+def _exit_now(after: float) -> None:
+    import logging
+    import os
+
+    logging.getLogger("promop.operator").error("shutdown did not finish in time; exiting now",
+                                               extra={"kv": {"after_s": after}})
+    logging.shutdown()
+    os._exit(0)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     logs.setup(options.log_level, options.log_format)
     stop = threading.Event()
-    install_signal_handlers(stop)
+    install_signal_handlers(stop, hard_stop=HARD_STOP_SECONDS)
     logging.getLogger("promop.operator").info("starting", **logs.fields(
         namespaces=",".join(options.namespaces) or "all", workers=options.workers,
         leader_elect=options.leader_elect))
