@@ -37,7 +37,7 @@ log = logging.getLogger("promop.operator.feedback")
 MONITOR_RESOURCES: dict[str, Resource] = {
     "ServiceMonitor": SERVICEMONITORS, "PodMonitor": PODMONITORS, "PrometheusRule": PROMETHEUSRULES,
 }
-BINDINGS, STATUS, EVENT = "bindings", "status", "event"
+BINDINGS, STATUS, EVENT, JUDGED = "bindings", "status", "event", "judged"
 DEFAULT_WORKERS = 4
 
 
@@ -84,11 +84,29 @@ class Reporter:
         self._bindings: dict[tuple[str, str, str], dict[str, feedback.Verdict | None]] = {}
         self._outcomes: dict[str, Outcome] = {}  # Prometheus key -> its last sync's outcome
         self._events: dict[tuple, dict] = {}  # (kind, ns, name, reason) -> Event body to create
+        self._judged: dict[str, tuple[Any, Any]] = {}  # Prometheus key -> (selection, rejected) of its last sync
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self.written = 0  # feedback writes made (for benchmarks)
 
     # ---- what the syncer hands over ---------------------------------------------------------
+
+    def judged(self, key: str, selection: Any, rejected: Any) -> None:
+        """The sync of Prometheus `key` selected `selection` and rejected `rejected` (the renderer's
+        Decisions and Problems): a worker works out which objects' bindings must change, off the
+        sync's path (a diff over every monitor in the cache)."""
+        with self._lock:
+            self._judged[key] = (selection, rejected)
+        self.queue.add((JUDGED, key))
+
+    def _diff_bindings(self, key: str) -> bool:
+        with self._lock:
+            judged = self._judged.pop(key, None)
+        if judged is None:
+            return True
+        ns, _, name = key.partition("/")
+        self.bindings({"metadata": {"namespace": ns, "name": name}}, feedback.verdicts(*judged))
+        return True
 
     def bindings(self, prom: Mapping[str, Any], verdicts: Mapping[tuple[str, str, str], feedback.Verdict]) -> int:
         """`prom` judged the monitors in `verdicts` (others it does not select): queue every object
@@ -103,10 +121,12 @@ class Reporter:
                 key = (kind, o_ns, o_name)
                 verdict = verdicts.get(key)
                 with self._lock:
-                    queued = pkey in self._bindings.get(key, ())
+                    on_its_way = self._bindings.get(key, {}).get(pkey, NOTHING)
+                if on_its_way is not NOTHING:
+                    if on_its_way == verdict:
+                        continue  # already on its way
                 # a queued, older verdict must be replaced even when the cache already agrees
-                if (not queued and feedback.binding_current(obj, ref, verdict)
-                        and self.log.pending((*key, STATUS), obj) is NOTHING):
+                elif feedback.binding_current(obj, ref, verdict) and self.log.pending((*key, STATUS), obj) is NOTHING:
                     continue
                 queued += self._want(key, pkey, verdict)
         return queued
@@ -116,6 +136,7 @@ class Reporter:
         pkey = f"{namespace}/{name}"
         with self._lock:
             self._outcomes.pop(pkey, None)
+            self._judged.pop(pkey, None)
         self.log.forget(lambda k: k == ("Prometheus", namespace, name, STATUS))
         ref = {"metadata": {"namespace": namespace, "name": name}}
         queued = 0
@@ -198,10 +219,12 @@ class Reporter:
         """Handle one queued item now; False when it was requeued (conflict, or an error)."""
         what, key = item  # type: ignore[misc]
         try:
-            done = {BINDINGS: self._write_bindings, STATUS: self._write_status, EVENT: self._create_event}[what](key)
+            done = {BINDINGS: self._write_bindings, STATUS: self._write_status, EVENT: self._create_event,
+                    JUDGED: self._diff_bindings}[what](key)
         except Exception as exc:  # noqa: BLE001 - feedback must never stop; retried with backoff
             log.warning("feedback write failed; retrying with backoff",
-                        **fields(what=what, object="/".join(key[1:] if what != STATUS else [key]), error=str(exc)))
+                        **fields(what=what, object=key if isinstance(key, str) else "/".join(key[1:]),
+                                 error=str(exc)))
             done = False
         if done:
             self.queue.forget(item)

@@ -168,11 +168,13 @@ class Syncer:
             reason = "NoSelectedResources"
         self.reporter.status(key, Outcome(str(error) if error else None, reason))
         ns, name = _key(prom)
-        if error is None and result is not None:
-            self._feedback(prom, result, report)
         if result is not None:
+            selected, rejected = _counts(result)
+            if error is None:
+                self._feedback(prom, result, report, selected, rejected)
             self.metrics.record_sync(ns, name, error is None, prom.get("spec") or {},
-                                     selected=_count_selected(result), rejected=_count_rejected(result))
+                                     selected={k: selected[k] - rejected.get(k, 0) for k in selected},
+                                     rejected=rejected)
         else:
             self.metrics.record_sync(ns, name, False, prom.get("spec") or {})
         if error is not None:
@@ -180,7 +182,7 @@ class Syncer:
         with self._lock:
             self._synced[key] = _identity(prom)
         log.info("synced", **fields(
-            key=key, cause=cause or "resync", jobs=sum(len(j) for j in result.jobs.values()) if result else 0,
+            key=key, cause=cause or "resync", jobs=len((result.config or {}).get("scrape_configs") or ()) if result else 0,
             selected=report.selected, rejected=report.rejected, writes=report.writes,
             wrote="; ".join(wrote) if wrote else "nothing (unchanged)",
             ms=round((time.monotonic() - started) * 1000)))
@@ -226,11 +228,11 @@ class Syncer:
 
     # ---- feedback (queued, written by the reporter's workers) -------------------------------
 
-    def _feedback(self, prom: dict, result: RenderResult, report: SyncReport) -> None:
-        verdicts = feedback.verdicts(result.selection, result.rejected)
-        report.selected = sum(1 for v in verdicts.values() if v.accepted)
-        report.rejected = sum(1 for v in verdicts.values() if not v.accepted)
-        self.reporter.bindings(prom, verdicts)
+    def _feedback(self, prom: dict, result: RenderResult, report: SyncReport,
+                  selected: dict[str, int], rejected: dict[str, int]) -> None:
+        report.rejected = sum(rejected.values())
+        report.selected = sum(selected.values()) - report.rejected
+        self.reporter.judged("/".join(_key(prom)), result.selection, result.rejected)
         for problems, rejected in ((result.rejected, True), (result.warnings, False)):
             for (kind, ns, name), note in feedback.problem_events(problems, rejected):
                 obj = prom if kind == "Prometheus" else (
@@ -267,15 +269,13 @@ def _identity(prom: Mapping[str, Any]) -> tuple:
             fingerprint(md.get("annotations") or {}), bool(md.get("deletionTimestamp")))
 
 
-def _count_selected(result: RenderResult) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for kind in MONITOR_RESOURCES:
-        out[kind] = len(result.accepted(kind))
-    return out
-
-
-def _count_rejected(result: RenderResult) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for p in {(p.kind, p.namespace, p.name) for p in result.rejected}:
-        out[p[0]] = out.get(p[0], 0) + 1
-    return out
+def _counts(result: RenderResult) -> tuple[dict[str, int], dict[str, int]]:
+    """Selected and rejected objects per kind, in one pass (a sync may see thousands)."""
+    selected = dict.fromkeys(MONITOR_RESOURCES, 0)
+    for d in result.selection:
+        if d.selected and d.kind in selected:
+            selected[d.kind] += 1
+    rejected: dict[str, int] = {}
+    for kind, _, _ in {(p.kind, p.namespace, p.name) for p in result.rejected}:
+        rejected[kind] = rejected.get(kind, 0) + 1
+    return selected, rejected
