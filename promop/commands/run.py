@@ -53,22 +53,20 @@ def _exit_now(after: float) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import logging
-    import sys
     import threading
 
     from promop.operator import logs
-    from promop.operator.app import Operator
-    from promop.operator.options import OptionsError, from_args
+    from promop.operator.app import Operator, check_kubeconfig
+    from promop.operator.options import from_args
 
-    try:
-        options = from_args(args)
-    except OptionsError as exc:
-        print(f"promop run: {exc}", file=sys.stderr)
-        return 2
+    options = from_args(args)  # UserError: one line, exit 2 (promop.cli)
+    check_kubeconfig(options.kubeconfig, options.context)
     logs.setup(options.log_level, options.log_format)
+    operator = Operator(options)
+    operator.start_web()  # a busy --web.listen-address is a one-line error, before anything else
     stop = threading.Event()
     install_signal_handlers(stop, hard_stop=HARD_STOP_SECONDS)
     logging.getLogger("promop.operator").info("starting", **logs.fields(
         namespaces=",".join(options.namespaces) or "all", workers=options.workers,
         leader_elect=options.leader_elect))
-    return Operator(options).run(stop)
+    return operator.run(stop)

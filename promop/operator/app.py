@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from prometheus_client import CollectorRegistry
 
+from promop.errors import UserError
 from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError
 from promop.kube.resources import NAMESPACES
@@ -27,7 +28,7 @@ log = logging.getLogger("promop.operator")
 
 EXIT_OK, EXIT_LOST_LEADERSHIP, EXIT_STOPPED_EARLY = 0, 1, 0
 # SIGTERM to exit: Kubernetes' default grace period is 30 s; we stop within 10 s whatever the backlog.
-STOP_SECONDS = 8.0
+STOP_SECONDS = 6.0
 
 
 def build_controllers(client: KubeClient, options: Options, registry: CollectorRegistry,
@@ -39,6 +40,65 @@ def build_controllers(client: KubeClient, options: Options, registry: CollectorR
     """
     controllers: list[Any] = [Controller(client, options, registry, **prometheus_kwargs)]
     return controllers
+
+
+def check_kubeconfig(kubeconfig: str | None, context: str | None, flag: str = "--kubeconfig") -> None:
+    """Raise UserError when the configuration cannot be used at all (no network is touched): a
+    kubeconfig path that does not exist or does not parse, an unknown context, no configuration.
+    An apiserver that does not answer is not a user error: `connect` retries it."""
+    import os
+
+    from kubernetes.client import Configuration
+    from kubernetes.config import ConfigException, load_incluster_config, load_kube_config
+
+    if kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST") \
+            and not os.environ.get("KUBECONFIG"):
+        try:
+            load_incluster_config(client_configuration=Configuration())
+        except ConfigException as exc:
+            raise UserError(f"in-cluster configuration cannot be used: {exc}; run in a pod with a "
+                            f"service account token, or pass {flag}") from None
+        return
+    where = f"{flag} {kubeconfig}" if kubeconfig else (
+        f"KUBECONFIG={os.environ['KUBECONFIG']}" if os.environ.get("KUBECONFIG") else "~/.kube/config")
+    paths = [kubeconfig] if kubeconfig else (
+        os.environ["KUBECONFIG"].split(os.pathsep) if os.environ.get("KUBECONFIG")
+        else [os.path.expanduser("~/.kube/config")])
+    for path in paths:
+        if path and not os.path.exists(path):
+            raise UserError(f"{where}: no such file; pass the path of a kubeconfig file "
+                            f"(or run `promop demo` to try promop without a cluster)")
+        if path and os.path.isdir(path):
+            raise UserError(f"{where}: is a directory; pass the path of a kubeconfig file")
+        if path:
+            _check_yaml(path, where)
+    try:
+        load_kube_config(config_file=kubeconfig, context=context, client_configuration=Configuration(),
+                         persist_config=False)
+    except ConfigException as exc:
+        if context and "context" in str(exc).lower():
+            raise UserError(f"--context {context}: not in {where} ({exc}); "
+                            "`kubectl config get-contexts` lists the contexts") from None
+        raise UserError(f"{where}: not a usable kubeconfig ({exc}); pass a kubeconfig with clusters, "
+                        "users and contexts, such as the one your cluster's installer wrote") from None
+    except Exception as exc:  # noqa: BLE001 - YAML syntax errors, wrong types: the file is broken
+        raise UserError(f"{where}: cannot be read as a kubeconfig ({type(exc).__name__}: {exc}); "
+                        "check the file's YAML, or pass another with --kubeconfig") from None
+
+
+def _check_yaml(path: str, where: str) -> None:
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+    except OSError as exc:
+        raise UserError(f"{where}: cannot be read ({exc.strerror}); check its permissions") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise UserError(f"{where}: is not valid YAML ({exc}); fix the file or pass another kubeconfig") from None
+    if not isinstance(doc, dict):
+        raise UserError(f"{where}: is not a kubeconfig (expected a YAML mapping with clusters, users and "
+                        "contexts); pass the kubeconfig your cluster's installer wrote")
 
 
 def connect(options: Options, stop: threading.Event, *, base_delay: float = 1.0, max_delay: float = 30.0,
@@ -120,11 +180,20 @@ class Operator:
         for t in threads:
             t.join(timeout + 0.5)
 
-    def run(self, stop: threading.Event) -> int:
-        if self._want_web:
-            host, port = self.options.listen_host_port()
+    def start_web(self) -> None:
+        """Serve /metrics, /healthz and /readyz (once); UserError when the address cannot be used."""
+        if not self._want_web or self.web is not None:
+            return
+        host, port = self.options.listen_host_port()
+        try:
             self.web = WebServer(host, port, self.registry, self.readiness, self.health).start()
-            log.info("serving /metrics /healthz /readyz", **fields(address=f"{host}:{self.web.port}"))
+        except OSError as exc:
+            raise UserError(f"--web.listen-address {self.options.listen_address}: cannot listen "
+                            f"({exc.strerror or exc}); pass a free address, e.g. 127.0.0.1:0 for any port") from None
+        log.info("serving /metrics /healthz /readyz", **fields(address=f"{host}:{self.web.port}"))
+
+    def run(self, stop: threading.Event) -> int:
+        self.start_web()
         try:
             return self._run(stop)
         finally:

@@ -66,7 +66,7 @@ class Applier:
                     before_create()
                 try:
                     after = self.client.create(res, normalise(desired), ns)
-                    log.info("created", **fields(resource=res.label, object=f"{ns}/{name}"))
+                    log.debug("created", **fields(resource=res.label, object=f"{ns}/{name}"))
                     return Applied(CREATED, None, after)
                 except AlreadyExists:
                     current = self._reread(res, name, ns, refetch, "exists but is not in our cache yet")
@@ -75,7 +75,7 @@ class Applier:
                 return Applied(UNCHANGED, current, current)
             try:
                 after = self.client.update(res, for_update(desired, current), ns)
-                log.info("updated", **fields(resource=res.label, object=f"{ns}/{name}"))
+                log.debug("updated", **fields(resource=res.label, object=f"{ns}/{name}"))
                 return Applied(UPDATED, current, after)
             except Conflict:
                 current = self._reread(res, name, ns, refetch, "changed since our cache saw it")
@@ -106,7 +106,7 @@ class Applier:
             self.client.delete(res, name, namespace, propagation_policy=propagation_policy)
         except NotFound:
             return False
-        log.info("deleted", **fields(resource=res.label, object=f"{namespace}/{name}"))
+        log.debug("deleted", **fields(resource=res.label, object=f"{namespace}/{name}"))
         return True
 
     def _reread(self, res: Resource, name: str, ns: str | None, refetch: bool, why: str) -> dict | None:

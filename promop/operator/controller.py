@@ -296,7 +296,9 @@ class Controller:
             e(keys(new), kind, "update", maybe_echo=new if we_write else None, obj=new)
 
         inf.add_handler(
-            on_add=lambda o, initial: e(keys(o), kind, "add", obj=o) if on_initial or not initial else None,
+            # an add after the initial LIST may be the echo of our own create
+            on_add=lambda o, initial: e(keys(o), kind, "add", maybe_echo=o if we_write and not initial else None,
+                                        obj=o) if on_initial or not initial else None,
             on_update=on_update,
             on_delete=lambda o: e(keys(o), kind, "delete", obj=o))
 

@@ -12,6 +12,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+from promop.errors import UserError
 from promop.render.model import DEFAULT_PROMETHEUS_BASE_IMAGE, DEFAULT_RELOADER_IMAGE, RenderOptions
 
 LOG_LEVELS = ("debug", "info", "warn", "error")
@@ -27,7 +28,7 @@ DEFAULT_KUBE_API_BURST = 200
 DEFAULT_FEEDBACK_WORKERS = 4
 
 
-class OptionsError(ValueError):
+class OptionsError(UserError, ValueError):
     """A flag value that cannot be used; the message names the flag and says what to pass."""
 
 

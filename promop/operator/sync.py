@@ -183,7 +183,7 @@ class Syncer:
             self._synced[key] = _identity(prom)
         log.info("synced", **fields(
             key=key, cause=cause or "resync", jobs=len((result.config or {}).get("scrape_configs") or ()) if result else 0,
-            selected=report.selected, rejected=report.rejected, writes=report.writes,
+            accepted=report.selected, rejected=report.rejected, writes=report.writes,
             wrote="; ".join(wrote) if wrote else "nothing (unchanged)",
             ms=round((time.monotonic() - started) * 1000)))
         return report
