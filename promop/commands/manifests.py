@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "binding, Deployment, Service, the operator's ServiceMonitor and an example Prometheus.",
     )
     p.add_argument("--namespace", default="promop", help="namespace to install into (default promop)")
-    p.add_argument("--image", default=DEFAULT_RELOADER_IMAGE, help="operator image (holds promop and the reloader)")
+    p.add_argument("--image", default=DEFAULT_RELOADER_IMAGE, help=f"the promop image, holding the operator and the reloader (default {DEFAULT_RELOADER_IMAGE}, "
+                        "which is not published: build and push your own, see the README)")
     p.add_argument("--output-dir", type=Path, help="write one file per object kind here instead of stdout")
     p.add_argument("--component", default="operator",
                    help="which component's bundle: operator (default), or another promop component "
