@@ -109,14 +109,14 @@ def propagation(monitors: int, changes: int) -> dict:
         for n in range(changes):
             i = (n * 37) % monitors
             sb.reset_requests()
-            before = {k for k in seen if k.startswith("secret:")}
+            before = {k for k in list(seen) if k.startswith("secret:")}
             sm = kube.get(SERVICEMONITORS, f"sm-{i:05d}", NS)
             sm["spec"]["endpoints"][0]["interval"] = f"{31 + n}s"  # never the original 30s
             t0 = time.perf_counter()
             new_rv = kube.update(SERVICEMONITORS, sm, NS)["metadata"]["resourceVersion"]
-            wait_for(lambda: any(k.startswith("secret:") and k not in before for k in seen), 30, "the config Secret")
+            wait_for(lambda: any(k.startswith("secret:") and k not in before for k in list(seen)), 30, "the config Secret")
             wait_for(lambda: "sm:" + new_rv in seen, 30, "the ServiceMonitor event")
-            secret_at = min(seen[k] for k in seen if k.startswith("secret:") and k not in before)
+            secret_at = min(seen[k] for k in list(seen) if k.startswith("secret:") and k not in before)
             latencies.append(secret_at - t0)
             baseline.append(seen["sm:" + new_rv] - t0)
             wait_for(lambda: len(op.controller.queue) == 0 and op.controller.queue.processing() == 0
@@ -192,8 +192,8 @@ def feedback_backlog(monitors: int, edits: int, latency: float) -> dict:
             backlog_at_edit.append(monitors - bound())
             t0 = time.perf_counter()
             kube.update(SERVICEMONITORS, sm, NS)
-            wait_for(lambda: any(k not in before for k in seen), 60, "the config Secret update")
-            latencies.append(min(seen[k] for k in seen if k not in before) - t0)
+            wait_for(lambda: any(k not in before for k in list(seen)), 60, "the config Secret update")
+            latencies.append(min(seen[k] for k in list(seen) if k not in before) - t0)
         wait_for(lambda: bound() == monitors, 900, "every status.bindings", 0.05)
         all_bound = time.perf_counter() - started
 
