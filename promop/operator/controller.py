@@ -251,10 +251,10 @@ class Controller:
                     causes.append(cause)
                 if status_only:
                     self._status_only.add(key)
-                elif maybe_echo is None:
-                    self._real.add(key)
-                else:
+                if maybe_echo is not None:
                     self._suspects.setdefault(key, []).append((triggered_by, maybe_echo))
+                elif not status_only:
+                    self._real.add(key)
         self.metrics.trigger(triggered_by, action)
         for key in keys:
             self.queue.add(key)
@@ -296,8 +296,10 @@ class Controller:
             e(keys(new), kind, "update", maybe_echo=new if we_write else None, obj=new)
 
         inf.add_handler(
-            # an add after the initial LIST may be the echo of our own create
+            # an add after the initial LIST may be the echo of our own create; the status, computed
+            # from the cache, is refreshed for it all the same (a StatefulSet it did not see yet)
             on_add=lambda o, initial: e(keys(o), kind, "add", maybe_echo=o if we_write and not initial else None,
+                                        status_only=status_only is not None and we_write and not initial,
                                         obj=o) if on_initial or not initial else None,
             on_update=on_update,
             on_delete=lambda o: e(keys(o), kind, "delete", obj=o))

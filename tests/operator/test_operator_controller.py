@@ -205,3 +205,23 @@ def test_a_status_change_is_not_lost_while_the_cache_lags_behind_our_last_status
     written = feedback.written
     feedback.run_pending()
     assert feedback.written == written
+
+
+def test_the_echo_of_our_own_statefulset_create_still_refreshes_the_status(kube):
+    """The status is written from the cache, possibly before the cache has the StatefulSet just
+    created (Available=False, StatefulSetNotFound): the create's own watch event must not be
+    skipped altogether, but refresh the status (no full sync)."""
+    from promop.operator.controller import STATUS, SYNC, Controller
+    from promop.operator.options import Options
+
+    ctl = Controller(kube, Options(), render=fake_render, references=fake_references)
+    add = ctl.statefulsets._listeners[0].calls["add"]  # the controller's handler, not started
+    owner = {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus", "name": "p", "uid": "u",
+             "controller": True}
+    sts = {"metadata": {"namespace": NS, "name": "prometheus-p", "resourceVersion": "7",
+                        "labels": {"operator.prometheus.io/name": "p"}, "ownerReferences": [owner]}}
+    ctl.syncer.writelog.wrote(("StatefulSet", NS, "prometheus-p"), None, sts, "hash")
+    add(sts, False)
+    assert ctl._work_for(f"{NS}/p")[0] == STATUS
+    add({**sts, "metadata": {**sts["metadata"], "resourceVersion": "8"}}, False)  # not our write
+    assert ctl._work_for(f"{NS}/p")[0] == SYNC
