@@ -77,7 +77,7 @@ class Reporter:
         self.now = now
         self.workers = workers
         self.events = feedback.EventDeduper()
-        self.queue = RateLimitingQueue(ItemExponentialFailureRateLimiter(0.05, 30.0), name="feedback",
+        self.queue = RateLimitingQueue(ItemExponentialFailureRateLimiter(0.05, 5.0), name="feedback",
                                        registry=registry)
         self._lock = threading.Lock()
         # (kind, ns, name) -> {prometheus key: Verdict | None}: wanted, not yet written
