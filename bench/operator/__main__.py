@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from promop.kube.client import KubeClient
+from promop.kube.errors import Conflict
 from promop.kube.informer import Informer
 from promop.kube.resources import NAMESPACES, PROMETHEUSES, SECRETS, SERVICEMONITORS
 from promop.operator.app import Operator
@@ -175,7 +176,7 @@ def feedback_backlog(monitors: int, edits: int, latency: float) -> dict:
             return sum(1 for o in sms.store.list()
                        if any(b.get("name") == prom for b in (o.get("status") or {}).get("bindings") or ()))
 
-        op = Operator(Options(), client=KubeClient(sb.api_client(), qps=defaults.kube_api_qps,
+        op = Operator(Options(gc_freeze=True), client=KubeClient(sb.api_client(), qps=defaults.kube_api_qps,
                                                    burst=defaults.kube_api_burst), web=False)
         stop = threading.Event()
         thread = threading.Thread(target=op.run, args=(stop,), daemon=True)
@@ -187,11 +188,16 @@ def feedback_backlog(monitors: int, edits: int, latency: float) -> dict:
         for n in range(edits):
             i = (n * 37) % monitors
             before = set(seen)
-            sm = kube.get(SERVICEMONITORS, f"sm-{i:05d}", NS)
-            sm["spec"]["endpoints"][0]["interval"] = f"{31 + n}s"
             backlog_at_edit.append(monitors - bound())
-            t0 = time.perf_counter()
-            kube.update(SERVICEMONITORS, sm, NS)
+            while True:  # as any client: the operator may write the object's status between GET and PUT
+                sm = kube.get(SERVICEMONITORS, f"sm-{i:05d}", NS)
+                sm["spec"]["endpoints"][0]["interval"] = f"{31 + n}s"
+                t0 = time.perf_counter()
+                try:
+                    kube.update(SERVICEMONITORS, sm, NS)
+                    break
+                except Conflict:
+                    continue
             wait_for(lambda: any(k not in before for k in list(seen)), 60, "the config Secret update")
             latencies.append(min(seen[k] for k in list(seen) if k not in before) - t0)
         wait_for(lambda: bound() == monitors, 900, "every status.bindings", 0.05)
@@ -343,7 +349,7 @@ def missed_targets(p: dict | None, m: dict | None) -> list[str]:
         pass
     elif p["p99"] >= 1.0:
         missed.append(f"propagation p99 {p['p99']:.2f} s is not sub-second")
-    if p is not None and p["by_resource"] != EXPECTED_WRITES or p["writes_max"] != sum(EXPECTED_WRITES.values()):
+    if p is not None and (p["by_resource"] != EXPECTED_WRITES or p["writes_max"] != sum(EXPECTED_WRITES.values())):
         missed.append(f"writes per change {p['by_resource']} (max {p['writes_max']}) are not exactly "
                       f"the changed objects {EXPECTED_WRITES}")
     if m is not None and m["meta"]["rss_mb"] >= m["full"]["rss_mb"]:

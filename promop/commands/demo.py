@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{where} refused or did not answer: {exc}; check --kubeconfig/--context and that the "
                             "apiserver is up" if args.kubeconfig else f"{where}: {exc}") from None
         options = Options(kubeconfig=args.kubeconfig, context=args.context, listen_address=args.listen_address,
-                          log_level=args.log_level, workers=2)
+                          log_level=args.log_level, workers=2, gc_freeze=True)
         operator = Operator(options, client=client)
         operator.start_web()  # here, so that a busy address is a one-line error
         result: dict = {}

@@ -8,6 +8,7 @@ was lost (the process must restart rather than run a second writer).
 
 from __future__ import annotations
 
+import gc
 import logging
 import random
 import threading
@@ -219,7 +220,14 @@ class Operator:
                                                                    reason=self.readiness()[1]))
             waited += 1
         self.synced.set()
-        log.info("caches synced")
+        # Once (`promop run` and `promop demo` only: a process of its own): what the caches hold now
+        # lives as long as the process. Out of the cyclic collector's
+        # sight, a full collection no longer walks thousands of cached objects (about 1 s with 5,000
+        # ServiceMonitors, landing in whichever sync allocates at that moment); objects still free
+        # by reference count as usual. Public API (gc.freeze), the same on every Python we support.
+        if self.options.gc_freeze:
+            gc.freeze()
+        log.info("caches synced", **fields(frozen_objects=gc.get_freeze_count()))
         elector_thread = None
         if self.options.leader_elect:
             elector_thread = self._start_elector(stop)

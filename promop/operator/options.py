@@ -60,6 +60,7 @@ class Options:
     prometheus_default_base_image: str = DEFAULT_PROMETHEUS_BASE_IMAGE
     listen_address: str = DEFAULT_LISTEN_ADDRESS
     resync_period: float = DEFAULT_RESYNC_SECONDS
+    gc_freeze: bool = False  # gc.freeze() once the caches have synced (a process of its own: promop run, demo)
     full_secret_informers: bool = False  # benchmark only: cache whole Secrets/ConfigMaps, as before upstream #5424
 
     def render_options(self) -> RenderOptions:
@@ -231,4 +232,5 @@ def from_args(args: argparse.Namespace) -> Options:
         listen_address=args.listen_address,
         resync_period=args.resync_period,
         full_secret_informers=args.full_secret_informers,
+        gc_freeze=True,
     )
