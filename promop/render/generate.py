@@ -19,6 +19,7 @@ from promop.render.globals import global_section, runtime_section, storage_secti
 from promop.render.model import Problem, RenderOptions, obj_meta
 from promop.render.podmonitor import pod_monitor_jobs
 from promop.render.remote_write import remote_write_section
+from promop.render.schema_check import InvalidPrometheus, merge_problems, schema_problems
 from promop.render.scrape import service_monitor_jobs
 from promop.render.shape import sanitized_prometheus
 from promop.render.store import Reject, Scope, Store
@@ -77,7 +78,7 @@ def monitor_fragment(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> Frag
 def _monitor_fragment(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> Fragment:
     ns, name = obj_meta(obj)
     frag = Fragment(kind, ns, name)
-    frag.rejected = validate_monitor(ctx, kind, obj)
+    frag.rejected = merge_problems(validate_monitor(ctx, kind, obj), schema_problems(kind, obj))
     if frag.rejected:
         return frag
     scope = Scope(ctx.store, kind, ns, name, ctx.version)
@@ -201,6 +202,9 @@ def generate_config(
     Invalid monitors are left out and reported in `rejected`.
     """
     options = options or RenderOptions()
+    invalid = schema_problems("Prometheus", prometheus)
+    if invalid:
+        raise InvalidPrometheus(invalid)
     prometheus, malformed = sanitized_prometheus(prometheus)
     ctx, prom_scope = new_context(prometheus, options, Store(secrets, configmaps))
     for f, m in malformed:

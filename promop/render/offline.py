@@ -13,6 +13,7 @@ from typing import Any, Iterable
 import yaml
 
 from promop.render.loader import Loaded
+from promop.render.schema_check import InvalidPrometheus
 from promop.render.model import Problem, RenderInputs, RenderOptions, RenderResult, obj_meta
 from promop.render.unsupported import unsupported_fields
 
@@ -76,6 +77,10 @@ def render_loaded(loaded: Loaded, options: RenderOptions | None = None) -> Rende
     for prometheus in sorted(loaded.of("Prometheus"), key=obj_meta):
         try:
             result = render(inputs_for(prometheus, loaded, options))
+        except InvalidPrometheus as exc:
+            out.failed.append((prometheus, str(exc)))
+            _add_unique(out.rejected, exc.problems, seen)
+            continue
         except Exception as exc:  # noqa: BLE001 - reported per object, as the operator would
             ns, name = obj_meta(prometheus)
             out.failed.append((prometheus, str(exc)))

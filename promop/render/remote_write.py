@@ -56,7 +56,7 @@ def _remote_write(ctx: GenContext, scope: Scope, rw: Mapping[str, Any], field: s
     if not isinstance(rw, Mapping) or not rw.get("url"):
         raise Reject(f"{field}.url", "a remote write needs a url")
     parsed = urlsplit(str(rw["url"]))
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+    if parsed.scheme not in ("http", "https") or not parsed.netloc or any(c.isspace() for c in parsed.netloc):
         raise Reject(f"{field}.url", f"{rw['url']!r} is not an http(s) URL")
     out: dict = {"url": rw["url"], "remote_timeout": _duration(rw.get("remoteTimeout") or "30s", f"{field}.remoteTimeout")}
     if rw.get("headers"):

@@ -20,6 +20,7 @@ from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import MONITORING_GROUP, Problem, RenderOptions, obj_meta
 from promop.render.namespace_label import EnforceError, enforce_namespace_label
 from promop.render.rule_validation import validate_rule_spec
+from promop.render.schema_check import merge_problems, schema_problems
 from promop.render.versions import Version, VersionError
 
 KIND = "PrometheusRule"
@@ -132,9 +133,10 @@ def _render_one(prometheus: Mapping[str, Any], rule: Mapping[str, Any], version:
     spec = json.loads(json.dumps(rule.get("spec")))  # a private copy (faster than deepcopy)
     if spec is None:
         spec = {}
-    issues = validate_rule_spec(spec, version)
-    if issues:
-        return None, [Problem(KIND, ns, name, path, msg) for path, msg in issues], warnings
+    own = [Problem(KIND, ns, name, path, msg) for path, msg in validate_rule_spec(spec, version)]
+    problems = merge_problems(own, schema_problems(KIND, rule))
+    if problems:
+        return None, problems, warnings
     spec = _sanitize(spec, version, ns, name, warnings)
     label = (prometheus.get("spec") or {}).get("enforcedNamespaceLabel")
     if label and not _excluded_from_enforcement(prometheus, ns, name):

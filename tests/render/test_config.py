@@ -221,9 +221,8 @@ def _refused_items_result():
         externalLabels={"bad-name": "x", "good_name": "y"},
         remoteWrite=[{"url": "https://ok.example.com/w"},
                      {"url": "https://h.example.com/w", "headers": {"Authorization": "Bearer x"}},
-                     {"url": "not a url"}],
-        alerting={"alertmanagers": [{"name": "am", "namespace": "monitoring", "port": "web", "timeout": "5 s"},
-                                    {"name": "am2", "namespace": "monitoring", "port": "web", "timeout": "10s"}]},
+                     {"url": "http://bad host/w"}],
+        alerting={"alertmanagers": [{"name": "am2", "namespace": "monitoring", "port": "web", "timeout": "10s"}]},
     )
     return render(RenderInputs(prometheus=prom, service_monitors=[service_monitor("a")]))
 
@@ -235,8 +234,25 @@ def test_prometheus_level_items_prometheus_would_refuse_are_dropped():
     assert [rw["url"] for rw in cfg["remote_write"]] == ["https://ok.example.com/w"]
     assert [am["timeout"] for am in cfg["alerting"]["alertmanagers"]] == ["10s"]
     fields = {w.field for w in result.warnings}
-    assert {"spec.externalLabels.bad-name", "spec.remoteWrite[1].headers.Authorization", "spec.remoteWrite[2].url",
-            "spec.alerting.alertmanagers[0].timeout"} <= fields
+    assert {"spec.externalLabels.bad-name", "spec.remoteWrite[1].headers.Authorization", "spec.remoteWrite[2].url"} <= fields
+
+
+def test_prometheus_violating_its_crd_schema_is_rejected_with_every_field():
+    """What the apiserver would refuse is refused here too, before anything is rendered."""
+    from promop.render.schema_check import InvalidPrometheus
+
+    prom = prometheus_obj(
+        version="v2.42.0",
+        remoteWrite=[{"url": "not a url"}],
+        alerting={"alertmanagers": [{"name": "am", "namespace": "monitoring", "port": "web", "timeout": "5 s"}]},
+    )
+    with pytest.raises(InvalidPrometheus) as info:
+        render(RenderInputs(prometheus=prom, service_monitors=[service_monitor("a")]))
+    assert [(p.field, p.message.split(":")[0]) for p in info.value.problems] == [
+        ("spec.alerting.alertmanagers[0].timeout", "Invalid value"),
+        ("spec.remoteWrite[0].url", "Invalid value"),
+    ]
+    assert "should match '^(http|https)://.+$'" in info.value.problems[1].message
 
 
 @pytest.mark.prometheus

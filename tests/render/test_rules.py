@@ -182,8 +182,15 @@ def test_holt_winters_is_accepted_for_prometheus_2(tmp_path):
     assert check_rules_with_promtool(res.configmaps, tmp_path) == 1
 
 
-def test_rule_without_spec_renders_an_empty_file(tmp_path):
+def test_rule_without_spec_is_rejected_as_the_apiserver_would(tmp_path):
     empty = {"kind": "PrometheusRule", "metadata": {"name": "e", "namespace": "apps", "uid": "u"}}
+    res = build_rule_configmaps(prom({"enforcedNamespaceLabel": "namespace"}), [empty], RenderOptions())
+    assert [(p.field, p.message) for p in res.rejected] == [("spec", "Required value (CRD schema)")]
+    assert res.configmaps[0]["data"] == {}
+
+
+def test_rule_with_empty_spec_renders_an_empty_file(tmp_path):
+    empty = {"kind": "PrometheusRule", "metadata": {"name": "e", "namespace": "apps", "uid": "u"}, "spec": {}}
     res = build_rule_configmaps(prom({"enforcedNamespaceLabel": "namespace"}), [empty], RenderOptions())
     assert not res.rejected
     assert res.configmaps[0]["data"] == {"apps-e-u.yaml": "{}\n"}
