@@ -13,8 +13,8 @@ from typing import Any, Iterable
 import yaml
 
 from promop.render.loader import Loaded
-from promop.render.schema_check import InvalidPrometheus
 from promop.render.model import Problem, RenderInputs, RenderOptions, RenderResult, obj_meta
+from promop.render.schema_check import InvalidPrometheus
 from promop.render.unsupported import unsupported_fields
 
 _FIELD_PREFIX = re.compile(r"^((?:spec|metadata)[\w.\[\]-]*): (.+)$", re.S)  # "spec.version: ..." messages
@@ -114,4 +114,44 @@ def merge_services(objects: list[dict]) -> list[dict]:
         for ref in obj["metadata"].get("ownerReferences") or []:
             if ref not in owners:
                 owners.append(ref)
+    return out
+
+
+LINT_SELECTORS = (
+    "serviceMonitorSelector", "serviceMonitorNamespaceSelector", "podMonitorSelector", "podMonitorNamespaceSelector",
+    "ruleSelector", "ruleNamespaceSelector",
+)
+_MISSING_REF = re.compile(r"^(Secret|ConfigMap) (\S+) not found; create it or fix the reference$")
+
+
+def _linting(prometheus: dict) -> dict:
+    """A copy of `prometheus` that selects every monitor and rule in every namespace."""
+    out = {**prometheus, "spec": dict(prometheus.get("spec") or {})}
+    for name in LINT_SELECTORS:
+        out["spec"][name] = {}
+    return out
+
+
+def lint_loaded(loaded: Loaded, options: RenderOptions | None = None) -> Rendered:
+    """Every rejection and warning for the monitors and rules in `loaded`, as `render` would give.
+
+    Each Prometheus in the files (or, without one, a default Prometheus of promop's default
+    version) is made to select everything, so every object is checked. A reference to a
+    Secret/ConfigMap that is not in the files cannot be checked: that is a warning, not a rejection.
+    """
+    proms = loaded.of("Prometheus") or [{
+        "apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
+        "metadata": {"name": "lint", "namespace": "default", "uid": "lint"}, "spec": {},
+    }]
+    linting = Loaded(objects={**loaded.objects, "Prometheus": [_linting(p) for p in proms]},
+                     sources=loaded.sources, skipped=loaded.skipped, rejected=loaded.rejected)
+    rendered = render_loaded(linting, options)
+    out = Rendered(results=rendered.results, failed=rendered.failed, warnings=list(rendered.warnings))
+    seen = set(out.warnings)
+    for p in rendered.rejected:
+        if _MISSING_REF.match(p.message):
+            _add_unique(out.warnings, [Problem(p.kind, p.namespace, p.name, p.field,
+                                               f"not checked: {p.message.split(';')[0]} in the given files")], seen)
+        else:
+            out.rejected.append(p)
     return out
