@@ -18,7 +18,7 @@ from promop.render.context import GenContext
 from promop.render.globals import global_section, runtime_section, storage_section
 from promop.render.model import Problem, RenderOptions, obj_meta
 from promop.render.podmonitor import pod_monitor_jobs
-from promop.render.remote_write import remote_write_section
+from promop.render.remote_write import remote_read_section, remote_write_section
 from promop.render.schema_check import InvalidPrometheus, merge_problems, schema_problems
 from promop.render.scrape import service_monitor_jobs
 from promop.render.shape import sanitized_prometheus
@@ -174,6 +174,9 @@ def build_config(
     remote_write = remote_write_section(ctx, prom_scope)
     if remote_write:
         tail["remote_write"] = remote_write
+    remote_read = remote_read_section(ctx, prom_scope)
+    if remote_read:
+        tail["remote_read"] = remote_read
     assets.update(prom_scope.assets)
     warnings += prom_scope.warnings
     config = {**head, "scrape_configs": jobs, **tail}

@@ -124,7 +124,7 @@ def test_global_external_labels_alerting_remote_write_additional():
     assert rw["basic_auth"] == {"username": "u", "password": "p"}
     assert rw["write_relabel_configs"] == [{"source_labels": ["__name__"], "regex": "go_.*", "action": "drop"}]
     assert rw["queue_config"] == {"max_shards": 10, "batch_send_deadline": "5s"}
-    assert rw["remote_timeout"] == "30s"  # upstream's default, always written
+    assert "remote_timeout" not in rw  # upstream has no default: Prometheus' own applies
     assert cfg["scrape_configs"][-1]["job_name"] == "static"
     assert [j["job_name"] for j in cfg["scrape_configs"]] == [
         "serviceMonitor/monitoring/a/0", "podMonitor/monitoring/p/0", "static"]
