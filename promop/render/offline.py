@@ -10,8 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-import yaml
-
+from promop.render.emit import emit_all
 from promop.render.loader import Loaded
 from promop.render.model import Problem, RenderInputs, RenderOptions, RenderResult, obj_meta
 from promop.render.schema_check import InvalidPrometheus
@@ -21,17 +20,9 @@ _FIELD_PREFIX = re.compile(r"^((?:spec|metadata)[\w.\[\]-]*): (.+)$", re.S)  # "
 MONITORING_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule")
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """Plain YAML: no anchors/aliases, even when objects share sub-dicts."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
 def dump_all(objects: Iterable[Any]) -> str:
     """A multi-document YAML stream (field order kept)."""
-    return yaml.dump_all(list(objects), Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                         allow_unicode=True, width=1 << 20)
+    return emit_all(list(objects))
 
 
 @dataclass

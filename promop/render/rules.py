@@ -14,8 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, MutableMapping, Sequence
 
-import yaml
-
+from promop.render.emit import emit
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import MONITORING_GROUP, Problem, RenderOptions, obj_meta
 from promop.render.namespace_label import EnforceError, enforce_namespace_label
@@ -41,22 +40,10 @@ class RulesResult:
     rule_files: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (ns, name) -> (cm, key)
 
 
-class _RuleDumper(yaml.CSafeDumper if hasattr(yaml, "CSafeDumper") else yaml.SafeDumper):  # type: ignore[misc]
-    """Block style with `|` for multi-line strings, as rule files are usually written."""
-
-
-def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_RuleDumper.add_representer(str, _str_representer)
-
-
 def dump_rule_file(spec: Mapping[str, Any]) -> str:
-    """A rule file's text: the spec with alphabetically sorted keys (as sigs.k8s.io/yaml does)."""
-    return yaml.dump(dict(spec), Dumper=_RuleDumper, sort_keys=True, default_flow_style=False,
-                     allow_unicode=True, width=1 << 30)
+    """A rule file's text: the spec with alphabetically sorted keys (as sigs.k8s.io/yaml does),
+    multi-line strings as `|` blocks, as rule files are usually written."""
+    return emit(dict(spec), sort_keys=True, literal=True)
 
 
 def rule_file_key(rule: Mapping[str, Any]) -> str:
