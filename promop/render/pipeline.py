@@ -108,7 +108,8 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     fragments = monitor_fragments(ctx, sms, pms, cache)
 
     def build_rules() -> RulesResult:
-        return build_rule_configmaps(prometheus, [dict(r) for r in rules], options)
+        memo = cache.rule_files if cache is not None else None
+        return build_rule_configmaps(prometheus, [dict(r) for r in rules], options, memo)
 
     rules_result = cache.rules(prometheus, rules, options, build_rules) if cache is not None else build_rules()
     rule_names = rules_result.names if spec.get("ruleSelector") is not None else None
