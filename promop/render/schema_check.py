@@ -27,6 +27,25 @@ class InvalidPrometheus(ValueError):
         super().__init__(f"{shown}{more}")
 
 
+# What the CRD's common patterns mean, so a rejection says what to write instead.
+_PATTERN_HINTS = (
+    ("(([0-9]+)y)?(([0-9]+)w)?", "a duration such as 30s, 5m or 1h30m"),
+    ("(([0-9]+)h)?(([0-9]+)m)?", "a duration such as 30s, 5m or 1h30m"),
+    ("(K|M|G|T|E|P)i?)?B)$", "a size such as 512MB or 1GiB"),
+    ("^(http|https|socks5)://.+$", "a URL starting with http://, https:// or socks5://"),
+    ("^(http|https)://.+$", "a URL starting with http:// or https://"),
+    ("^https?://.+$", "a URL starting with http:// or https://"),
+)
+
+
+def _with_hint(message: str) -> str:
+    if "should match '" in message:
+        for fragment, hint in _PATTERN_HINTS:
+            if fragment in message:
+                return f"{message}: use {hint}"
+    return message
+
+
 def _schema(kind: str) -> dict | None:
     try:
         return crd_schema(kind, MONITORING_VERSION, MONITORING_GROUP)
@@ -41,7 +60,7 @@ def schema_problems(kind: str, obj: Mapping[str, Any]) -> list[Problem]:
         return []
     ns, name = obj_meta(obj)
     return [
-        Problem(kind, ns, name, v.path or "(object)", f"{v.message} (CRD schema)")
+        Problem(kind, ns, name, v.path or "(object)", f"{_with_hint(v.message)} (CRD schema)")
         for v in validate(dict(obj), schema)
     ]
 

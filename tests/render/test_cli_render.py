@@ -293,7 +293,8 @@ def test_lint_checks_monitors_and_rules_without_a_prometheus(tmp_path):
         "rejected PrometheusRule default/bad: spec.groups[0].rules[0].expr: PromQL does not parse: "
         "unclosed left parenthesis",
         "rejected ServiceMonitor apps/proxied: spec.endpoints[0].proxyUrl: Invalid value: \"::not a url::\": "
-        "should match '^(http|https|socks5)://.+$' (CRD schema)",
+        "should match '^(http|https|socks5)://.+$': use a URL starting with http://, https:// or socks5:// "
+        "(CRD schema)",
     ]
     # a Secret that is not in the files cannot be checked: a warning, not a rejection
     assert ("warning ServiceMonitor apps/authed: spec.endpoints[0].bearerTokenSecret: not checked: "
