@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from promop.render.model import RenderOptions, obj_meta
 from promop.render.store import Store
-from promop.render.versions import Version, VersionError
+from promop.render.versions import SUPPORTED_MAJORS, Version, VersionError
 
 # Prometheus spec fields that cannot change a monitor's scrape jobs. Everything
 # else (a deny-list, so a forgotten field costs cache hits, never correctness)
@@ -55,6 +55,9 @@ class GenContext:
         if version is not None and not isinstance(version, str):
             raise VersionError(f"spec.version: {version!r} is not a Prometheus version; use a form like v2.42.0 or v3.13.2")
         self.version = Version(version)
+        if self.version.major not in SUPPORTED_MAJORS:
+            raise VersionError(f"spec.version: unsupported Prometheus version {version!r}; promop (like upstream) "
+                               "supports Prometheus 2.x and 3.x")
         from promop.render.statefulset import shard_count  # the one shard count (status uses it too)
 
         self.shards = shard_count(self.spec)

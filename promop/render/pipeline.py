@@ -17,6 +17,7 @@ from promop.render.config import compress, config_secret
 from promop.render.generate import build_config, monitor_fragments, new_context
 from promop.render.model import Decision, ObjectRef, Problem, RenderInputs, RenderResult, obj_meta
 from promop.render.rules import RulesResult, build_rule_configmaps
+from promop.render.schema_check import InvalidPrometheus, schema_problems
 from promop.render.selection import SELECTOR_FIELDS, select
 from promop.render.shape import sanitized_prometheus
 from promop.render.service import build_service, build_web_config_secret
@@ -80,7 +81,13 @@ def _inferred_namespaces(inputs: RenderInputs) -> list[dict]:
 
 
 def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResult:
-    """Every object one Prometheus needs. Pure: equal inputs give equal outputs, cache or not."""
+    """Every object one Prometheus needs. Pure: equal inputs give equal outputs, cache or not.
+
+    Raises InvalidPrometheus (with every problem) when the Prometheus violates its CRD schema.
+    """
+    invalid = schema_problems("Prometheus", inputs.prometheus)
+    if invalid:
+        raise InvalidPrometheus(invalid)
     prometheus, malformed = sanitized_prometheus(inputs.prometheus)
     options = inputs.options
     spec = prometheus["spec"]
@@ -101,7 +108,8 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     fragments = monitor_fragments(ctx, sms, pms, cache)
 
     def build_rules() -> RulesResult:
-        return build_rule_configmaps(prometheus, [dict(r) for r in rules], options)
+        memo = cache.rule_files if cache is not None else None
+        return build_rule_configmaps(prometheus, [dict(r) for r in rules], options, memo)
 
     rules_result = cache.rules(prometheus, rules, options, build_rules) if cache is not None else build_rules()
     rule_names = rules_result.names if spec.get("ruleSelector") is not None else None
