@@ -60,17 +60,23 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_or_exit(args.files)
     if loaded is None:
         return EXIT_INPUT
-    if not loaded.of("Prometheus"):
-        print("error: no Prometheus object found in the given files; nothing to render", file=sys.stderr)
+    from promop.render.alertmanager import offline as am_offline  # Alertmanager objects (hook)
+
+    if not loaded.of("Prometheus") and not loaded.of("Alertmanager"):
+        print("error: no Prometheus object found in the given files (nor an Alertmanager); nothing to render", file=sys.stderr)
         return EXIT_INPUT
     rendered = render_loaded(loaded)
+    am_rendered = am_offline.render_loaded(loaded)
     if args.out:
         write_tree(args.out, rendered)
+        am_offline.write_tree(args.out, am_rendered, dump_all)
     else:
         objects = [obj for _, result in rendered.results for obj in result.objects()]
-        sys.stdout.write(dump_all(merge_services(objects)))
+        sys.stdout.write(dump_all(merge_services(objects + am_offline.objects(am_rendered))))
     report(rendered)
-    return EXIT_REJECTED if args.strict and rendered.rejected else EXIT_OK
+    am_offline.report(am_rendered)
+    bad = rendered.rejected or am_rendered.rejected or am_rendered.errors
+    return EXIT_REJECTED if args.strict and bad else EXIT_OK
 
 
 def write_tree(out: str, rendered) -> None:

@@ -19,7 +19,8 @@ import yaml
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 EXTENSIONS = (".yaml", ".yml", ".json")
-INPUT_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Secret", "ConfigMap", "Namespace")
+INPUT_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Secret", "ConfigMap", "Namespace",
+               "Alertmanager", "AlertmanagerConfig")
 CLUSTER_SCOPED = ("Namespace",)
 DEFAULT_NAMESPACE = "default"
 _UID_NAMESPACE = uuid.UUID("5b0c3a4e-6f1d-4c39-9a55-70726f6d6f70")  # fixed: uids must not change between runs
