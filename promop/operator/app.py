@@ -61,6 +61,7 @@ class Operator:
         self.client = client
         self.registry = registry if registry is not None else CollectorRegistry()
         self.controller: Controller | None = None
+        self.extra: list = []  # the Alertmanager controller, the kubelet sync (promop.operator.alertmanager.startup)
         self.web: WebServer | None = None
         self._want_web = web
         self._controller_kwargs = controller_kwargs or {}
@@ -79,7 +80,11 @@ class Operator:
     def readiness(self) -> tuple[bool, str]:
         if self.controller is None:
             return False, "not connected to the apiserver yet"
-        return self.controller.readiness()
+        for ctl in [self.controller, *self.extra]:
+            ready, why = ctl.readiness()
+            if not ready:
+                return ready, why
+        return True, ""
 
     def run(self, stop: threading.Event) -> int:
         if self._want_web:
@@ -97,12 +102,18 @@ class Operator:
             self.client = connect(self.options, stop, registry=self.registry)
             if self.client is None:
                 return EXIT_STOPPED_EARLY
-        self.controller = Controller(self.client, self.options, self.registry, **self._controller_kwargs)
-        self.controller.start_informers()
+        from promop.operator.alertmanager.startup import prepare  # hook: CRDs, Alertmanager, kubelet
+
+        metrics, self.extra = prepare(self.client, self.options, self.registry, self._controller_kwargs)
+        self.controller = Controller(self.client, self.options, self.registry, metrics=metrics,
+                                     **self._controller_kwargs)
+        for ctl in [self.controller, *self.extra]:
+            ctl.start_informers()
         waited = 0
-        while not self.controller.wait_for_sync(1.0, stop):
+        while not all(ctl.wait_for_sync(1.0, stop) for ctl in [self.controller, *self.extra]):
             if stop.is_set():
-                self.controller.stop()
+                for ctl in [self.controller, *self.extra]:
+                    ctl.stop()
                 return EXIT_STOPPED_EARLY
             if waited % 10 == 0:  # e.g. the CRDs are not installed: say so every 10 s, not every second
                 log.warning("waiting for caches to sync", **fields(waited_s=waited + 1,
@@ -115,12 +126,14 @@ class Operator:
             elector_thread = self._start_elector(stop)
         else:
             self.leading.set()
-            self.controller.start_workers()
+            for ctl in [self.controller, *self.extra]:
+                ctl.start_workers()
         while not stop.is_set() and not self.lost_leadership.is_set():
             stop.wait(0.2)
         lost = self.lost_leadership.is_set() and not stop.is_set()
         log.info("shutting down: finishing in-flight syncs", **fields(lost_leadership=lost))
-        self.controller.stop()
+        for ctl in [self.controller, *self.extra]:
+            ctl.stop()
         if self.elector is not None:
             self.elector.stop()  # releases the lease (when we hold it)
             if elector_thread is not None:
@@ -141,10 +154,12 @@ class Operator:
         def started(_stop_event: Any) -> None:
             log.info("became leader", **fields(identity=self.options.identity, lease=self.options.lease_name))
             self.leading.set()
-            controller.start_workers()
+            for ctl in [controller, *self.extra]:
+                ctl.start_workers()
 
         def stopped() -> None:
-            controller.stop_taking_work()
+            for ctl in [controller, *self.extra]:
+                ctl.stop_taking_work()
             if self.leading.is_set() and not stop.is_set():
                 log.error("leadership lost: exiting", **fields(identity=self.options.identity))
                 self.lost_leadership.set()
