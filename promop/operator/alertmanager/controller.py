@@ -93,7 +93,7 @@ class AlertmanagerController:
             alertmanager_default_base_image=am_opts.default_base_image, cluster_domain=am_opts.cluster_domain)
         self.syncer = AlertmanagerSyncer(
             client, Stores(self.alertmanagers.store, self.alertmanagerconfigs.store, self.namespaces.store,
-                           self.statefulsets.store, self.secrets.store),
+                           self.statefulsets.store, self.secrets.store, self.configmaps.store),
             self.render_options, self.metrics, namespace_allowed=options.namespace_allowed)
         self._workers: list[threading.Thread] = []
         self._stopping = threading.Event()

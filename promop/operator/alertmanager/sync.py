@@ -32,7 +32,8 @@ from promop.operator.apply import UNCHANGED, Applier, RetryLater
 from promop.operator.diff import input_hash
 from promop.operator.logs import fields
 from promop.operator.metrics import OperatorMetrics
-from promop.operator.status import now_rfc3339
+from promop.operator.status import keep_transition_times, now_rfc3339
+from promop.render.alertmanager.cache import AMRenderCache
 from promop.render.alertmanager.model import AMRenderInputs, AMRenderOptions, AMRenderResult
 from promop.render.alertmanager.pipeline import references, render
 
@@ -54,6 +55,7 @@ class Stores:
     namespaces: Any
     statefulsets: Any
     secrets: Any
+    configmaps: Any = None
 
 
 @dataclass
@@ -70,6 +72,10 @@ class SyncReport:
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
     md = obj.get("metadata") or {}
     return md.get("namespace") or "", md.get("name") or ""
+
+
+def _rv(obj: Mapping[str, Any] | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
 
 
 def _owned_by(obj: Mapping[str, Any], am: Mapping[str, Any]) -> bool:
@@ -98,6 +104,9 @@ class AlertmanagerSyncer:
         self.last_report: dict[str, SyncReport] = {}
         self._counts: dict[str, tuple[int, int]] = {}  # key -> (selected, rejected) AlertmanagerConfigs
         self._ok: dict[str, bool] = {}  # key -> whether its last sync succeeded
+        self._written: dict[tuple, tuple[str, str, Any]] = {}  # memo key -> (cached rv, our new rv, what we wrote)
+        self._caches: dict[str, AMRenderCache] = {}
+        self._contents: dict[tuple[str, str, str], dict] = {}  # referenced Secret/ConfigMap content by rv  # per Alertmanager: unchanged AlertmanagerConfigs are reused
 
     def sync(self, key: str) -> SyncReport:
         try:
@@ -160,24 +169,46 @@ class AlertmanagerSyncer:
             namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(_key(n)[1])],
             options=self.options,
         )
-        refs = references(inputs)
+        with self._lock:
+            cache = self._caches.setdefault(key, AMRenderCache())
+        refs = references(inputs, cache=cache)
         secrets: dict[tuple[str, str], dict] = {}
         configmaps: dict[tuple[str, str], dict] = {}
         for ref in sorted(refs, key=lambda r: (r.kind, r.namespace, r.name)):
             target = secrets if ref.kind == "Secret" else configmaps
-            try:
-                target[(ref.namespace, ref.name)] = self.client.get(BY_KIND[ref.kind], ref.name, ref.namespace)
-            except NotFound:
-                pass  # the renderer rejects what needs it, and says so
-            except Forbidden as exc:
-                log.warning("cannot read a referenced object; treating it as missing",
-                            **fields(key=key, object=str(ref), error=str(exc)))
+            obj = self._content(key, ref)
+            if obj is not None:
+                target[(ref.namespace, ref.name)] = obj
         inputs.secrets, inputs.configmaps = secrets, configmaps
-        result = render(inputs)
+        result = render(inputs, cache=cache)
         with self._lock:
             self.references[key] = {(r.kind, r.namespace, r.name) for r in refs}
             self.last_result[key] = result
         return result
+
+    def _content(self, key: str, ref: Any) -> dict | None:
+        """A referenced Secret/ConfigMap with its data: a direct GET, unless the metadata informer shows the
+        resourceVersion we last read (then that content is still current)."""
+        store = self.stores.secrets if ref.kind == "Secret" else self.stores.configmaps
+        meta = store.get(f"{ref.namespace}/{ref.name}") if store is not None else None
+        memo_key = (ref.kind, ref.namespace, ref.name)
+        with self._lock:
+            known = self._contents.get(memo_key)
+        if meta is not None and known is not None and _rv(known) == _rv(meta):
+            return known
+        try:
+            obj = self.client.get(BY_KIND[ref.kind], ref.name, ref.namespace)
+        except NotFound:
+            return None  # the renderer rejects what needs it, and says so
+        except Forbidden as exc:
+            log.warning("cannot read a referenced object; treating it as missing",
+                        **fields(key=key, object=str(ref), error=str(exc)))
+            return None
+        with self._lock:
+            if len(self._contents) > 50_000:
+                self._contents.clear()
+            self._contents[memo_key] = obj
+        return obj
 
     # ---- writes ---------------------------------------------------------------------
 
@@ -230,10 +261,18 @@ class AlertmanagerSyncer:
                     self._count(report, "deleted")
         sts = result.statefulset
         current = self.stores.statefulsets.get(f"{ns}/{sts['metadata']['name']}")
-        if current is not None and input_hash(current) == input_hash(sts):
-            self._count(report, UNCHANGED)
+        memo_key = ("sts", ns, sts["metadata"]["name"])
+        known, _ = self._as_written(memo_key, current, input_hash(current))
+        if known is not None and known == input_hash(sts):
+            self._count(report, UNCHANGED)  # also when the cache has not shown our own write yet
         else:
-            self._count(report, self.applier.apply(STATEFULSETS, sts, current, refetch=False, before_create=check))
+            with self._lock:
+                pending = self._written.get(memo_key)
+            if pending is not None and pending[0] == _rv(current):
+                raise RetryLater(f"StatefulSet {ns}/{sts['metadata']['name']}: our last write is not in the cache yet")
+            applier = Applier(self.client, on_sts_recreate=self.applier.on_sts_recreate,
+                              on_written=lambda res, obj: self._remember(memo_key, current, obj, input_hash(obj)))
+            self._count(report, applier.apply(STATEFULSETS, sts, current, refetch=False, before_create=check))
 
     # ---- feedback -------------------------------------------------------------------
 
@@ -275,17 +314,39 @@ class AlertmanagerSyncer:
             raise RetryLater(f"{conflicts} AlertmanagerConfig status writes conflicted; retrying")
 
     def _write_bindings(self, obj: dict, am: dict, verdict: tuple[bool, str] | None, now: str) -> bool:
-        bindings = desired_bindings(obj, am, verdict, now)
-        if list(((obj.get("status") or {}).get("bindings")) or []) == bindings:
+        """Write `obj`'s status.bindings if they change; False on a conflict (the caller requeues)."""
+        ns, name = _key(obj)
+        memo_key = ("bindings", ns, name, "/".join(_key(am)))
+        current, base_rv = self._as_written(memo_key, obj, ((obj.get("status") or {}).get("bindings")) or [])
+        bindings = desired_bindings({**obj, "status": {"bindings": current}}, am, verdict, now)
+        if list(current) == bindings:
             return True
+        body = {**obj, "metadata": {**obj["metadata"], "resourceVersion": base_rv},
+                "status": {**(obj.get("status") or {}), "bindings": bindings}}
         try:
-            self.client.update(ALERTMANAGERCONFIGS, {**obj, "status": {**(obj.get("status") or {}), "bindings": bindings}},
-                               subresource="status")
+            written = self.client.update(ALERTMANAGERCONFIGS, body, subresource="status")
         except Conflict:
             return False
         except NotFound:
-            pass
+            return True
+        self._remember(memo_key, obj, written, bindings)
         return True
+
+    def _as_written(self, memo_key: tuple, cached: Mapping[str, Any], value: Any) -> tuple[Any, str]:
+        """(what the object holds, the resourceVersion to write over): our last write when the informer cache
+        has not caught up with it yet (writing over the stale copy would only conflict), else the cache."""
+        rv = _rv(cached)
+        with self._lock:
+            memo = self._written.get(memo_key)
+        if memo is not None and memo[0] == rv:
+            return memo[2], memo[1]
+        return value, rv
+
+    def _remember(self, memo_key: tuple, based_on: Mapping[str, Any], written: Mapping[str, Any], value: Any) -> None:
+        with self._lock:
+            old = self._written.get(memo_key)
+            base = old[0] if old is not None and old[0] == _rv(based_on) else _rv(based_on)
+            self._written[memo_key] = (base, _rv(written), value)
 
     # ---- status ---------------------------------------------------------------------
 
@@ -299,11 +360,16 @@ class AlertmanagerSyncer:
                 reason, message = "DeprecatedFieldsInUse", "; ".join(deprecated)
         desired = alertmanager_status(am, sts, error=error, reconciled_reason=reason, reconciled_message=message,
                                       now=self.now())
-        if not status_changed(am.get("status"), desired):
+        memo_key = ("status", ns, name)
+        current, base_rv = self._as_written(memo_key, am, am.get("status"))
+        desired = {**desired, "conditions": keep_transition_times((current or {}).get("conditions"),
+                                                                  desired["conditions"])}
+        if not status_changed(current, desired):
             return
         self.metrics.status_updates.labels(CONTROLLER).inc()
         try:
-            self.client.update(ALERTMANAGERS, {**am, "status": desired}, subresource="status")
+            written = self.client.update(ALERTMANAGERS, {**am, "metadata": {**am["metadata"], "resourceVersion": base_rv},
+                                                         "status": desired}, subresource="status")
         except Conflict:
             raise RetryLater(f"status of Alertmanager {ns}/{name}: our cached copy is outdated") from None
         except NotFound:
@@ -311,6 +377,7 @@ class AlertmanagerSyncer:
         except ApiError:
             self.metrics.status_update_errors.labels(CONTROLLER).inc()
             raise
+        self._remember(memo_key, am, written, desired)
 
     def _record(self, key: str, am: dict, result: AMRenderResult | None, ok: bool) -> None:
         ns, name = _key(am)
@@ -343,6 +410,7 @@ class AlertmanagerSyncer:
             self.last_result.pop(key, None)
             self._counts.pop(key, None)
             self._ok.pop(key, None)
+            self._caches.pop(key, None)
             self._refresh_gauges()
         try:
             self.metrics.spec_replicas.remove(CONTROLLER, ns, name)

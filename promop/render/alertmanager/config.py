@@ -18,6 +18,7 @@ import yaml
 from promop.render.alertmanager import amconfig
 from promop.render.alertmanager.base import (CONFIG_KEY, check_root_route, convert_global, parse_base, user_config,
                                              user_secret_name)
+from promop.render.alertmanager.cache import AMRenderCache, Entry, object_key
 from promop.render.alertmanager.common import TEMPLATES_DIR, AMScope, Fatal, Reject, Store, Version, am_version
 from promop.render.alertmanager.receivers import ReceiverContext
 from promop.render.alertmanager.sanitize import Sanitizer
@@ -84,8 +85,10 @@ def build_config(
     candidates: Sequence[Mapping[str, Any]] = (),
     namespaces: Sequence[Mapping[str, Any]] = (),
     store: Store | None = None,
+    cache: AMRenderCache | None = None,
 ) -> ConfigResult:
-    """The configuration of one Alertmanager. Pure: everything it reads is in the arguments."""
+    """The configuration of one Alertmanager. Pure: everything it reads is in the arguments
+    (`cache` only saves work: the result is the same with or without it)."""
     store = store or Store()
     spec = alertmanager.get("spec") or {}
     am_ns, am_name = obj_meta(alertmanager)
@@ -133,26 +136,28 @@ def build_config(
     result.selection = select_configs(alertmanager, candidates, namespaces)
     chosen = {(d.namespace, d.name) for d in result.selection if d.selected}
     ctx = ReceiverContext(cfg.get("global"))
-    routes, receivers, inhibit, intervals = [], [], [], []
+    ctx_key = (version.parts, strategy, am_ns, ctx.global_has("smtp_smarthost"), ctx.global_has("smtp_from"))
     taken = {r["name"] for r in cfg.get("receivers") or []}
+    parts: list[dict[str, str]] = []  # per accepted object: part -> YAML text of its items
+    routes, receivers, inhibit, intervals = [], [], [], []
     for amc in sorted((c for c in candidates if obj_meta(c) in chosen), key=obj_meta):
-        ns, name = obj_meta(amc)
-        scope = _scope(store, "AlertmanagerConfig", amc, version)
-        warnings: list[Problem] = []
-
-        def warn(fld: str, message: str, ns: str = ns, name: str = name, out: list = warnings) -> None:
-            out.append(Problem("AlertmanagerConfig", ns, name, fld, message))
-
-        try:
-            frag = amconfig.convert(amc, scope, ctx, am_ns, strategy)
-            amconfig.sanitize_fragment(frag, Sanitizer(version, warn, Reject))
-            clash = sorted({r["name"] for r in frag.receivers} & taken)
+        key = obj_meta(amc)
+        entry = cache.get(key, object_key(amc), ctx_key, store) if cache is not None else None
+        if entry is None:
+            entry = _convert(amc, store, version, ctx, am_ns, strategy, ctx_key)
+            if cache is not None:
+                cache.put(key, entry)
+        if entry.problem is None and entry.fragment is not None:
+            clash = sorted({r["name"] for r in entry.fragment.receivers} & taken)
             if clash:
-                raise Reject("spec.receivers", f"receiver name {clash[0]!r} is already used by the base configuration")
-        except Reject as exc:
-            result.rejected.append(Problem("AlertmanagerConfig", ns, name, exc.field, exc.message))
+                result.rejected.append(Problem("AlertmanagerConfig", key[0], key[1], "spec.receivers",
+                                               f"receiver name {clash[0]!r} is already used by the base configuration"))
+                continue
+        if entry.problem is not None:
+            result.rejected.append(entry.problem)
             continue
-        result.warnings += warnings
+        frag = entry.fragment
+        result.warnings += entry.warnings
         taken |= {r["name"] for r in frag.receivers}
         inhibit += frag.inhibit_rules
         if frag.route is not None:
@@ -160,7 +165,11 @@ def build_config(
             receivers += frag.receivers
             intervals += frag.mute_time_intervals
         result.assets.update(frag.assets)
+        parts.append(entry.texts)
+    if cache is not None:
+        cache.retain({obj_meta(c) for c in candidates})
 
+    base_text = _assemble(cfg, parts)
     if inhibit:
         cfg["inhibit_rules"] = [*(cfg.get("inhibit_rules") or []), *inhibit]
     if receivers:
@@ -171,8 +180,73 @@ def build_config(
         cfg["route"]["routes"] = [*routes, *(cfg["route"].get("routes") or [])]
     cfg.setdefault("templates", cfg.get("templates") or [])
     result.config = cfg
-    result.text = dump_config(cfg)
+    result.text = base_text
     return result
+
+
+def _convert(amc: Mapping[str, Any], store: Store, version: Version, ctx: ReceiverContext, am_ns: str,
+             strategy: str, ctx_key: tuple) -> Entry:
+    """Convert, sanitise and dump one AlertmanagerConfig (what the cache keeps)."""
+    ns, name = obj_meta(amc)
+    scope = _scope(store, "AlertmanagerConfig", amc, version)
+    warnings: list[Problem] = []
+
+    def warn(fld: str, message: str) -> None:
+        warnings.append(Problem("AlertmanagerConfig", ns, name, fld, message))
+
+    entry = Entry(object_key(amc), ctx_key, scope.reads)
+    try:
+        frag = amconfig.convert(amc, scope, ctx, am_ns, strategy)
+        amconfig.sanitize_fragment(frag, Sanitizer(version, warn, Reject))
+    except Reject as exc:
+        entry.problem = Problem("AlertmanagerConfig", ns, name, exc.field, exc.message)
+        return entry
+    entry.fragment, entry.warnings = frag, warnings
+    entry.texts = {
+        "routes": _dump_items([_ordered_route(frag.route)] if frag.route is not None else [], indent="  "),
+        "receivers": _dump_items(frag.receivers if frag.route is not None else []),
+        "inhibit_rules": _dump_items(frag.inhibit_rules),
+        "mute_time_intervals": _dump_items(frag.mute_time_intervals if frag.route is not None else []),
+    }
+    return entry
+
+
+def _dump(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 16)
+
+
+def _dump_items(items: list, indent: str = "") -> str:
+    """YAML block-sequence items (`- ...` lines), to concatenate under a key; indented for nested lists."""
+    if not items:
+        return ""
+    text = _dump(list(items))
+    if not indent:
+        return text
+    return "".join(indent + line if line.strip() else line for line in text.splitlines(keepends=True))
+
+
+def _assemble(cfg: Mapping[str, Any], parts: list[dict[str, str]]) -> str:
+    """The configuration text: the base's parts dumped now, each AlertmanagerConfig's parts from `parts`
+    (the same document dump_config would give, as parsed YAML; tested)."""
+    out = []
+    if "global" in cfg:
+        out.append(_dump({"global": cfg["global"]}))
+    route = _ordered_route(cfg["route"])
+    own_routes = route.pop("routes", None) or []
+    route_text = _dump({"route": route})
+    added = "".join(p["routes"] for p in parts)
+    if added or own_routes:
+        route_text += "  routes:\n" + added + _dump_items(own_routes, indent="  ")
+    out.append(route_text)
+    for key in ("inhibit_rules", "receivers", "mute_time_intervals"):
+        added = "".join(p[key] for p in parts)
+        own = cfg.get(key) or []
+        if added or own:
+            out.append(f"{key}:\n" + _dump_items(own) + added)
+    if cfg.get("time_intervals"):
+        out.append(_dump({"time_intervals": cfg["time_intervals"]}))
+    out.append(_dump({"templates": list(cfg.get("templates") or [])}))
+    return "".join(out)
 
 
 def _from_global(alertmanager: Mapping[str, Any], global_spec: Any, candidates: Sequence[Mapping[str, Any]],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from promop.render.alertmanager.base import user_secret_name
+from promop.render.alertmanager.cache import AMRenderCache
 from promop.render.alertmanager.common import Fatal, Store
 from promop.render.alertmanager.config import build_config
 from promop.render.alertmanager.model import AMRenderInputs, AMRenderResult
@@ -22,13 +23,14 @@ NOT_IMPLEMENTED = {
 }
 
 
-def render(inputs: AMRenderInputs) -> AMRenderResult:
-    """Pure: equal inputs give equal outputs."""
+def render(inputs: AMRenderInputs, cache: AMRenderCache | None = None) -> AMRenderResult:
+    """Pure: equal inputs give equal outputs, with or without `cache` (one per Alertmanager)."""
     am = inputs.alertmanager
     spec = am.get("spec") or {}
     ns, name = obj_meta(am)
     options = inputs.options
-    cfg = build_config(am, inputs.alertmanager_configs, inputs.namespaces, Store(inputs.secrets, inputs.configmaps))
+    cfg = build_config(am, inputs.alertmanager_configs, inputs.namespaces, Store(inputs.secrets, inputs.configmaps),
+                       cache=cache)
     warnings = list(cfg.warnings)
     if spec.get("clusterTLS"):
         warnings.append(Problem("Alertmanager", ns, name, "spec.clusterTLS", NOT_IMPLEMENTED["clusterTLS"]))
@@ -96,8 +98,15 @@ def _walk(value: Any, namespace: str, out: set[ObjectRef], key: str = "") -> Non
             _walk(item, namespace, out, key)
 
 
-def references(inputs: AMRenderInputs) -> set[ObjectRef]:
-    """Secrets and ConfigMaps a render of `inputs` may read: fetch these into inputs.secrets/configmaps."""
+def _refs_of(obj: Mapping[str, Any], namespace: str) -> frozenset[ObjectRef]:
+    found: set[ObjectRef] = set()
+    _walk(obj.get("spec") or {}, namespace, found)
+    return frozenset(found)
+
+
+def references(inputs: AMRenderInputs, cache: AMRenderCache | None = None) -> set[ObjectRef]:
+    """Secrets and ConfigMaps a render of `inputs` may read: fetch these into inputs.secrets/configmaps.
+    With the render's cache, each unchanged object's references are memoised (same result)."""
     am = inputs.alertmanager
     ns, _ = obj_meta(am)
     out: set[ObjectRef] = {ObjectRef("Secret", ns, user_secret_name(am))}
@@ -109,5 +118,8 @@ def references(inputs: AMRenderInputs) -> set[ObjectRef]:
     for amc in inputs.alertmanager_configs:
         key = obj_meta(amc)
         if key in chosen or (global_name and key == (ns, global_name)):
-            _walk(amc.get("spec") or {}, key[0], out)
+            if cache is None:
+                _walk(amc.get("spec") or {}, key[0], out)
+            else:
+                out |= cache.references(amc, lambda a=amc, n=key[0]: _refs_of(a, n))
     return out
