@@ -38,11 +38,13 @@ def test_edit_reaches_the_secret_bad_one_rejected_alone_delete_cleans_up(kube, s
 
     def bad_binding():
         bindings = kube.get(ALERTMANAGERCONFIGS, "bad", NS).get("status", {}).get("bindings") or []
+        assert bindings and bindings[0].get("conditions"), bindings
         cond = bindings[0]["conditions"][0]
         assert bindings[0]["resource"] == "alertmanagers" and bindings[0]["name"] == "main"
         assert cond["status"] == "False" and "spec.route.receiver" in cond["message"]
         return True
     eventually(bad_binding, 20, "the rejection in status.bindings")
+    eventually(lambda: kube.get(ALERTMANAGERCONFIGS, "good", NS).get("status", {}).get("bindings"), 20, "good binding")
     good = kube.get(ALERTMANAGERCONFIGS, "good", NS)["status"]["bindings"][0]["conditions"][0]
     assert good["status"] == "True"
     eventually(lambda: any(e["reason"] == "InvalidConfiguration" and e["involvedObject"]["name"] == "bad"
