@@ -127,6 +127,10 @@ def build_config(
     except Fatal as exc:
         result.fatal = exc
         return result
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+        result.fatal = Fatal("base configuration", f"malformed ({type(exc).__name__}: {exc}); check it with "
+                             "`amtool check-config` or against the AlertmanagerConfig CRD")
+        return result
 
     strategy = (spec.get("alertmanagerConfigMatcherStrategy") or {}).get("type") or "OnNamespace"
     if strategy not in amconfig.STRATEGIES:
@@ -200,6 +204,13 @@ def _convert(amc: Mapping[str, Any], store: Store, version: Version, ctx: Receiv
         amconfig.sanitize_fragment(frag, Sanitizer(version, warn, Reject))
     except Reject as exc:
         entry.problem = Problem("AlertmanagerConfig", ns, name, exc.field, exc.message)
+        return entry
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+        # a value of the wrong shape somewhere (objects read from files skip the CRD schema): reject this
+        # object, never the whole configuration
+        entry.problem = Problem("AlertmanagerConfig", ns, name, "spec",
+                                f"malformed object ({type(exc).__name__}: {exc}); check it against the CRD schema "
+                                "(kubectl apply --dry-run=server would say which field)")
         return entry
     entry.fragment, entry.warnings = frag, warnings
     entry.texts = {
