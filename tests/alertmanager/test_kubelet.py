@@ -108,3 +108,7 @@ def test_node_add_remove_updates_endpoints_and_slices(kube, start_operator, clus
     assert kube.get(ENDPOINTS, "kubelet", "kube-system")["metadata"]["resourceVersion"] == rv
     assert [s["metadata"]["resourceVersion"] for s in kube.list(ENDPOINTSLICES, "kube-system")["items"]] == slices_rv
     assert ips(kube) == ["10.0.0.2", "10.0.0.3"]
+    registry = op.operator.registry
+    assert registry.get_sample_value("prometheus_operator_node_syncs_total", {"resource": "endpoints"}) >= 3
+    assert registry.get_sample_value("prometheus_operator_kubelet_managed_resource", {"resource": "endpointslice"}) == 1
+    assert registry.get_sample_value("prometheus_operator_node_syncs_failed_total", {"resource": "endpoints"}) in (None, 0)
