@@ -23,6 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--component", default="operator",
                    help="which component's bundle: operator (default), or another promop component "
                         "(the subfolders of promop/templates); manifests/<component>/ holds each default rendering")
+    p.add_argument("--manage-crds", action="store_true",
+                   help="run the operator with --manage-crds (and grant it the CRD permissions that needs)")
+    p.add_argument("--kubelet-service", default="", metavar="NAMESPACE/NAME",
+                   help="run the kubelet endpoints sync for this Service (and grant what it needs)")
     p.set_defaults(func=run)
 
 
@@ -40,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.image.strip() or any(c.isspace() for c in args.image):
         raise UserError(f"--image {args.image!r}: not an image reference; pass e.g. "
                         "--image registry.example.com/promop:0.1.0 (build and push it first: see the README)")
-    files = render_bundle(args.namespace, args.image, args.component)
+    files = render_bundle(args.namespace, args.image, args.component, manage_crds=args.manage_crds,
+                          kubelet_service=args.kubelet_service)
     if args.output_dir is None:
         sys.stdout.write(as_stream(files))
         return 0

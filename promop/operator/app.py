@@ -39,7 +39,10 @@ def build_controllers(client: KubeClient, options: Options, registry: CollectorR
     A controller has start_informers(), synced(), readiness() -> (bool, str), start_workers(),
     stop_taking_work() and stop(timeout). Another component adds its own with one line here.
     """
-    controllers: list[Any] = [Controller(client, options, registry, **prometheus_kwargs)]
+    from promop.operator.alertmanager.startup import prepare  # CRDs, Alertmanager, kubelet endpoints
+
+    metrics, extra = prepare(client, options, registry, prometheus_kwargs)
+    controllers: list[Any] = [Controller(client, options, registry, metrics=metrics, **prometheus_kwargs), *extra]
     return controllers
 
 

@@ -36,7 +36,8 @@ def first_sync_done(operator: Operator) -> bool:
         return False
     keys = ctl.prometheuses.store.keys()
     done = all(k in ctl.syncer.last_report for k in keys)
-    return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and ctl.reporter.idle()
+    others = all(c.idle() for c in operator.controllers[1:] if hasattr(c, "idle"))  # the Alertmanager controller
+    return done and others and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and ctl.reporter.idle()
 
 
 def wait_for_first_sync(operator: Operator, timeout: float, stop: threading.Event | None = None) -> bool:
@@ -105,6 +106,9 @@ def write_configs(client: KubeClient, operator: Operator, out_dir: Path) -> dict
         path = out_dir / f"{ns}_{name}_prometheus.yaml"
         path.write_text(decode_config(secret), encoding="utf-8")
         written[key] = path
+    from promop.operator.alertmanager.demo import write_configs as write_alertmanager_configs  # hook
+
+    written.update(write_alertmanager_configs(client, operator, out_dir))
     return written
 
 
@@ -128,4 +132,7 @@ def summary(operator: Operator, written: dict[str, Path]) -> str:
         lines.append(f"  objects: {objs}")
         if key in written:
             lines.append(f"  decoded prometheus.yaml: {written[key]}")
+    from promop.operator.alertmanager.demo import summary as alertmanager_summary  # hook
+
+    lines += alertmanager_summary(operator, written)
     return "\n".join(lines)

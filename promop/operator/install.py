@@ -10,11 +10,13 @@ import yaml
 
 from promop.kube.client import KubeClient
 from promop.kube.errors import AlreadyExists, ApiError, NotFound
+from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS
 from promop.kube.resources import (CONFIGMAPS, CRDS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
                                    SECRETS, SERVICEMONITORS, SERVICES, Resource)
 
 KINDS: dict[str, Resource] = {r.kind: r for r in (
     NAMESPACES, CONFIGMAPS, SECRETS, SERVICES, PROMETHEUSES, SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, CRDS)}
+KINDS.update({r.kind: r for r in (ALERTMANAGERS, ALERTMANAGERCONFIGS)})  # hook: the Alertmanager kinds
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

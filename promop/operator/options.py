@@ -13,6 +13,7 @@ import socket
 from dataclasses import dataclass, field
 
 from promop.errors import UserError
+from promop.operator.alertmanager import flags as am_flags  # Alertmanager/kubelet/CRD flags (hook)
 from promop.render.model import DEFAULT_PROMETHEUS_BASE_IMAGE, DEFAULT_RELOADER_IMAGE, RenderOptions
 
 LOG_LEVELS = ("debug", "info", "warn", "error")
@@ -62,6 +63,7 @@ class Options:
     resync_period: float = DEFAULT_RESYNC_SECONDS
     gc_freeze: bool = False  # gc.freeze() once the caches have synced (a process of its own: promop run, demo)
     full_secret_informers: bool = False  # benchmark only: cache whole Secrets/ConfigMaps, as before upstream #5424
+    alertmanager: am_flags.AMOptions = field(default_factory=am_flags.AMOptions)  # hook: see that module
 
     def render_options(self) -> RenderOptions:
         return RenderOptions(
@@ -170,6 +172,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                     help="seconds the leader keeps retrying a renewal before giving up (default 10)")
     le.add_argument("--leader-election-retry-period", dest="retry_period", type=float, default=2.0,
                     help="seconds between lease attempts (default 2)")
+    am_flags.add_flags(parser)
 
 
 def default_lease_namespace() -> str:
@@ -199,6 +202,10 @@ def from_args(args: argparse.Namespace) -> Options:
     if args.resync_period < 0:
         raise OptionsError(f"--resync-period must be >= 0 seconds, got {args.resync_period}")
     parse_listen_address(args.listen_address)
+    try:
+        alertmanager = am_flags.from_args(args)
+    except am_flags.FlagError as exc:
+        raise OptionsError(str(exc)) from None
     if args.leader_elect:
         from promop.kube.leader_election import LeaderElectionConfig, LeaderElectionConfigError
 
@@ -233,4 +240,5 @@ def from_args(args: argparse.Namespace) -> Options:
         resync_period=args.resync_period,
         full_secret_informers=args.full_secret_informers,
         gc_freeze=True,
+        alertmanager=alertmanager,
     )

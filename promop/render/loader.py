@@ -22,11 +22,10 @@ import yaml
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 EXTENSIONS = (".yaml", ".yml", ".json")
-INPUT_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Secret", "ConfigMap", "Namespace")
+INPUT_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Secret", "ConfigMap", "Namespace",
+               "Alertmanager", "AlertmanagerConfig")
 # monitoring.coreos.com kinds promop render does not read (others are handled by other parts).
-OTHER_MONITORING_KINDS = (
-    "Alertmanager", "AlertmanagerConfig", "PrometheusAgent", "Probe", "ScrapeConfig", "ThanosRuler",
-)
+OTHER_MONITORING_KINDS = ("PrometheusAgent", "Probe", "ScrapeConfig", "ThanosRuler")
 MONITORING_GROUP = "monitoring.coreos.com"
 CLUSTER_SCOPED = ("Namespace",)
 DEFAULT_NAMESPACE = "default"
@@ -153,7 +152,7 @@ def load(paths: Iterable[str | Path], exclude: Iterable[str | Path] = ()) -> Loa
                         continue
                     if kind not in INPUT_KINDS:
                         if _unknown_monitoring_kind(obj):
-                            known = ", ".join(INPUT_KINDS[:4] + OTHER_MONITORING_KINDS)
+                            known = ", ".join(INPUT_KINDS[:4] + INPUT_KINDS[7:] + OTHER_MONITORING_KINDS)
                             loaded.rejected.append(
                                 f"{kind} {where}: unknown kind in {obj['apiVersion']}; the kinds are {known}")
                         else:

@@ -73,6 +73,7 @@ def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_ope
                "Service restored")
     eventually(lambda: "extra" not in kube.get(SECRETS, "prometheus-p", NS)["data"], 20, "Secret restored")
     eventually(op.idle, 20)
+    _alertmanager_scenario(kube)  # the Alertmanager controller's permissions
 
     last_close = [0.0]
 
@@ -95,3 +96,18 @@ def test_bundle_cluster_role_is_the_rbac_table():
     triples = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
                for v in rule["verbs"]}
     assert triples == granted()
+
+
+def _alertmanager_scenario(kube) -> None:
+    """An Alertmanager with a good and a rejected AlertmanagerConfig: StatefulSet, status, bindings."""
+    from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS
+
+    kube.create(ALERTMANAGERS, {"apiVersion": "monitoring.coreos.com/v1", "kind": "Alertmanager",
+                                "metadata": {"name": "am", "namespace": NS}, "spec": {"alertmanagerConfigSelector": {}}})
+    for name, receiver in (("good", "r"), ("bad", "missing")):
+        kube.create(ALERTMANAGERCONFIGS, {"apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "AlertmanagerConfig",
+                                          "metadata": {"name": name, "namespace": NS},
+                                          "spec": {"route": {"receiver": receiver}, "receivers": [{"name": "r"}]}})
+    eventually(lambda: "alertmanager-am" in names(kube, STATEFULSETS), 20, "the Alertmanager StatefulSet")
+    eventually(lambda: kube.get(ALERTMANAGERCONFIGS, "bad", NS).get("status", {}).get("bindings"), 20, "AMC binding")
+    eventually(lambda: kube.get(ALERTMANAGERS, "am", NS).get("status", {}).get("conditions"), 20, "AM status")
