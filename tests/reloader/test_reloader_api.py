@@ -200,3 +200,38 @@ def test_bad_api_flags_are_one_line_errors(args, message, reloader_factory):
     assert proc.wait_exit(timeout=20) == 2
     errors = [e for e in proc.logs if e.get("level") == "error"]
     assert len(errors) == 1 and message in errors[0]["err"], proc.lines
+
+
+def test_watch_survives_dropped_watches_410_and_error_bursts(tmp_path, sandbox, sandbox_kubeconfig, cluster,
+                                                             reloader_factory, fast_flags):
+    from reloader_testlib import CountingServer
+
+    out = tmp_path / "out" / "prometheus.env.yaml"
+    out.parent.mkdir()
+    cluster.put_secret(_config("1s"))
+    prom = CountingServer()
+    try:
+        side = reloader_factory([f"--kubeconfig={sandbox_kubeconfig}", f"--watch-secret={NS}/prometheus-k8s",
+                                 f"--config-envsubst-file={out}", f"--reload-url={prom.url}", *fast_flags])
+        wait_for(lambda: out.exists() and "scrape_interval: 1s" in out.read_text(), what="the first config")
+        # a dropped watch, then an expired resourceVersion on resume, then 500s and 429s on the re-reads
+        for n, fault in enumerate(["close", "compact", "errors"], start=2):
+            watches = sandbox.count_requests(verb="watch", resource="secrets")
+            if fault == "errors":
+                sandbox.faults.fail_next(2, 500, verb="get", resource="secrets")
+                sandbox.faults.fail_next(2, 429, verb="watch", resource="secrets", retry_after=0)
+            if fault == "compact":
+                cluster.put_secret(_config("99s"))  # an edit the reloader sees...
+                wait_for(lambda: "scrape_interval: 99s" in out.read_text(), what="the edit before compaction")
+                sandbox.faults.compact()  # ...whose version is then forgotten by the server
+            sandbox.faults.close_watches()
+            wait_for(lambda: sandbox.count_requests(verb="watch", resource="secrets") > watches,
+                     what=f"a new watch after {fault}")
+            wait_for(lambda: sandbox.faults.pending() == 0, timeout=20, what="the reloader to meet every fault")
+            cluster.put_secret(_config(f"{n}s"))
+            wait_for(lambda: f"scrape_interval: {n}s" in out.read_text(), timeout=20,
+                     what=f"the edit after {fault}; log: " + "\n".join(side.lines[-5:]))
+        assert side.metric('reloader_api_watch_errors_total{resource="secrets"}') >= 1
+        assert side.find_log("watch version expired; reading the object again") is not None
+    finally:
+        prom.close()
