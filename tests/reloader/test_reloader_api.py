@@ -223,8 +223,11 @@ def test_watch_survives_dropped_watches_410_and_error_bursts(tmp_path, sandbox, 
             if fault == "compact":
                 cluster.put_secret(_config("99s"))  # an edit the reloader sees...
                 wait_for(lambda: "scrape_interval: 99s" in out.read_text(), what="the edit before compaction")
-                sandbox.faults.compact()  # ...whose version is then forgotten by the server
+                sandbox.faults.stall_watches(True)  # no event or bookmark moves the reloader's version now
+                cluster.put_configmap({"x": "y"}, name="unrelated")  # the server moves past it...
+                sandbox.faults.compact()  # ...and forgets the history in between
             sandbox.faults.close_watches()
+            sandbox.faults.stall_watches(False)
             wait_for(lambda: sandbox.count_requests(verb="watch", resource="secrets") > watches,
                      what=f"a new watch after {fault}")
             wait_for(lambda: sandbox.faults.pending() == 0, timeout=20, what="the reloader to meet every fault")
