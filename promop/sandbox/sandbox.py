@@ -25,15 +25,20 @@ class Sandbox:
     """An in-process Kubernetes API server on 127.0.0.1.
 
     `history_size` bounds the watch event history (older resumes get 410);
-    `bookmark_interval` is the seconds between BOOKMARK events on watches that allow them;
+    `bookmark_interval` is the seconds between BOOKMARK events on watches that allow them,
+    sent only while the store changes (a real apiserver: about a minute; tests shorten it);
+    `bookmark_before_timeout`: a last bookmark this many seconds before a watch's
+    `timeoutSeconds` ends (the apiserver's 2 s);
     `simulate_statefulsets` makes every StatefulSet report all its replicas ready."""
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", history_size: int = 10000,
-                 bookmark_interval: float = 1.0, simulate_statefulsets: bool = False,
+                 bookmark_interval: float = 60.0, bookmark_before_timeout: float = 2.0,
+                 simulate_statefulsets: bool = False,
                  default_watch_timeout: float = 1800.0) -> None:
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
+        self.bookmark_before_timeout = bookmark_before_timeout
         self.default_watch_timeout = default_watch_timeout
         self.store = Store(history_size)
         self.registry = Registry()

@@ -432,7 +432,7 @@ class Handler(BaseHTTPRequestHandler):
         if not hasattr(result, "raws"):
             if shape == negotiate.TABLE and result.get("kind") == rt.kind:
                 result = table([result], result["metadata"].get("resourceVersion", ""),
-                               columns=rt.extra.get("printerColumns"))
+                               columns=rt.extra.get("printerColumns"), key=rt.key)
             self._send_json(code, self._present(rt, result, shape))
             return
         metadata = {"resourceVersion": str(result.resource_version)}
@@ -442,7 +442,8 @@ class Handler(BaseHTTPRequestHandler):
             metadata["remainingItemCount"] = result.remaining
         if shape == negotiate.TABLE:
             self._send_json(code, table(result.objects, metadata["resourceVersion"],
-                                        result.continue_token, rt.extra.get("printerColumns")))
+                                        result.continue_token, rt.extra.get("printerColumns"),
+                                        rt.key))
             return
         if shape == negotiate.PARTIAL:
             head = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1"}
@@ -539,12 +540,22 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _stream(self, watcher: Watcher, timeout: float, bookmarks: bool) -> None:
+        """Deliver the watcher's queue until the timeout, a close or a server stop.
+
+        Bookmarks follow the real apiserver's watch cache: none while nothing changes; while
+        the store moves, one per `bookmark_interval` (a minute by default) carrying the latest
+        resourceVersion; and one `bookmark_before_timeout` seconds before `timeoutSeconds`
+        ends, so a client re-watches from a fresh RV."""
         sandbox = self.server.sandbox
         faults = sandbox.faults
         started = time.monotonic()
         deadline = started + timeout
+        never = float("inf")
         interval = sandbox.bookmark_interval
-        next_bookmark = started + interval
+        next_tick = started + interval if bookmarks else never
+        pre_timeout = deadline - sandbox.bookmark_before_timeout if bookmarks else never
+        if pre_timeout <= started:
+            pre_timeout = never
         while True:
             with watcher.cond:
                 # `stopping` is checked here, not only after a wake-up: a watch registered
@@ -552,8 +563,8 @@ class Handler(BaseHTTPRequestHandler):
                 while not watcher.closed and not self.server.stopping and \
                         (not watcher.queue or faults.stalled):
                     wait_until = deadline
-                    if bookmarks and not faults.stalled:
-                        wait_until = min(wait_until, next_bookmark)
+                    if not faults.stalled:
+                        wait_until = min(wait_until, next_tick, pre_timeout)
                     remaining = wait_until - time.monotonic()
                     if remaining <= 0:
                         break
@@ -570,12 +581,19 @@ class Handler(BaseHTTPRequestHandler):
             current = time.monotonic()
             if current >= deadline:
                 break
-            if bookmarks and not faults.stalled and current >= next_bookmark:
-                next_bookmark = current + interval
-                with sandbox.store.lock:
-                    rv = sandbox.store.rv
-                    with watcher.cond:
-                        due = not watcher.queue
-                if due:
-                    self._chunk(watcher.bookmark_line(rv))
+            if faults.stalled or current < min(next_tick, pre_timeout):
+                continue
+            final = current >= pre_timeout
+            if final:
+                pre_timeout = next_tick = never
+            else:
+                next_tick = current + interval
+            with sandbox.store.lock:
+                rv = sandbox.store.rv
+                with watcher.cond:
+                    due = not watcher.queue and (final or rv > watcher.told_rv)
+                    if due:
+                        watcher.told_rv = rv
+            if due:
+                self._chunk(watcher.bookmark_line(rv))
         self._chunk(b"")

@@ -175,6 +175,8 @@ class Store:
                 for event in self.history:
                     if event.rv > since and event.key == watcher.key:
                         watcher.offer(event)
+            if since is not None:  # what the client knows; replayed events raise it
+                watcher.told_rv = max(watcher.told_rv, since)
             self.watchers.setdefault(watcher.key, set()).add(watcher)
 
     def remove_watcher(self, watcher: Watcher) -> None:
