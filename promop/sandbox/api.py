@@ -13,7 +13,7 @@ import string
 import uuid
 from dataclasses import dataclass
 
-from promop.sandbox import fields
+from promop.sandbox import fields, kinds
 from promop.sandbox import patch as patching
 from promop.sandbox.discovery import Registry
 from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, invalid,
@@ -25,6 +25,8 @@ from promop.sandbox.store import Store
 from promop.sandbox.validation import check_crd, check_metadata, check_statefulset_update
 
 CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+CONFIGMAPS = ("", "configmaps")
+SERVICES = ("", "services")
 STATEFULSETS = ("apps", "statefulsets")
 SECRETS = ("", "secrets")
 # metadata the server owns: kept from the stored object on every update
@@ -86,6 +88,7 @@ class Api:
         self.registry = registry
         self.simulate_statefulsets = simulate_statefulsets
         self.collector = Collector(store, self._removed)
+        self.cluster_ips = kinds.ClusterIPs()
 
     # -- helpers -------------------------------------------------------------------------------
     def _existing(self, rt: ResourceType, namespace: str, name: str) -> dict:
@@ -119,6 +122,10 @@ class Api:
             meta.pop("namespace", None)
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
         meta.pop("managedFields", None)
+        if rt.key == SECRETS:
+            kinds.decode_base64_fields(rt.kind, obj, "data")
+        elif rt.key == CONFIGMAPS:
+            kinds.decode_base64_fields(rt.kind, obj, "binaryData")
         return obj
 
     def _track(self, rt: ResourceType, old: dict | None, new: dict, manager: str | None,
@@ -142,16 +149,15 @@ class Api:
         else:
             new["metadata"].pop("managedFields", None)
 
-    def _normalise(self, rt: ResourceType, obj: dict) -> None:
-        """Per-kind defaulting the real apiserver does on every write."""
-        if rt.key == SECRETS:
-            string_data = obj.pop("stringData", None) or {}
-            if string_data:
-                data = dict(obj.get("data") or {})
-                for key, value in string_data.items():
-                    data[key] = base64.b64encode(str(value).encode()).decode()
-                obj["data"] = data
-            obj.setdefault("type", "Opaque")
+    def _normalise(self, rt: ResourceType, obj: dict, old: dict | None = None) -> None:
+        """Per-kind defaulting the real apiserver does on every write (kinds.RULES)."""
+        found = kinds.rules(rt.key)
+        if found is not None and found.default is not None:
+            found.default(obj, old)
+        if rt.key == SERVICES:
+            kinds.default_service(obj, old, self.cluster_ips)
+
+    def _simulate(self, rt: ResourceType, obj: dict) -> None:
         if rt.key == STATEFULSETS and self.simulate_statefulsets:
             spec = obj.setdefault("spec", {})
             replicas = spec.get("replicas", 1)
@@ -161,6 +167,17 @@ class Api:
                           currentReplicas=replicas,
                           observedGeneration=obj["metadata"].get("generation", 1))
             obj["status"] = status
+
+    def _validate(self, rt: ResourceType, obj: dict, old: dict | None) -> None:
+        """The kind's own validation (422 with upstream's causes), after defaulting."""
+        found = kinds.rules(rt.key)
+        if found is None:
+            return
+        causes = list(found.validate(obj)) if found.validate else []
+        if old is not None and found.validate_update is not None:
+            causes += found.validate_update(old, obj)
+        if causes:
+            raise invalid(rt.kind, rt.group, obj["metadata"].get("name", ""), causes)
 
     def _ensure_namespace(self, rt: ResourceType, namespace: str) -> None:
         if not rt.namespaced:
@@ -183,6 +200,10 @@ class Api:
             meta["name"] = meta["generateName"] + "".join(
                 random.choices(string.ascii_lowercase + string.digits, k=5))
         check_metadata(rt, obj)
+        if meta.get("resourceVersion") and not applied:
+            # etcd3 storage refuses it; the apiserver answers 500 with no reason
+            raise ApiError(500, "resourceVersion should not be set on objects to be created",
+                           reason="")
         with self.store.lock:
             self._ensure_namespace(rt, namespace)
             if self.store.get(rt.key, meta.get("namespace", ""), meta["name"]) is not None:
@@ -206,6 +227,12 @@ class Api:
                 if not dry_run:
                     self._serve_crd(obj)
             self._normalise(rt, obj)
+            self._validate(rt, obj, None)
+            self._simulate(rt, obj)
+            if rt.key == SERVICES and not dry_run:
+                causes = kinds.allocate_service_ip(obj, self.cluster_ips)
+                if causes:
+                    raise invalid(rt.kind, rt.group, meta["name"], causes)
             self._track(rt, None, obj, manager, body if applied else None, "")
             if dry_run:
                 return obj
@@ -235,6 +262,8 @@ class Api:
             self.registry.add(rt)
 
     def _removed(self, key: tuple[str, str], gone: dict) -> None:
+        if key == SERVICES:
+            self.cluster_ips.release((gone.get("spec") or {}).get("clusterIP"))
         if key == CRDS:
             served = self.registry.remove_crd(gone["metadata"]["name"])
             for rt in served[:1]:
@@ -317,6 +346,12 @@ class Api:
         """The common end of update and patch: the status/main split, server-owned metadata,
         generation, immutability, field managers, no-op detection and finalizer release.
         `tracked_as` names the subresource in managedFields when it is not `subresource`."""
+        uid = (new.get("metadata") or {}).get("uid")
+        if uid and uid != old["metadata"]["uid"]:
+            raise ApiError(409, f"Precondition failed: UID in precondition: {uid}, UID in "
+                                f"object meta: {old['metadata']['uid']}", reason="Conflict",
+                           details={"name": old["metadata"]["name"], "kind": rt.plural,
+                                    **({"group": rt.group} if rt.group else {})})
         if subresource == "status":
             status = new.get("status")
             new = copy.deepcopy(old)
@@ -346,15 +381,17 @@ class Api:
                     raise ApiError(422, f'{rt.kind} "{meta["name"]}" is invalid: '
                                         "metadata.finalizers: Forbidden: no new finalizers can "
                                         "be added if the object is being deleted")
-            if rt.key == STATEFULSETS:
-                check_statefulset_update(old, new)
             if rt.key == CRDS:
                 check_crd(new)
                 if not dry_run:
                     self._serve_crd(new)
+            self._normalise(rt, new, old)
+            if rt.key == STATEFULSETS:
+                check_statefulset_update(old, new)
+            self._validate(rt, new, old)
             if rt.generation and _spec_part(rt, new) != _spec_part(rt, old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
-            self._normalise(rt, new)
+            self._simulate(rt, new)
         new["metadata"].pop("resourceVersion", None)
         self._track(rt, old, new, manager, config,
                     subresource if tracked_as is None else tracked_as)

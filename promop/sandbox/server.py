@@ -8,14 +8,14 @@ import logging
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from promop.sandbox import negotiate, openapi, protobuf
+from promop.sandbox import kinds, negotiate, openapi, protobuf
 from promop.sandbox.errors import ApiError, bad_request
 from promop.sandbox.fields import FIELD_MANAGER_MAX_LENGTH, manager_from_user_agent
 from promop.sandbox.discovery import VERSION_INFO
@@ -129,6 +129,25 @@ def _number(params: dict, name: str, default: float) -> float:
 
 def _flag(params: dict, name: str) -> bool:
     return (_first(params, name) or "").lower() in ("true", "1")
+
+
+def supported_fields(rt: ResourceType, requirements: list) -> list:
+    """Only the field labels the real apiserver supports for the kind (kinds.RULES; custom
+    resources: metadata.name and metadata.namespace); others are 400, worded as upstream."""
+    allowed = kinds.selectable_fields(rt.key) if rt.builtin else \
+        ("metadata.name", "metadata.namespace")
+    checked = []
+    for requirement in requirements:
+        label = ".".join(requirement.path)
+        if label not in allowed:
+            if rt.builtin:
+                raise bad_request(f"field label not supported: {label}")
+            raise bad_request(f'"{label}" is not a known field selector: only '
+                              + ", ".join(f'"{a}"' for a in allowed))
+        if label == "source" and rt.key == ("", "events"):  # the component, as upstream
+            requirement = replace(requirement, path=("source", "component"))
+        checked.append(requirement)
+    return checked
 
 
 def parse_route(sandbox: "Sandbox", parts: list[str]) -> Route | None:
@@ -364,7 +383,7 @@ class Handler(BaseHTTPRequestHandler):
         if verb == "get":
             return 200, api.get(rt, ns, name)
         if verb == "list":
-            predicate = self._predicate(params)
+            predicate = self._predicate(rt, params)
             limit = int(_number(params, "limit", 0))
             result = api.list(rt, route.namespace, predicate, limit,
                               _first(params, "continue", "") or "")
@@ -389,7 +408,7 @@ class Handler(BaseHTTPRequestHandler):
                 options[param] = value if param == "propagationPolicy" else value == "true"
         if verb == "delete":
             return 200, api.delete(rt, ns, name, options, dry_run)
-        return 200, api.delete_collection(rt, route.namespace, self._predicate(params), options)
+        return 200, api.delete_collection(rt, route.namespace, self._predicate(rt, params), options)
 
     def _field_manager(self, verb: str, params: dict, content_type: str) -> str | None:
         """Who a write's fields belong to: `fieldManager`, else the User-Agent's product
@@ -415,9 +434,11 @@ class Handler(BaseHTTPRequestHandler):
         return manager or manager_from_user_agent(self.headers.get("User-Agent") or "")
 
     @staticmethod
-    def _predicate(params: dict):
+    def _predicate(rt: ResourceType, params: dict, field_selector: str | None = None):
+        if field_selector is None:
+            field_selector = _first(params, "fieldSelector")
         return object_predicate(parse_label_selector(_first(params, "labelSelector")),
-                                parse_field_selector(_first(params, "fieldSelector")))
+                                supported_fields(rt, parse_field_selector(field_selector)))
 
     def _present(self, rt: ResourceType, obj: dict, shape: str) -> dict:
         if shape == negotiate.PARTIAL and obj.get("kind") != "Status":
@@ -490,8 +511,7 @@ class Handler(BaseHTTPRequestHandler):
         if route.name:  # legacy /watch/.../<name> paths
             field_selector = ",".join(filter(None, [field_selector,
                                                     f"metadata.name={route.name}"]))
-        predicate = object_predicate(parse_label_selector(_first(params, "labelSelector")),
-                                     parse_field_selector(field_selector))
+        predicate = self._predicate(rt, params, field_selector)
         shape = negotiate.response_format(self.headers.get("Accept"))
         watcher = Watcher(rt.key, route.namespace, predicate, shape == negotiate.PARTIAL,
                           rt.api_version, rt.kind)

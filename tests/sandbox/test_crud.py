@@ -123,7 +123,6 @@ def test_noop_update_keeps_resource_version(core, sandbox):
 def test_server_owned_metadata_survives_update(core):
     made = core.create_namespaced_config_map("default", configmap("a"))
     body = configmap("a", k="v")
-    body["metadata"]["uid"] = "forged"
     body["metadata"]["creationTimestamp"] = "2000-01-01T00:00:00Z"
     updated = core.replace_namespaced_config_map("a", "default", body)
     assert updated.metadata.uid == made.metadata.uid

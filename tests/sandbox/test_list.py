@@ -51,7 +51,8 @@ def test_field_selectors(core, labelled):
     core.create_namespace({"metadata": {"name": "other"}})
     core.create_namespaced_config_map("other", configmap("a"))
     core.create_namespaced_secret("default", {"metadata": {"name": "tls"}, "type":
-                                              "kubernetes.io/tls"})
+                                              "kubernetes.io/tls", "stringData": {
+                                                  "tls.crt": "c", "tls.key": "k"}})
     core.create_namespaced_secret("default", {"metadata": {"name": "helm"},
                                               "type": "helm.sh/release.v1"})
     everywhere = core.list_config_map_for_all_namespaces(field_selector="metadata.name=a")
