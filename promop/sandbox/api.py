@@ -10,10 +10,11 @@ import copy
 import json
 import random
 import string
+import threading
 import uuid
 from dataclasses import dataclass
 
-from promop.sandbox import fields, kinds
+from promop.sandbox import fields, kinds, structural
 from promop.sandbox import patch as patching
 from promop.sandbox.discovery import Registry
 from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, invalid,
@@ -89,6 +90,27 @@ class Api:
         self.simulate_statefulsets = simulate_statefulsets
         self.collector = Collector(store, self._removed)
         self.cluster_ips = kinds.ClusterIPs()
+        self._request = threading.local()  # per HTTP request: fieldValidation and warnings
+
+    # -- per-request options -------------------------------------------------------------------
+    def begin_request(self, field_validation: str = "Warn") -> None:
+        self._request.field_validation = field_validation
+        self._request.warnings = []
+
+    def take_warnings(self) -> list[str]:
+        warnings = getattr(self._request, "warnings", [])
+        self._request.warnings = []
+        return warnings
+
+    def _admit_custom(self, rt: ResourceType, obj: dict) -> None:
+        """Custom resources: prune, default and validate against the served version's schema."""
+        if rt.builtin:
+            return
+        if not hasattr(self._request, "warnings"):
+            self.begin_request()
+        structural.admit(rt.kind, rt.group, obj, rt.extra.get("schema"),
+                         getattr(self._request, "field_validation", "Warn"),
+                         self._request.warnings)
 
     # -- helpers -------------------------------------------------------------------------------
     def _existing(self, rt: ResourceType, namespace: str, name: str) -> dict:
@@ -226,6 +248,7 @@ class Api:
                 check_crd(obj)
                 if not dry_run:
                     self._serve_crd(obj)
+            self._admit_custom(rt, obj)
             self._normalise(rt, obj)
             self._validate(rt, obj, None)
             self._simulate(rt, obj)
@@ -359,6 +382,7 @@ class Api:
                 new.pop("status", None)
             else:
                 new["status"] = status
+            self._admit_custom(rt, new)
         elif subresource:
             raise not_found(f"{rt.plural}/{subresource}", rt.group, old["metadata"]["name"])
         else:
@@ -367,6 +391,7 @@ class Api:
                     new["status"] = copy.deepcopy(old["status"])
                 else:
                     new.pop("status", None)
+            self._admit_custom(rt, new)
             meta = new["metadata"]
             for field in SERVER_METADATA:
                 if field in old["metadata"]:

@@ -108,7 +108,8 @@ def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> 
                           for field, msg in causes]}
     if not group:
         del details["group"]
-    return ApiError(422, f'{kind} "{name}" is invalid: {text}', details=details)
+    qualified = f"{kind}.{group}" if group else kind
+    return ApiError(422, f'{qualified} "{name}" is invalid: {text}', details=details)
 
 
 def bad_request(message: str) -> ApiError:

@@ -131,6 +131,11 @@ def _flag(params: dict, name: str) -> bool:
     return (_first(params, name) or "").lower() in ("true", "1")
 
 
+def warning_headers(warnings: list[str]) -> list[tuple[str, str]]:
+    """RFC 7234 warnings as the apiserver sends them: `299 - "<text>"`, one header each."""
+    return [("Warning", "299 - " + json.dumps(text)) for text in warnings]
+
+
 def supported_fields(rt: ResourceType, requirements: list) -> list:
     """Only the field labels the real apiserver supports for the kind (kinds.RULES; custom
     resources: metadata.name and metadata.namespace); others are 400, worded as upstream."""
@@ -220,18 +225,18 @@ class Handler(BaseHTTPRequestHandler):
         self._handle("DELETE")
 
     # -- plumbing ------------------------------------------------------------------------------
-    def _send(self, code: int, body: bytes, headers: dict | None = None,
+    def _send(self, code: int, body: bytes, headers: dict | list | None = None,
               content_type: str = JSON) -> None:
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-cache, private")
-        for key, value in (headers or {}).items():
+        for key, value in (headers.items() if isinstance(headers, dict) else headers or []):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(body)
 
-    def _send_json(self, code: int, obj: dict, headers: dict | None = None) -> None:
+    def _send_json(self, code: int, obj: dict, headers: dict | list | None = None) -> None:
         self._send(code, encode(obj), headers)
 
     def _read_body(self) -> bytes:
@@ -298,9 +303,15 @@ class Handler(BaseHTTPRequestHandler):
             if record.verb == "watch":
                 self._watch(route, params, record)
                 return
+            field_validation = _first(params, "fieldValidation") or "Warn"
+            if field_validation not in ("Ignore", "Warn", "Strict"):
+                raise bad_request(f'fieldValidation: Unsupported value: "{field_validation}": '
+                                  'supported values: "Ignore", "Strict", "Warn"')
+            sandbox.api.begin_request(field_validation)
             code, obj = self._resource(route, record.verb, params, body, content_type)
             record.code = code
-            self._answer(route, code, obj)
+            warnings = sandbox.api.take_warnings()
+            self._answer(route, code, obj, warning_headers(warnings))
         except ApiError as error:
             record.code = error.code
             self._send_json(error.code, error.status(), error.headers)
@@ -447,14 +458,14 @@ class Handler(BaseHTTPRequestHandler):
             return dict(obj, apiVersion=rt.api_version)
         return obj
 
-    def _answer(self, route: Route, code: int, result) -> None:
+    def _answer(self, route: Route, code: int, result, headers: list | None = None) -> None:
         shape = negotiate.response_format(self.headers.get("Accept"))
         rt = route.rt
         if not hasattr(result, "raws"):
             if shape == negotiate.TABLE and result.get("kind") == rt.kind:
                 result = table([result], result["metadata"].get("resourceVersion", ""),
                                columns=rt.extra.get("printerColumns"), key=rt.key)
-            self._send_json(code, self._present(rt, result, shape))
+            self._send_json(code, self._present(rt, result, shape), headers)
             return
         metadata = {"resourceVersion": str(result.resource_version)}
         if result.continue_token:
