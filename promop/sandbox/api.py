@@ -19,7 +19,10 @@ from promop.sandbox import patch as patching
 from promop.sandbox.discovery import Registry
 from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, invalid,
                                    not_found, success_status)
-from promop.sandbox.gc import NAMESPACES, POLICIES, Collector, now
+from promop.sandbox.background import Background
+from promop.sandbox.gc import NAMESPACE_FINALIZER, NAMESPACES, POLICIES, Collector, now
+
+NAME_LABEL = "kubernetes.io/metadata.name"  # the namespace controller's label, always set
 from promop.sandbox.resources import ResourceType, crd_types
 from promop.sandbox.selectors import Predicate
 from promop.sandbox.store import Store
@@ -84,11 +87,15 @@ _first, _second = itemgetter(0), itemgetter(1)
 
 
 class Api:
-    def __init__(self, store: Store, registry: Registry, simulate_statefulsets: bool = False):
+    def __init__(self, store: Store, registry: Registry, simulate_statefulsets: bool = False,
+                 background: Background | None = None, gc_delay: float = 0.05,
+                 controller_delay: float = 0.05):
         self.store = store
         self.registry = registry
         self.simulate_statefulsets = simulate_statefulsets
-        self.collector = Collector(store, self._removed)
+        self.background = background or Background()
+        self.controller_delay = controller_delay  # before the StatefulSet controller reacts
+        self.collector = Collector(store, self._removed, self.background, gc_delay)
         self.cluster_ips = kinds.ClusterIPs()
         self._request = threading.local()  # per HTTP request: fieldValidation and warnings
 
@@ -180,15 +187,32 @@ class Api:
             kinds.default_service(obj, old, self.cluster_ips)
 
     def _simulate(self, rt: ResourceType, obj: dict) -> None:
-        if rt.key == STATEFULSETS and self.simulate_statefulsets:
-            spec = obj.setdefault("spec", {})
-            replicas = spec.get("replicas", 1)
-            status = dict(obj.get("status") or {})
-            status.update(replicas=replicas, readyReplicas=replicas,
-                          availableReplicas=replicas, updatedReplicas=replicas,
-                          currentReplicas=replicas,
-                          observedGeneration=obj["metadata"].get("generation", 1))
-            obj["status"] = status
+        """With simulate_statefulsets, the StatefulSet controller (and kubelet) report every
+        replica ready shortly after a write, through /status, as on a cluster: the
+        resourceVersion a create or update returned is then stale."""
+        if rt.key != STATEFULSETS or not self.simulate_statefulsets:
+            return
+        where = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+        def report() -> None:
+            with self.store.lock:
+                current = self.store.get(STATEFULSETS, *where)
+                if current is None or current["metadata"].get("deletionTimestamp"):
+                    return
+                spec = current.get("spec") or {}
+                replicas = spec.get("replicas", 1)
+                template = json.dumps(spec.get("template") or {}, sort_keys=True)
+                revision = f"{where[1]}-{uuid.uuid5(uuid.NAMESPACE_OID, template).hex[:10]}"
+                status = dict(current.get("status") or {})
+                status.update(replicas=replicas, readyReplicas=replicas,
+                              availableReplicas=replicas, updatedReplicas=replicas,
+                              currentReplicas=replicas, currentRevision=revision,
+                              updateRevision=revision, collisionCount=0,
+                              observedGeneration=current["metadata"].get("generation", 1))
+                self._write(rt, current, dict(current, status=status), "status",
+                            manager="kube-controller-manager")
+
+        self.background.after(self.controller_delay, report)
 
     def _validate(self, rt: ResourceType, obj: dict, old: dict | None) -> None:
         """The kind's own validation (422 with upstream's causes), after defaulting."""
@@ -201,15 +225,23 @@ class Api:
         if causes:
             raise invalid(rt.kind, rt.group, obj["metadata"].get("name", ""), causes)
 
-    def _ensure_namespace(self, rt: ResourceType, namespace: str) -> None:
+    def _ensure_namespace(self, rt: ResourceType, namespace: str, name: str = "") -> None:
         if not rt.namespaced:
             return
         ns = self.store.get(NAMESPACES, "", namespace)
         if ns is None:
             raise not_found("namespaces", "", namespace)
         if ns["metadata"].get("deletionTimestamp"):
-            raise ApiError(403, f'unable to create new content in namespace {namespace} because '
-                                "it is being terminated", details={"name": namespace})
+            message = (f"unable to create new content in namespace {namespace} because it is "
+                       "being terminated")
+            raise ApiError(403, f'{rt.qualified} "{name}" is forbidden: {message}',
+                           reason="Forbidden", details={
+                               "name": name, "kind": rt.plural, **(
+                                   {"group": rt.group} if rt.group else {}),
+                               "causes": [{"reason": "NamespaceTerminating",
+                                           "message": f"namespace {namespace} is being "
+                                                      "terminated",
+                                           "field": "metadata.namespace"}]})
 
     # -- create --------------------------------------------------------------------------------
     def create(self, rt: ResourceType, namespace: str, body, dry_run: bool = False,
@@ -227,7 +259,7 @@ class Api:
             raise ApiError(500, "resourceVersion should not be set on objects to be created",
                            reason="")
         with self.store.lock:
-            self._ensure_namespace(rt, namespace)
+            self._ensure_namespace(rt, namespace, meta.get("name", ""))
             if self.store.get(rt.key, meta.get("namespace", ""), meta["name"]) is not None:
                 raise already_exists(rt.plural, rt.group, meta["name"])
             for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
@@ -242,6 +274,8 @@ class Api:
                 obj.pop("status", None)
             if rt.key == NAMESPACES:
                 obj["status"] = {"phase": "Active"}
+                obj["spec"] = {"finalizers": [NAMESPACE_FINALIZER]}
+                meta.setdefault("labels", {})[NAME_LABEL] = meta["name"]
             elif rt.key == ("", "pods"):
                 obj["status"] = {"phase": "Pending"}
             elif rt.key == CRDS:
@@ -251,7 +285,6 @@ class Api:
             self._admit_custom(rt, obj)
             self._normalise(rt, obj)
             self._validate(rt, obj, None)
-            self._simulate(rt, obj)
             if rt.key == SERVICES and not dry_run:
                 causes = kinds.allocate_service_ip(obj, self.cluster_ips)
                 if causes:
@@ -259,7 +292,10 @@ class Api:
             self._track(rt, None, obj, manager, body if applied else None, "")
             if dry_run:
                 return obj
-            return self.store.put(rt.key, obj, None)
+            stored = self.store.put(rt.key, obj, None)
+            self.collector.written(rt.key, stored, None)
+            self._simulate(rt, stored)
+            return stored
 
     def _serve_crd(self, crd: dict) -> None:
         """Serve the CRD's versions now and report it Established (transition times kept, so
@@ -383,6 +419,12 @@ class Api:
             else:
                 new["status"] = status
             self._admit_custom(rt, new)
+        elif subresource == "finalize" and rt.key == NAMESPACES:
+            finalizers = (new.get("spec") or {}).get("finalizers")
+            new = copy.deepcopy(old)
+            new["spec"] = dict(new.get("spec") or {}, finalizers=finalizers or [])
+            if not finalizers:
+                del new["spec"]["finalizers"]
         elif subresource:
             raise not_found(f"{rt.plural}/{subresource}", rt.group, old["metadata"]["name"])
         else:
@@ -416,7 +458,12 @@ class Api:
             self._validate(rt, new, old)
             if rt.generation and _spec_part(rt, new) != _spec_part(rt, old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
-            self._simulate(rt, new)
+            if rt.key == NAMESPACES:  # spec.finalizers change only through /finalize
+                meta.setdefault("labels", {})[NAME_LABEL] = meta["name"]
+                if "spec" in old:
+                    new["spec"] = copy.deepcopy(old["spec"])
+                else:
+                    new.pop("spec", None)
         new["metadata"].pop("resourceVersion", None)
         self._track(rt, old, new, manager, config,
                     subresource if tracked_as is None else tracked_as)
@@ -427,7 +474,11 @@ class Api:
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             return new
         stored = self.store.put(rt.key, new, old)
-        self.collector.finish_if_released(rt.key, stored)  # finalizers gone: now it goes
+        if self.collector.finish_if_released(rt.key, stored):  # finalizers gone: now it goes
+            return stored
+        self.collector.written(rt.key, stored, old)
+        if not subresource:
+            self._simulate(rt, stored)
         return stored
 
     # -- delete --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING
 
 from promop.sandbox.api import Api
+from promop.sandbox.background import Background
 from promop.sandbox.discovery import Registry
 from promop.sandbox.faults import Faults
 from promop.sandbox.kubeconfig import write_kubeconfig
@@ -29,12 +30,16 @@ class Sandbox:
     sent only while the store changes (a real apiserver: about a minute; tests shorten it);
     `bookmark_before_timeout`: a last bookmark this many seconds before a watch's
     `timeoutSeconds` ends (the apiserver's 2 s);
-    `simulate_statefulsets` makes every StatefulSet report all its replicas ready."""
+    `simulate_statefulsets` makes every StatefulSet report all its replicas ready, written
+    through /status `controller_delay` seconds after each write (as a controller would);
+    `gc_delay`: how long after a DELETE the garbage collector and namespace controller act.
+    `background.pause()`/`wait_idle()` hold or await that work in tests."""
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", history_size: int = 10000,
                  bookmark_interval: float = 60.0, bookmark_before_timeout: float = 2.0,
                  simulate_statefulsets: bool = False,
-                 default_watch_timeout: float = 1800.0) -> None:
+                 default_watch_timeout: float = 1800.0, gc_delay: float = 0.05,
+                 controller_delay: float = 0.05) -> None:
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
@@ -42,7 +47,9 @@ class Sandbox:
         self.default_watch_timeout = default_watch_timeout
         self.store = Store(history_size)
         self.registry = Registry()
-        self.api = Api(self.store, self.registry, simulate_statefulsets)
+        self.background = Background()
+        self.api = Api(self.store, self.registry, simulate_statefulsets, self.background,
+                       gc_delay, controller_delay)
         self.faults = Faults(self.store)
         self._requests: list[RequestRecord] = []
         self._requests_lock = threading.Lock()

@@ -82,7 +82,7 @@ def test_imperative_create_generators_send_protobuf(kubectl, core):
             "--from-literal=password=hunter2")
     kubectl("create", "serviceaccount", "bot", "-n", "monitoring")
     ns = core.read_namespace("monitoring")
-    assert ns.metadata.labels == {"team": "obs"} and ns.metadata.generate_name is None
+    assert ns.metadata.labels == {"team": "obs", "kubernetes.io/metadata.name": "monitoring"} and ns.metadata.generate_name is None
     assert core.read_namespaced_config_map("cfg", "monitoring").data == {"a": "b"}
     secret = core.read_namespaced_secret("creds", "monitoring")
     assert secret.data == {"password": "aHVudGVyMg=="} and secret.type == "Opaque"
