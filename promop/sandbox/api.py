@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from promop.sandbox import fields, kinds, structural
 from promop.sandbox import patch as patching
 from promop.sandbox.discovery import Registry
-from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, invalid,
-                                   not_found, success_status)
+from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, expired,
+                                   invalid, not_found, success_status)
 from promop.sandbox.background import Background
 from promop.sandbox.gc import NAMESPACE_FINALIZER, NAMESPACES, POLICIES, Collector, now
 
@@ -84,6 +84,20 @@ def _ownable(rt: ResourceType, owned: dict, subresource: str) -> dict:
 
 
 _first, _second = itemgetter(0), itemgetter(1)
+
+
+def _page(entries: list, after: tuple | None, predicate: Predicate | None,
+          limit: int) -> tuple[list, bool, int | None]:
+    """Store.page over an explicit (snapshot) entry list."""
+    if after is not None:
+        entries = [e for e in entries
+                   if (e[0]["metadata"].get("namespace", ""), e[0]["metadata"]["name"]) > after]
+    if predicate is not None:
+        entries = [e for e in entries if predicate(e[0])]
+    if limit and len(entries) > limit:
+        rest = len(entries) - limit
+        return entries[:limit], True, rest if predicate is None else None
+    return entries, False, None
 
 
 class Api:
@@ -335,21 +349,61 @@ class Api:
         return self._existing(rt, namespace, name)
 
     def list(self, rt: ResourceType, namespace: str | None, predicate: Predicate | None,
-             limit: int = 0, continue_token: str = "") -> ListResult:
+             limit: int = 0, continue_token: str = "", resource_version: str = "",
+             match: str = "") -> ListResult:
         """One page: the objects after the continue token's key, in (namespace, name) order.
-        Like the apiserver, remainingItemCount is given only when no selector filters."""
-        start = None
+        A continue token is a snapshot: later pages show the list as of the first page's
+        resourceVersion (410 once compaction dropped it); `resourceVersionMatch=Exact` lists
+        as of `resource_version`. Like the apiserver, remainingItemCount is given only when no
+        selector filters."""
+        start, at = None, None
         if continue_token:
             try:
-                start = tuple(json.loads(base64.urlsafe_b64decode(continue_token))["start"])
+                decoded = json.loads(base64.urlsafe_b64decode(continue_token))
+                start, at = tuple(decoded["start"]), int(decoded["rv"])
             except (ValueError, KeyError, TypeError):
                 start = None
             if start is None or len(start) != 2 or not all(isinstance(s, str) for s in start):
                 raise bad_request(f'invalid continue token "{continue_token}"')
+        elif match:
+            if match not in ("Exact", "NotOlderThan"):
+                raise bad_request(f'resourceVersionMatch: Unsupported value: "{match}": '
+                                  'supported values: "Exact", "NotOlderThan"')
+            if not resource_version:
+                raise ApiError(422, "resourceVersionMatch is forbidden unless resourceVersion "
+                                    "is provided", reason="Invalid")
+        if resource_version and resource_version != "0":
+            try:
+                wanted = int(resource_version)
+            except ValueError:
+                raise bad_request(f'invalid resourceVersion "{resource_version}"') from None
+            if wanted > self.store.rv:
+                raise ApiError(504, f"Timeout: Too large resource version: {wanted}, current: "
+                                    f"{self.store.rv}", reason="Timeout", details={
+                                        "causes": [{"reason": "ResourceVersionTooLarge",
+                                                    "message": "Too large resource version"}],
+                                        "retryAfterSeconds": 1})
+            if match == "Exact" and not continue_token:
+                at = wanted
+        scope = namespace if rt.namespaced else None
         with self.store.lock:
-            entries, more, remaining = self.store.page(
-                rt.key, namespace if rt.namespaced else None, start, predicate, limit)
             rv = self.store.rv
+            if at is not None and at < self.store.compacted_rv:
+                if continue_token:
+                    raise expired(
+                        "The provided continue parameter is too old to display a consistent "
+                        "list result. You can start a new list without the continue "
+                        "parameter.")
+                raise expired(f"too old resource version: {at} ({self.store.compacted_rv + 1})")
+            if at is not None and at < rv and self.store.changed_since(rt.key, at):
+                entries, more, remaining = _page(self.store.snapshot(rt.key, scope, at), start,
+                                                 predicate, limit)
+                rv = at
+            else:
+                entries, more, remaining = self.store.page(rt.key, scope, start, predicate,
+                                                           limit)
+                if at is not None:
+                    rv = at
         token = ""
         if more:
             last = entries[-1][0]["metadata"]

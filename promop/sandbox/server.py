@@ -397,7 +397,9 @@ class Handler(BaseHTTPRequestHandler):
             predicate = self._predicate(rt, params)
             limit = int(_number(params, "limit", 0))
             result = api.list(rt, route.namespace, predicate, limit,
-                              _first(params, "continue", "") or "")
+                              _first(params, "continue", "") or "",
+                              _first(params, "resourceVersion", "") or "",
+                              _first(params, "resourceVersionMatch", "") or "")
             return 200, result
         if verb == "create":
             if body is None:
