@@ -14,6 +14,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 
+from promop.sandbox import apply as applying
 from promop.sandbox import fields, kinds, structural
 from promop.sandbox import patch as patching
 from promop.sandbox.discovery import Registry
@@ -117,6 +118,11 @@ class Api:
     def begin_request(self, field_validation: str = "Warn") -> None:
         self._request.field_validation = field_validation
         self._request.warnings = []
+        self._request.created = False
+
+    def took_create(self) -> bool:
+        """Whether this request's apply created the object (answered 201)."""
+        return getattr(self._request, "created", False)
 
     def take_warnings(self) -> list[str]:
         warnings = getattr(self._request, "warnings", [])
@@ -433,17 +439,33 @@ class Api:
 
     def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str, body,
               subresource: str = "", dry_run: bool = False,
-              manager: str | None = None) -> dict:
+              manager: str | None = None, force: bool = False) -> dict:
         applying = content_type.startswith(patching.APPLY_PATCH)
+        if force and not applying:
+            raise ApiError(422, f'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may '
+                                "not be specified for non-apply patch", reason="Invalid")
+        if applying:
+            if not isinstance(body, dict):
+                raise bad_request("apply patch body must be an object")
+            if not body.get("apiVersion") or not body.get("kind"):
+                missing = "apiVersion" if not body.get("apiVersion") else "kind"
+                raise bad_request(f"error decoding YAML: Object '{missing[0].upper()}"
+                                  f"{missing[1:]}' is missing in an apply patch: apply bodies "
+                                  "must set apiVersion and kind")
         with self.store.lock:
             try:
                 old = self._existing(rt, namespace, name)
             except ApiError:
-                if applying and not subresource:  # apply creates
-                    return self.create(rt, namespace, body, dry_run, manager, applied=True)
+                if applying and not subresource:  # apply creates: 201
+                    created = self.create(rt, namespace, body, dry_run, manager, applied=True)
+                    self._request.created = True
+                    return created
                 raise
-            patched = patching.apply_patch(content_type, _without_rv(old) if not isinstance(
-                body, list) else old, body, rt.builtin)
+            if applying and manager is not None:
+                patched = self._apply(rt, old, body, manager, force, subresource)
+            else:
+                patched = patching.apply_patch(content_type, _without_rv(old) if not isinstance(
+                    body, list) else old, body, rt.builtin)
             wanted = (patched.get("metadata") or {}).get("resourceVersion")
             if wanted and wanted != old["metadata"]["resourceVersion"]:
                 raise conflict(rt.plural, rt.group, name)
@@ -452,6 +474,24 @@ class Api:
                 raise bad_request("a patch may not change metadata.name")
             return self._write(rt, old, obj, subresource, dry_run, manager,
                                body if applying else None)
+
+    def _apply(self, rt: ResourceType, old: dict, config: dict, manager: str, force: bool,
+               subresource: str) -> dict:
+        """Server-side apply of `config` by `manager` onto `old`: 409 on conflicts with other
+        managers unless forced; fields this manager applied before and no longer applies go,
+        unless another manager owns them."""
+        entries = old["metadata"].get("managedFields")
+        applied = _ownable(rt, fields.apply_set(config), subresource)
+        found = applying.conflicts(entries, manager, old, config, applied)
+        if found and not force:
+            raise applying.conflict_error(found)
+        base = _without_rv(old)
+        if rt.builtin:
+            merged = patching.strategic_merge(base, config)
+        else:
+            merged = applying.schema_merge(base, config, rt.extra.get("schema"))
+        applying.drop_unapplied(merged, entries, manager, applied)
+        return merged
 
     def _write(self, rt: ResourceType, old: dict, new: dict, subresource: str,
                dry_run: bool = False, manager: str | None = None,

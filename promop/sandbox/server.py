@@ -412,8 +412,9 @@ class Handler(BaseHTTPRequestHandler):
         if verb == "patch":
             if body is None:
                 raise bad_request("a patch needs a request body")
-            return 200, api.patch(rt, ns, name, content_type, body, sub or "", dry_run,
-                                  manager)
+            patched = api.patch(rt, ns, name, content_type, body, sub or "", dry_run, manager,
+                                _flag(params, "force"))
+            return (201 if api.took_create() else 200), patched
         options = dict(body or {}) if isinstance(body, dict) else {}
         for param in ("propagationPolicy", "orphanDependents"):
             if _first(params, param) is not None:
