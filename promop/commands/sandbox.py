@@ -18,6 +18,11 @@ def register(subparsers) -> None:
     parser.add_argument("--bookmark-interval", metavar="SECONDS", default="60",
                         help="seconds between watch bookmarks while objects change "
                              "(default: 60, as a real apiserver)")
+    parser.add_argument("--authorization", choices=("none", "rbac"), default="none",
+                        help="rbac: check bearer tokens (401) and Roles/ClusterRoles and their "
+                             "bindings (403); the printed kubeconfig's token is a cluster admin, "
+                             "`kubectl create token <serviceaccount>` gives others "
+                             "(default: none, everything allowed)")
     parser.set_defaults(func=run)
 
 
@@ -80,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        sandbox = Sandbox(port=port, bookmark_interval=interval).start()
+        sandbox = Sandbox(port=port, bookmark_interval=interval,
+                          authorization=args.authorization).start()
     except OSError as exc:
         print(f"promop sandbox: {exc.strerror}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from promop.sandbox import kinds, negotiate, openapi, protobuf
+from promop.sandbox import auth, kinds, negotiate, openapi, protobuf
 from promop.sandbox.errors import ApiError, bad_request
 from promop.sandbox.fields import FIELD_MANAGER_MAX_LENGTH, manager_from_user_agent
 from promop.sandbox.discovery import VERSION_INFO
@@ -181,6 +181,7 @@ def parse_route(sandbox: "Sandbox", parts: list[str]) -> Route | None:
     if rt is None or (namespace is not None and not rt.namespaced):
         return None
     if sub and not ((sub == "status" and rt.status_subresource) or
+                    (sub == "token" and rt.key == ("", "serviceaccounts")) or
                     (sub == "scale" and rt.scale is not None) or
                     (sub == "finalize" and plural == "namespaces")):
         return None
@@ -282,6 +283,10 @@ class Handler(BaseHTTPRequestHandler):
         record = RequestRecord(method, method.lower(), None, None, None, None, None, None, 0,
                                self.headers.get("User-Agent", ""), self.path)
         try:
+            user = None
+            if sandbox.authorization == "rbac":
+                user = sandbox.authenticator.authenticate(self.headers.get("Authorization"),
+                                                          sandbox.store)
             route = parse_route(sandbox, parts)
             if route is None:
                 record.verb = "get" if method == "GET" else method.lower()
@@ -292,6 +297,14 @@ class Handler(BaseHTTPRequestHandler):
             record.namespace, record.name, record.subresource = route.namespace, route.name, \
                 route.subresource
             record.verb = self._verb(method, route, params)
+            if user is not None:
+                attrs = auth.Attributes(record.verb, route.group, route.rt.plural,
+                                        route.subresource or "", route.namespace or "",
+                                        route.name or "")
+                with sandbox.store.lock:
+                    permitted = auth.allowed(sandbox.store, user, attrs)
+                if not permitted:
+                    raise auth.forbidden(user, attrs)
             delay = sandbox.faults.latency(record.verb, route.rt.plural)
             if delay:
                 time.sleep(delay)
@@ -380,6 +393,10 @@ class Handler(BaseHTTPRequestHandler):
         rt, ns, name, sub = route.rt, route.namespace or "", route.name, route.subresource
         dry_run = bool(_first(params, "dryRun"))
         manager = self._field_manager(verb, params, content_type)
+        if sub == "token":
+            if verb != "create":
+                raise ApiError(405, f"{verb} is not supported on serviceaccounts/token")
+            return 201, self.server.sandbox.request_token(ns, name, body or {})
         if sub == "scale":
             if verb == "get":
                 return 200, api.get_scale(rt, ns, name)
