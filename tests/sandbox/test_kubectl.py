@@ -117,3 +117,9 @@ def test_get_events_shows_the_apiservers_columns(kubectl, core, api_client):
     header, row = wide.splitlines()[:2]
     assert header.split()[:6] == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "SUBOBJECT"]
     assert "servicemonitor/web" in row and "config written" in row and "promop" in row
+
+
+def test_kubectl_create_token(kubectl, core):
+    core.create_namespaced_service_account("default", {"metadata": {"name": "robot"}})
+    token = kubectl("create", "token", "robot").stdout.strip()
+    assert token.startswith("sandbox-sa-")
