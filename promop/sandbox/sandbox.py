@@ -58,6 +58,13 @@ class Sandbox:
         self.api = Api(self.store, self.registry, simulate_statefulsets, self.background,
                        gc_delay, controller_delay)
         self.faults = Faults(self.store)
+        # extension points for other modules (aggregated APIs, more subresources):
+        # request_hooks: hook(handler, method, path_parts, params, raw_body, record) -> True
+        #   when it answered the request itself (it must set record.code and send a response);
+        # subresources[(group, plural, name)] = handler(api, verb, route, params, body,
+        #   content_type, manager) -> (code, object); the route is then served and dispatched
+        self.request_hooks: list = []
+        self.subresources: dict = {}
         self._requests: list[RequestRecord] = []
         self._requests_lock = threading.Lock()
         self._server: SandboxHTTPServer | None = None

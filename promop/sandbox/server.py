@@ -181,6 +181,7 @@ def parse_route(sandbox: "Sandbox", parts: list[str]) -> Route | None:
     if rt is None or (namespace is not None and not rt.namespaced):
         return None
     if sub and not ((sub == "status" and rt.status_subresource) or
+                    (rt.group, rt.plural, sub) in sandbox.subresources or
                     (sub == "token" and rt.key == ("", "serviceaccounts")) or
                     (sub == "scale" and rt.scale is not None) or
                     (sub == "finalize" and plural == "namespaces")):
@@ -287,6 +288,9 @@ class Handler(BaseHTTPRequestHandler):
             if sandbox.authorization == "rbac":
                 user = sandbox.authenticator.authenticate(self.headers.get("Authorization"),
                                                           sandbox.store)
+            for hook in list(sandbox.request_hooks):
+                if hook(self, method, parts, params, raw, record):
+                    return  # answered by an extension (e.g. an aggregated API's proxy)
             route = parse_route(sandbox, parts)
             if route is None:
                 record.verb = "get" if method == "GET" else method.lower()
@@ -395,6 +399,9 @@ class Handler(BaseHTTPRequestHandler):
         rt, ns, name, sub = route.rt, route.namespace or "", route.name, route.subresource
         dry_run = bool(_first(params, "dryRun"))
         manager = self._field_manager(verb, params, content_type)
+        extension = self.server.sandbox.subresources.get((rt.group, rt.plural, sub))
+        if extension is not None:
+            return extension(api, verb, route, params, body, content_type, manager)
         if sub == "token":
             if verb != "create":
                 raise ApiError(405, f"{verb} is not supported on serviceaccounts/token")
