@@ -99,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print(f"promop sandbox serving {sandbox.url}; kubeconfig: {path}", flush=True)
         print(f"try: kubectl --kubeconfig {path} get ns", flush=True)
+        if args.authorization == "rbac":
+            print("rbac: every request needs a bearer token (the kubeconfig's is a cluster "
+                  "admin); kubectl sends none over plain HTTP, so use a client that does "
+                  "(the Python kubernetes client)", flush=True)
         while not stop.wait(0.5):
             pass
     finally:

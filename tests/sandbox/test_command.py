@@ -69,3 +69,22 @@ def test_bad_flags_are_one_line_and_exit_2(tmp_path, args, message):
     assert message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert proc.stdout == ""
+
+
+def test_rbac_flag_enforces_tokens(tmp_path):
+    path = tmp_path / "kc"
+    proc = subprocess.Popen([sys.executable, "-m", "promop", "sandbox", "--authorization", "rbac",
+                             "--kubeconfig", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        url = first.split()[3].rstrip(";")
+        import requests
+
+        assert requests.get(f"{url}/api/v1/namespaces").status_code == 401
+        api = config.new_client_from_config(config_file=str(path))
+        assert client.CoreV1Api(api).list_namespace().items  # the kubeconfig's token: admin
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+    assert proc.returncode == 0
