@@ -129,12 +129,14 @@ def load_api(kubeconfig: str = "") -> Api:
     def auth() -> dict[str, str]:
         if cfg.refresh_api_key_hook is not None:
             cfg.refresh_api_key_hook(cfg)  # in-cluster: re-read the projected token when it rotates
-        token = cfg.get_api_key_with_prefix("authorization")
-        if token:
-            return {"Authorization": token}
-        if cfg.username or cfg.password:
-            return {"Authorization": cfg.get_basic_auth_token()}
-        return {}
+        # the client's own view of its credentials (bearer token or basic auth), whatever key it keeps them under
+        headers = {}
+        for setting in cfg.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        if not headers and (cfg.username or cfg.password):
+            headers["authorization"] = cfg.get_basic_auth_token()
+        return headers
 
     return Api(cfg.host, session, auth)
 

@@ -304,7 +304,7 @@ class Handler(BaseHTTPRequestHandler):
             if user is not None:
                 attrs = auth.Attributes(record.verb, route.group, route.rt.plural,
                                         route.subresource or "", route.namespace or "",
-                                        route.name or "")
+                                        route.name or _selected_name(record.verb, params))
                 with sandbox.store.lock:
                     permitted = auth.allowed(sandbox.store, user, attrs)
                 if not permitted:
@@ -657,3 +657,18 @@ class Handler(BaseHTTPRequestHandler):
             if due:
                 self._chunk(watcher.bookmark_line(rv))
         self._chunk(b"")
+
+
+def _selected_name(verb: str, params: dict) -> str:
+    """As the apiserver's request info: a list or watch narrowed to one object by
+    `fieldSelector=metadata.name=X` is authorized as a request for X (so a Role's
+    `resourceNames` can allow watching one object)."""
+    if verb not in ("list", "watch"):
+        return ""
+    terms = [t.strip() for t in (_first(params, "fieldSelector") or "").split(",") if t.strip()]
+    for term in terms:
+        for op in ("==", "="):
+            key, sep, value = term.partition(op)
+            if sep and key.strip() == "metadata.name":
+                return value.strip()
+    return ""
