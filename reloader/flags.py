@@ -74,8 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--runtimeinfo-url", default=DEFAULT_RUNTIMEINFO_URL,
         help="Prometheus runtimeinfo URL polled after a SIGHUP (signal method)")
     add("--listen-address", default="", help="address for /metrics and /healthz; empty disables")
-    add("--web-config-file", default="",
-        help="web config (TLS, basic auth) for --listen-address, as Prometheus' --web.config.file")
+    add("--web-config-file", default="", help="exporter-toolkit web config (TLS, basic auth) for the sidecar's own /metrics and /healthz")
     add("--log-format", choices=["logfmt", "json"], default="logfmt")
     add("--log-level", choices=sorted(LEVELS), default="info")
     add("--statefulset-ordinal-from-envvar", default="POD_NAME",

@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Mapping, Sequence
 
+from promop.render.statefulset import shard_count as render_shard_count
+
 AVAILABLE = "Available"
 RECONCILED = "Reconciled"
 _ORDER = {"True": 0, "Degraded": 1, "False": 2}
@@ -20,10 +22,8 @@ def now_rfc3339() -> str:
 
 
 def shard_count(prometheus: Mapping[str, Any]) -> int:
-    try:
-        return max(1, int((prometheus.get("spec") or {}).get("shards") or 1))
-    except (TypeError, ValueError):
-        return 1
+    """The renderer's shard count, so status and StatefulSets never disagree (a string "3" is 1 for both)."""
+    return render_shard_count(prometheus.get("spec") or {})
 
 
 def pod_selector(name: str) -> str:

@@ -55,8 +55,9 @@ class GenContext:
         if version is not None and not isinstance(version, str):
             raise VersionError(f"spec.version: {version!r} is not a Prometheus version; use a form like v2.42.0 or v3.13.2")
         self.version = Version(version)
-        shards = self.spec.get("shards")
-        self.shards = shards if isinstance(shards, int) and not isinstance(shards, bool) and shards > 1 else 1
+        from promop.render.statefulset import shard_count  # the one shard count (status uses it too)
+
+        self.shards = shard_count(self.spec)
         self.scrape_classes = {c.get("name"): c for c in self.spec.get("scrapeClasses") or () if isinstance(c, Mapping)}
         defaults = [c for c in self.scrape_classes.values() if c.get("default")]
         self.default_class = defaults[0] if defaults else None

@@ -79,8 +79,11 @@ def statefulset_name(prometheus: Mapping[str, Any], shard: int) -> str:
 
 
 def shard_count(spec: Mapping[str, Any]) -> int:
+    """The one answer to "how many shards" (config relabelling, StatefulSets, status): an integer
+    above 1, else 1. The CRD types `shards` as an integer; anything else (a string "3", a bool)
+    counts as unset, as upstream's typed decode would refuse it."""
     shards = spec.get("shards")
-    return shards if isinstance(shards, int) and shards > 1 else 1
+    return shards if isinstance(shards, int) and not isinstance(shards, bool) and shards > 1 else 1
 
 
 def image(spec: Mapping[str, Any], options: RenderOptions) -> str:

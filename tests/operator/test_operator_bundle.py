@@ -26,7 +26,7 @@ def test_component_manifests_dirs_are_the_default_rendering(component):
 
 def test_unknown_component_is_a_usage_error(capsys):
     assert main(["manifests", "--component", "nope"]) == 2
-    assert "unknown --component 'nope'" in capsys.readouterr().err
+    assert "promop manifests: --component nope: unknown" in capsys.readouterr().err
 
 
 def test_cli_renders_namespace_and_image(capsys):

@@ -25,7 +25,7 @@ from .helpers import _walk_files, promtool_path, without_kubernetes_sd
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-README = REPO / "README.md"
+README = REPO / "docs" / "render.md"  # the walkthrough moved from README.md (issue 12 §6)
 
 
 def _env(bin_dir: Path) -> dict:
