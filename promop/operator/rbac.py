@@ -28,6 +28,9 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "events", ("create",)),
     ("apps", "statefulsets", ("list", "watch", "create", "update", "delete")),
     ("coordination.k8s.io", "leases", ("get", "create", "update")),
+    # fast reload: a Role per Prometheus letting its pods read their own config objects
+    ("rbac.authorization.k8s.io", "roles", ("get", "create", "update", "delete")),
+    ("rbac.authorization.k8s.io", "rolebindings", ("get", "create", "update", "delete")),
 )
 
 

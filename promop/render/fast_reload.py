@@ -42,6 +42,14 @@ class Mode:
     message: str
 
 
+def requested(prometheus: Mapping[str, Any], options: RenderOptions) -> bool:
+    """Whether anyone asked about fast reload for this Prometheus (the annotation or the flag).
+
+    Only then does its status get a FastReload condition: a Prometheus nobody opted in keeps
+    exactly upstream's status."""
+    return options.fast_reload or ANNOTATION in ((prometheus.get("metadata") or {}).get("annotations") or {})
+
+
 def mode(prometheus: Mapping[str, Any], options: RenderOptions) -> Mode:
     md = prometheus.get("metadata") or {}
     spec = prometheus.get("spec") or {}
