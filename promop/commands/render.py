@@ -93,50 +93,36 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_or_exit(args.files, exclude=[args.out] if args.out else None)
     if loaded is None:
         return EXIT_INPUT
-<<<<<<< HEAD
     if args.lint:
         rendered = lint_loaded(loaded)
         report(rendered)
         return EXIT_REJECTED if rendered.rejected or loaded.rejected else EXIT_OK
-    if not loaded.of("Prometheus"):
-        print("error: no Prometheus object found in the given files; nothing to render "
-              "(to check monitors and rules alone, use promop render --lint)", file=sys.stderr)
-        return EXIT_REJECTED
-=======
-    from promop.render.alertmanager import offline as am_offline  # Alertmanager objects (hook)
+    from promop.render.alertmanager import offline as am_offline  # Alertmanager objects
 
     if not loaded.of("Prometheus") and not loaded.of("Alertmanager"):
-        print("error: no Prometheus object found in the given files (nor an Alertmanager); nothing to render", file=sys.stderr)
-        return EXIT_INPUT
->>>>>>> alertmanager
+        print("error: no Prometheus (nor Alertmanager) object found in the given files; nothing to render "
+              "(to check monitors and rules alone, use promop render --lint)", file=sys.stderr)
+        return EXIT_REJECTED
     rendered = render_loaded(loaded)
     am_rendered = am_offline.render_loaded(loaded)
     if args.out:
-<<<<<<< HEAD
         try:
             write_tree(args.out, rendered)
+            am_offline.write_tree(args.out, am_rendered, dump_all)
         except OSError as exc:
             print(f"error: --out {args.out}: cannot write: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_INPUT
-=======
-        write_tree(args.out, rendered)
-        am_offline.write_tree(args.out, am_rendered, dump_all)
->>>>>>> alertmanager
     else:
         objects = [obj for _, result in rendered.results for obj in result.objects()]
         sys.stdout.write(dump_all(merge_services(objects + am_offline.objects(am_rendered))))
     report(rendered)
-<<<<<<< HEAD
-    if not rendered.results:
+    am_offline.report(am_rendered)
+    if loaded.of("Prometheus") and not rendered.results:
         print(f"error: none of the {len(loaded.of('Prometheus'))} Prometheus object(s) could be rendered; "
               "see the rejected lines above", file=sys.stderr)
         return EXIT_REJECTED
-    return EXIT_REJECTED if args.strict and (rendered.rejected or loaded.rejected) else EXIT_OK
-=======
-    am_offline.report(am_rendered)
-    bad = rendered.rejected or am_rendered.rejected or am_rendered.errors
+    bad = rendered.rejected or loaded.rejected or am_rendered.rejected or am_rendered.errors
     return EXIT_REJECTED if args.strict and bad else EXIT_OK
->>>>>>> alertmanager
 
 
 def write_tree(out: str, rendered) -> None:

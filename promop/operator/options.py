@@ -62,6 +62,7 @@ class Options:
     listen_address: str = DEFAULT_LISTEN_ADDRESS
     resync_period: float = DEFAULT_RESYNC_SECONDS
     gc_freeze: bool = False  # gc.freeze() once the caches have synced (a process of its own: promop run, demo)
+    fast_reload: bool = False  # reloaders read config through the API (promop/render/fast_reload.py)
     full_secret_informers: bool = False  # benchmark only: cache whole Secrets/ConfigMaps, as before upstream #5424
     alertmanager: am_flags.AMOptions = field(default_factory=am_flags.AMOptions)  # hook: see that module
 
@@ -71,6 +72,7 @@ class Options:
             annotations=dict(self.annotations),
             config_reloader_image=self.config_reloader_image,
             prometheus_default_base_image=self.prometheus_default_base_image,
+            fast_reload=self.fast_reload,
         )
 
     def namespace_field_selector(self) -> str:
@@ -143,6 +145,10 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_PROMETHEUS_BASE_IMAGE,
         help="Prometheus image (without tag) when spec.image is not set",
     )
+    out.add_argument("--fast-reload", action="store_true",
+                     help="every Prometheus's config reloader reads its config Secret and rule ConfigMaps through "
+                          "the API (changes in about a second, not after kubelet's sync); a Role per Prometheus "
+                          'allows exactly that; opt one out with the annotation promop.dev/fast-reload: "false"')
     run = parser.add_argument_group("runtime")
     run.add_argument("--workers", type=int, default=2, help="concurrent syncs (default 2)")
     run.add_argument("--feedback-workers", type=int, default=DEFAULT_FEEDBACK_WORKERS,
@@ -238,6 +244,7 @@ def from_args(args: argparse.Namespace) -> Options:
         prometheus_default_base_image=args.prometheus_default_base_image,
         listen_address=args.listen_address,
         resync_period=args.resync_period,
+        fast_reload=args.fast_reload,
         full_secret_informers=args.full_secret_informers,
         gc_freeze=True,
         alertmanager=alertmanager,

@@ -47,6 +47,8 @@ class Outcome:
 
     error: str | None = None
     reason: str = ""
+    # fast reload: (on, reason, message) for the FastReload condition; None leaves it out
+    reload_mode: tuple[bool, str, str] | None = None
 
 
 def _md(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -310,7 +312,7 @@ class Reporter:
             record = self.log.get(lkey)
             base, version = {**prom, "status": pending}, record.version if record else version
         desired = prometheus_status(base, shards, error=outcome.error, reconciled_reason=outcome.reason,
-                                    now=self.now())
+                                    reload_mode=outcome.reload_mode, now=self.now())
         if not status_changed(base.get("status"), desired):
             return True
         if pending is not NOTHING and _comparable(pending) == _comparable(desired):

@@ -29,6 +29,7 @@ from promop.operator.reporter import Outcome, Reporter
 from promop.operator.status import now_rfc3339
 from promop.operator.writelog import WriteLog
 from promop.operator.writer import BY_KIND, ConfigWriter, OwnerGone, fingerprint, key_of
+from promop.render import fast_reload
 from promop.render.model import RenderInputs, RenderOptions, RenderResult
 
 log = logging.getLogger("promop.operator.sync")
@@ -166,7 +167,9 @@ class Syncer:
         reason = ""
         if result is not None and not any(d.selected for d in result.selection):
             reason = "NoSelectedResources"
-        self.reporter.status(key, Outcome(str(error) if error else None, reason))
+        mode = fast_reload.mode(prom, self.options) if fast_reload.requested(prom, self.options) else None
+        self.reporter.status(key, Outcome(str(error) if error else None, reason,
+                                          reload_mode=(mode.fast, mode.reason, mode.message) if mode else None))
         ns, name = _key(prom)
         if result is not None:
             selected, rejected = _counts(result)

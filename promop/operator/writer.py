@@ -20,14 +20,17 @@ from typing import Any, Callable, Mapping
 
 from promop.kube.client import KubeClient
 from promop.kube.errors import NotFound
-from promop.kube.resources import CONFIGMAPS, PROMETHEUSES, SECRETS, SERVICES, STATEFULSETS, Resource
+from promop.kube.resources import (CONFIGMAPS, PROMETHEUSES, ROLEBINDINGS, ROLES, SECRETS, SERVICES, STATEFULSETS,
+                                   Resource)
 from promop.operator.apply import CREATED, DELETED, RECREATED, UNCHANGED, UPDATED, Applier, RetryLater
 from promop.operator.diff import input_hash
 from promop.operator.writelog import NOTHING, WriteLog
+from promop.render import fast_reload
 from promop.render.model import RenderResult
 
 BY_KIND: dict[str, Resource] = {
     "Secret": SECRETS, "ConfigMap": CONFIGMAPS, "Service": SERVICES, "StatefulSet": STATEFULSETS,
+    "Role": ROLES, "RoleBinding": ROLEBINDINGS,  # fast reload (promop/render/fast_reload.py)
 }
 _TLS_SHARD = re.compile(r"-tls-assets-\d+$")
 _STS_SHARD = re.compile(r"^(?:-shard-\d+)?$")
@@ -99,7 +102,10 @@ class ConfigWriter:
                 continue
             self._apply_known(BY_KIND[kind], obj, writes, check)
         self._delete_stale_tls(prom, desired_secret_names, writes)
+        was_fast = self._pods_read_through_api(prom)
         self._statefulsets(prom, result.statefulsets, writes, check)
+        if was_fast and not result.reloader_rbac:
+            self._delete_reloader_rbac(prom, writes)
         return writes
 
     def forget(self, namespace: str, name: str) -> None:
@@ -199,6 +205,26 @@ class ConfigWriter:
                     and _STS_SHARD.match(o_name[len(prefix):]) and owned_by(obj, prom)):
                 if self._delete(STATEFULSETS, o_name, ns, propagation_policy="Foreground"):
                     writes.count(DELETED, "StatefulSet", o_name)
+
+    def _pods_read_through_api(self, prom: dict) -> bool:
+        """Whether the cached StatefulSets run reloaders in fast-reload mode (then their Role exists)."""
+        ns, _ = key_of(prom)
+        for obj in self.stores.statefulsets.list():
+            if key_of(obj)[0] != ns or not owned_by(obj, prom):
+                continue
+            pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+            for c in (pod.get("containers") or []) + (pod.get("initContainers") or []):
+                if any(str(a).startswith("--watch-secret=") for a in c.get("args") or []):
+                    return True
+        return False
+
+    def _delete_reloader_rbac(self, prom: dict, writes: Writes) -> None:
+        """Fast reload was turned off: once the pods no longer read through the API, drop their Role."""
+        ns, _ = key_of(prom)
+        name = fast_reload.role_name(prom)
+        for res in (ROLEBINDINGS, ROLES):
+            if self._delete(res, name, ns):
+                writes.count(DELETED, res.kind, name)
 
     def _delete(self, res: Resource, name: str, ns: str, propagation_policy: str | None = None) -> bool:
         key = (res.kind, ns, name)

@@ -513,5 +513,7 @@ def compute_input_hash(
         "rule_configmap_names": sorted(set(rule_configmap_names)),
         "tls_shards": len(tls_secret_names),
     }
+    if options.fast_reload:  # only when on, so turning the feature out does not roll every StatefulSet
+        payload["options"]["fast_reload"] = True
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).digest()
     return str(int.from_bytes(digest[:8], "big"))

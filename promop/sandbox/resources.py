@@ -110,6 +110,7 @@ def crd_types(crd: dict) -> list[ResourceType]:
             scale=subresources.get("scale"), builtin=False, crd_name=crd["metadata"]["name"],
             storage_version=storage, generation=True,
             extra={"listKind": names.get("listKind") or names["kind"] + "List",
-                   "printerColumns": version.get("additionalPrinterColumns") or []},
+                   "printerColumns": version.get("additionalPrinterColumns") or [],
+                   "schema": (version.get("schema") or {}).get("openAPIV3Schema")},
         ))
     return types

@@ -17,7 +17,7 @@ import time
 from operator_testlib import NS, OPERATOR_AGENT, eventually, jobs, modify, names, prometheus, rule, service_monitor
 
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
-                                   SECRETS, SERVICEMONITORS, SERVICES, STATEFULSETS)
+                                   ROLEBINDINGS, ROLES, SECRETS, SERVICEMONITORS, SERVICES, STATEFULSETS)
 from promop.operator.bundle import render_bundle
 from promop.operator.rbac import granted
 
@@ -72,6 +72,21 @@ def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_ope
     eventually(lambda: kube.get(SERVICES, "prometheus-operated", NS)["spec"]["ports"][0]["port"] == 9090, 20,
                "Service restored")
     eventually(lambda: "extra" not in kube.get(SECRETS, "prometheus-p", NS)["data"], 20, "Secret restored")
+
+    # fast reload on (a Role and RoleBinding), a foreign edit of the Role restored, then off (both deleted)
+    kube.patch(PROMETHEUSES, "p", {"metadata": {"annotations": {"promop.dev/fast-reload": "true"}}}, NS)
+    eventually(lambda: names(kube, ROLEBINDINGS) == ["prometheus-p-config-reader"], 20, "the reloader's Role")
+    modify(kube, ROLES, "prometheus-p-config-reader", NS, lambda role: role["rules"][0]["verbs"].append("list"))
+    modify(kube, ROLEBINDINGS, "prometheus-p-config-reader", NS,
+           lambda binding: binding["subjects"].append({"kind": "ServiceAccount", "name": "x", "namespace": NS}))
+    # Roles are not watched (no informer for them): the next sync of the Prometheus restores it
+    kube.patch(PROMETHEUSES, "p", {"metadata": {"labels": {"touched": "again"}}}, NS)
+    eventually(lambda: kube.get(ROLES, "prometheus-p-config-reader", NS)["rules"][0]["verbs"] == ["get", "watch"],
+               20, "Role restored")
+    eventually(lambda: len(kube.get(ROLEBINDINGS, "prometheus-p-config-reader", NS)["subjects"]) == 1, 20,
+               "RoleBinding restored")
+    kube.patch(PROMETHEUSES, "p", {"metadata": {"annotations": {"promop.dev/fast-reload": "false"}}}, NS)
+    eventually(lambda: names(kube, ROLES) == [] and names(kube, ROLEBINDINGS) == [], 20, "the Role deleted")
     eventually(op.idle, 20)
     _alertmanager_scenario(kube)  # the Alertmanager controller's permissions
 
