@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from promop.render.alertmanager import offline as am_offline  # Alertmanager objects
 
     if not loaded.of("Prometheus") and not loaded.of("Alertmanager"):
-        print("error: no Prometheus (nor Alertmanager) object found in the given files; nothing to render "
+        print("error: no Prometheus object found in the given files (nor an Alertmanager); nothing to render "
               "(to check monitors and rules alone, use promop render --lint)", file=sys.stderr)
         return EXIT_REJECTED
     rendered = render_loaded(loaded)
