@@ -100,7 +100,7 @@ class DictStore(dict):
         return list(self.values())
 
 
-def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube):
+def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube, cluster):
     from prometheus_client import CollectorRegistry
 
     from promop.operator.metrics import OperatorMetrics
@@ -118,6 +118,7 @@ def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube):
 
     assert syncer.sync_status(key).skipped == ""  # never synced: a full sync
     assert syncs._value.get() == 1
+    assert cluster.background.wait_idle()  # the simulated StatefulSet controller wrote status
     stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
     proms[key] = kube.get(PROMETHEUSES, "p", NS)
     assert syncer.sync(key).skipped == ""
@@ -130,7 +131,7 @@ def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube):
     assert syncs._value.get() == 3
 
 
-def test_a_status_change_is_not_lost_while_the_cache_lags_behind_our_last_status_write(kube):
+def test_a_status_change_is_not_lost_while_the_cache_lags_behind_our_last_status_write(kube, cluster):
     from prometheus_client import CollectorRegistry
 
     from promop.operator.apply import RetryLater
@@ -156,6 +157,7 @@ def test_a_status_change_is_not_lost_while_the_cache_lags_behind_our_last_status
         return next(c["status"] for c in conds if c["type"] == "Reconciled")
 
     syncer.sync(key)
+    assert cluster.background.wait_idle()  # the simulated StatefulSet controller wrote status
     stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
     proms[key] = kube.get(PROMETHEUSES, "p", NS)
     syncer.sync(key)  # now with its StatefulSet: Available
