@@ -19,6 +19,9 @@ def register(subparsers) -> None:
         "demo", help="run the operator against an embedded API sandbox with the kube-prometheus examples",
         description="Start the API sandbox, install crds/, apply examples/, run the operator, print a summary "
                     "and keep running until Ctrl-C (or exit after the first sync with --once).")
+    parser.add_argument("what", nargs="?", default="operator", choices=("operator", "autoscaling"),
+                        help="operator (default), or autoscaling: MemHpa scaling a Deployment on its memory")
+    parser.add_argument("--speed", type=float, default=30.0, help="autoscaling: how much faster time runs")
     parser.add_argument("--once", action="store_true", help="exit 0 after the first full sync")
     parser.add_argument("--kubeconfig", help="run against this cluster instead of the sandbox")
     parser.add_argument("--context", help="kubeconfig context (with --kubeconfig)")
@@ -34,6 +37,10 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.what == "autoscaling":
+        from promop.autoscaler.demo import run_demo
+
+        return run_demo(args)
     import tempfile
     import threading
 

@@ -25,6 +25,7 @@ from promop.sandbox.gc import NAMESPACE_FINALIZER, NAMESPACES, POLICIES, Collect
 
 NAME_LABEL = "kubernetes.io/metadata.name"  # the namespace controller's label, always set
 from promop.sandbox.resources import ResourceType, crd_types
+from promop.sandbox.scale import selector_text
 from promop.sandbox.selectors import Predicate
 from promop.sandbox.store import Store
 from promop.sandbox.validation import check_crd, check_metadata, check_statefulset_update
@@ -640,6 +641,8 @@ class Api:
                  "spec": {"replicas": _path_get(obj, paths.get("specReplicasPath", "")) or 0},
                  "status": {"replicas": _path_get(obj, paths.get("statusReplicasPath", "")) or 0}}
         selector = _path_get(obj, paths.get("labelSelectorPath") or ".status.selector")
+        if isinstance(selector, dict):  # built-in workloads: spec.selector, served as a string
+            selector = selector_text(selector)
         if selector:
             scale["status"]["selector"] = selector
         return scale

@@ -72,6 +72,9 @@ class Sandbox:
         for name in INITIAL_NAMESPACES:
             self.api.create(self.registry.lookup("", "v1", "namespaces"), "",
                             {"metadata": {"name": name}})
+        from promop.sandbox import aggregation  # APIService objects and the aggregation proxy
+
+        aggregation.install(self)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> "Sandbox":

@@ -283,6 +283,10 @@ class Handler(BaseHTTPRequestHandler):
         parts = [unquote(p) for p in url.path.strip("/").split("/")] or [""]
         record = RequestRecord(method, method.lower(), None, None, None, None, None, None, 0,
                                self.headers.get("User-Agent", ""), self.path)
+        from promop.sandbox import aggregation  # aggregated API groups go to their backends
+
+        if aggregation.handle(self, method, url, parts, raw):
+            return
         try:
             user = None
             if sandbox.authorization == "rbac":
