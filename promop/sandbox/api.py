@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 
 from promop.sandbox import apply as applying
-from promop.sandbox import fields, kinds, structural
+from promop.sandbox import builtin_schema, fields, kinds, structural
 from promop.sandbox import patch as patching
 from promop.sandbox.discovery import Registry
 from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, expired,
@@ -130,6 +130,20 @@ class Api:
         self._request.warnings = []
         return warnings
 
+    def _pruned(self, rt: ResourceType, paths: list[str]) -> None:
+        """Unknown fields of a built-in kind were dropped: warn, or under Strict refuse."""
+        if not paths:
+            return
+        if not hasattr(self._request, "warnings"):
+            self.begin_request()
+        mode = getattr(self._request, "field_validation", "Warn")
+        if mode == "Strict":
+            listed = ", ".join(f'unknown field "{p}"' for p in paths)
+            raise bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a '
+                              f"{rt.kind}: strict decoding error: {listed}")
+        if mode == "Warn":
+            self._request.warnings += [f'unknown field "{p}"' for p in paths]
+
     def _admit_custom(self, rt: ResourceType, obj: dict) -> None:
         """Custom resources: prune, default and validate against the served version's schema."""
         if rt.builtin:
@@ -158,6 +172,10 @@ class Api:
             raise bad_request(f'the apiVersion "{body["apiVersion"]}" does not match the '
                               f"resource {rt.qualified} ({rt.api_version})")
         obj = copy.deepcopy(body)
+        if rt.builtin:
+            model = builtin_schema.model_for(rt.key, rt.kind, rt.version)
+            if model is not None:
+                self._pruned(rt, builtin_schema.prune(obj, model))
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}

@@ -350,6 +350,10 @@ def _go_map(labels: dict) -> str:
 
 
 def validate_workload(obj: dict) -> list[Cause]:
+    return _validate_workload(obj, (obj.get("kind") or "deployment").lower())
+
+
+def _validate_workload(obj: dict, kind: str) -> list[Cause]:
     """apps/v1 StatefulSet and Deployment: a selector that matches the template's labels,
     non-negative replicas, and a template with named containers that have images."""
     spec = obj.get("spec") or {}
@@ -363,8 +367,8 @@ def validate_workload(obj: dict) -> list[Cause]:
     if not selector:
         causes.append(("spec.selector", "Required value"))
     elif not (selector.get("matchLabels") or selector.get("matchExpressions")):
-        causes.append(("spec.selector", "Invalid value: \"null\": empty selector is invalid "
-                       "for deployment"))
+        causes.append(("spec.selector", f"Invalid value: {_quote(json.dumps(selector))}: "
+                       f"empty selector is invalid for {kind}"))
     elif not _label_selector_matches(selector, labels):
         causes.append(("spec.template.metadata.labels", f"Invalid value: {_go_map(labels)}: "
                        "`selector` does not match template `labels`"))

@@ -285,13 +285,14 @@ class Handler(BaseHTTPRequestHandler):
                                self.headers.get("User-Agent", ""), self.path)
         from promop.sandbox import aggregation  # aggregated API groups go to their backends
 
-        if aggregation.handle(self, method, url, parts, raw):
-            return
         try:
             user = None
-            if sandbox.authorization == "rbac":
+            if sandbox.authorization == "rbac":  # authenticated before any proxying
                 user = sandbox.authenticator.authenticate(self.headers.get("Authorization"),
                                                           sandbox.store)
+            if aggregation.handle(self, method, url, parts, raw):
+                record.recorded = True  # proxied: the backend's request, not the sandbox's
+                return
             for hook in list(sandbox.request_hooks):
                 if hook(self, method, parts, params, raw, record):
                     return  # answered by an extension (e.g. an aggregated API's proxy)

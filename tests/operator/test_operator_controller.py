@@ -100,7 +100,7 @@ class DictStore(dict):
         return list(self.values())
 
 
-def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube):
+def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube, cluster):
     from prometheus_client import CollectorRegistry
 
     from promop.operator.metrics import OperatorMetrics
@@ -118,6 +118,7 @@ def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube):
 
     assert syncer.sync_status(key).skipped == ""  # never synced: a full sync
     assert syncs._value.get() == 1
+    assert cluster.background.wait_idle()  # the simulated StatefulSet controller wrote status
     stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
     proms[key] = kube.get(PROMETHEUSES, "p", NS)
     assert syncer.sync(key).skipped == ""
@@ -130,7 +131,7 @@ def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube):
     assert syncs._value.get() == 3
 
 
-def test_a_sync_ends_when_config_is_written_and_feedback_waits_in_its_own_queue(kube):
+def test_a_sync_ends_when_config_is_written_and_feedback_waits_in_its_own_queue(kube, cluster):
     """No status or bindings write happens inside sync(); the reporter writes them later."""
     from prometheus_client import CollectorRegistry
 
@@ -147,6 +148,7 @@ def test_a_sync_ends_when_config_is_written_and_feedback_waits_in_its_own_queue(
     syncer = Syncer(kube, stores, RenderOptions(), OperatorMetrics(CollectorRegistry()), fake_render, fake_references)
     syncer.sync(key)
     assert jobs(kube) == ["serviceMonitor/mon/a/0", "serviceMonitor/mon/b/0"]
+    assert cluster.background.wait_idle()  # the simulated StatefulSet controller wrote status
     stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
     assert "status" not in kube.get(PROMETHEUSES, "p", NS)
     assert "status" not in kube.get(SERVICEMONITORS, "a", NS)
@@ -157,7 +159,7 @@ def test_a_sync_ends_when_config_is_written_and_feedback_waits_in_its_own_queue(
     assert kube.get(PROMETHEUSES, "p", NS)["status"]["conditions"]
 
 
-def test_a_status_change_is_not_lost_while_the_cache_lags_behind_our_last_status_write(kube):
+def test_a_status_change_is_not_lost_while_the_cache_lags_behind_our_last_status_write(kube, cluster):
     from prometheus_client import CollectorRegistry
 
     from promop.operator.metrics import OperatorMetrics
@@ -184,6 +186,7 @@ def test_a_status_change_is_not_lost_while_the_cache_lags_behind_our_last_status
 
     syncer.sync(key)
     feedback.run_pending()
+    assert cluster.background.wait_idle()  # the simulated StatefulSet controller wrote status
     stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
     proms[key] = kube.get(PROMETHEUSES, "p", NS)
     syncer.sync(key)  # now with its StatefulSet: Available

@@ -120,3 +120,19 @@ def test_list_maps_merge_by_their_keys(http, make_crd, ext):
     dropped = http("PATCH", url, widget(), APPLY, fieldManager="alice")
     assert dropped.status_code == 200, dropped.text
     assert dropped.json()["spec"]["ports"] == [{"name": "metrics", "port": 9090}]
+
+
+def test_kubectl_server_side_apply_conflicts(kubectl, tmp_path):
+    import yaml
+
+    path = tmp_path / "cm.yaml"
+    path.write_text(yaml.safe_dump(cm("k", a="1")))
+    kubectl("apply", "--server-side", "--field-manager", "alice", "-f", str(path))
+    path.write_text(yaml.safe_dump(cm("k", a="2")))
+    proc = kubectl("apply", "--server-side", "--field-manager", "bob", "-f", str(path),
+                   check=False)
+    assert proc.returncode != 0
+    assert 'conflict with "alice"' in proc.stderr and ".data.a" in proc.stderr
+    kubectl("apply", "--server-side", "--field-manager", "bob", "--force-conflicts", "-f",
+            str(path))
+    assert "a: \"2\"" in kubectl("get", "cm", "k", "-o", "yaml").stdout

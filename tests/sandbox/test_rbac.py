@@ -102,3 +102,10 @@ def test_token_requests_are_authorized_and_need_the_account(rbac):
                            "b", "default", {})
     assert code == 403
     assert 'cannot create resource "serviceaccounts/token"' in status["message"]
+
+
+def test_aggregated_paths_need_a_token_too(rbac):
+    import requests
+
+    response = requests.get(f"{rbac.url}/apis/metrics.k8s.io/v1beta1")
+    assert response.status_code == 401

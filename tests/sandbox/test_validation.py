@@ -243,3 +243,34 @@ def test_field_selectors_only_on_supported_fields(core, custom, make_crd):
     assert code == 400
     assert status["message"] == ('"spec.size" is not a known field selector: only '
                                  '"metadata.name", "metadata.namespace"')
+
+
+# -- unknown fields of built-in kinds ---------------------------------------------------------
+
+def test_unknown_fields_of_built_in_kinds_are_dropped_with_a_warning(sandbox, kubectl, tmp_path):
+    import requests
+
+    url = f"{sandbox.url}/apis/apps/v1/namespaces/default/statefulsets"
+    body = statefulset()
+    body["spec"]["replica"] = 3  # a typo: dropped, as the apiserver's decoder does
+    body["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
+    made = requests.post(url, json=body)
+    assert made.status_code == 201
+    warning = made.headers["Warning"]
+    assert '299 - "unknown field \\"spec.replica\\""' in warning
+    assert '299 - "unknown field \\"spec.template.spec.containers[0].imagePullPolicyy\\""' \
+        in warning
+    assert "replica" not in made.json()["spec"]
+    strict = requests.post(url, json=dict(body, metadata={"name": "strict"}),
+                           params={"fieldValidation": "Strict"})
+    assert strict.status_code == 400
+    assert strict.json()["message"].startswith(
+        'StatefulSet in version "v1" cannot be handled as a StatefulSet: strict decoding error: '
+        'unknown field "spec.')
+    assert 'unknown field "spec.replica"' in strict.json()["message"]
+    # kubectl validates strictly by default
+    path = tmp_path / "cm.yaml"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": "typo"}, "dta": {"a": "1"}}))
+    proc = kubectl("apply", "-f", str(path), check=False)
+    assert proc.returncode != 0 and 'unknown field "dta"' in proc.stderr
