@@ -16,12 +16,10 @@ discards connections beyond it, which turns into reconnect churn.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import quote, urlencode
 
@@ -33,7 +31,7 @@ from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 
 from promop.kube.client_metrics import ClientMetrics, client_metrics
-from promop.kube import early_get, managed_fields_cut
+from promop.kube import managed_fields_cut
 from promop.kube.client_ratelimit import TokenBucket
 from promop.kube.gc_pause import gc_paused
 from promop.kube.errors import ApiUnreachable, Gone, RequestTimeout, WatchIdleTimeout, error_from_response, error_from_status
@@ -84,18 +82,6 @@ def _fill_type(items: list[dict], list_kind: str, api_version: str) -> None:
             item["apiVersion"] = api_version
 
 
-_CONTINUE = re.compile(rb'"continue":"([A-Za-z0-9_=+/.-]+)"')
-
-
-def _peek_continue(data: bytes) -> str | None:
-    """The continue token of a List body, read off its head before the items begin (or None)."""
-    head_end = data.find(b'"items":', 0, 4096)
-    if head_end < 0:
-        return None
-    match = _CONTINUE.search(data, 0, head_end)
-    return match.group(1).decode("ascii") if match else None
-
-
 def _decode_without_managed_fields(data: bytes) -> dict | None:
     """A List body decoded with its items' managedFields cut out first (`managed_fields_cut`),
     or None when they could not be (decode the body whole then)."""
@@ -127,16 +113,6 @@ def _list_query(label_selector: str | None, field_selector: str | None, limit: i
     if resource_version is not None:
         query["resourceVersion"] = resource_version
     return query
-
-
-@dataclass
-class _SentList:
-    """A LIST page request sent ahead by `KubeClient._send_list`."""
-
-    request: early_get.EarlyGet
-    path: str
-    endpoint: str
-    started: float  # monotonic time of sending
 
 
 def _timed_out(exc: BaseException) -> bool:
@@ -375,42 +351,6 @@ class KubeClient:
             accept=f"{_META_LIST},{JSON}" if metadata_only else JSON, raw=True,
         )
 
-    def _send_list(
-        self, res: Resource, namespace: str | None, *, label_selector: str | None = None,
-        field_selector: str | None = None, limit: int | None = None, continue_token: str | None = None,
-        resource_version: str | None = None, metadata_only: bool = False,
-    ) -> "_SentList | None":
-        """Send a LIST page's request now, to be read by `_read_list` (see `early_get`); None
-        when that is not possible here, or failed (the page is then fetched when needed)."""
-        if not early_get.supported(self.api_client.rest_client.pool_manager):
-            return None
-        waited = self.limiter.wait(None)
-        if waited:
-            self.metrics.rate_limited.labels(res.endpoint(namespace)).observe(waited)
-        query = _list_query(label_selector, field_selector, limit, continue_token, resource_version)
-        path = res.path(namespace)
-        target = path + "?" + urlencode(query, quote_via=quote)
-        accept = f"{_META_LIST},{JSON}" if metadata_only else JSON
-        url, headers = self._prepare("GET", target, {"Accept": accept})
-        started = time.monotonic()
-        try:
-            sent = early_get.EarlyGet(self.api_client.rest_client.pool_manager, url, target, headers,
-                                      self.request_timeout)
-        except early_get.EarlyGetFailed:
-            return None
-        return _SentList(sent, path, res.endpoint(namespace), started)
-
-    def _read_list(self, sent: "_SentList") -> bytes | None:
-        """The body of a page sent by `_send_list`; None if it could not be read (ask again)."""
-        try:
-            status, headers, data = sent.request.finish()
-        except early_get.EarlyGetFailed:
-            return None
-        self.metrics.observe(sent.endpoint, status, time.monotonic() - sent.started)
-        if not 200 <= status < 300:
-            raise error_from_response(status, data, headers=headers, method="GET", path=sent.path)
-        return data
-
     @staticmethod
     def _list_page(data: bytes, res: Resource, metadata_only: bool, transform: Callable[[dict], Any] | None,
                    page_transform: Callable[[list[dict]], list] | None = None,
@@ -436,23 +376,16 @@ class KubeClient:
     def list_all(
         self, res: Resource, namespace: str | None = None, *, page_size: int = 500,
         transform: Callable[[dict], Any] | None = None, page_transform: Callable[[list[dict]], list] | None = None,
-        prefetch: bool = True, drop_managed_fields: bool = False, **kw: Any
+        drop_managed_fields: bool = False, **kw: Any
     ) -> tuple[list[Any], str]:
         """Every object, paging by `page_size`; returns (items, the list's resourceVersion).
 
         `transform` is applied to each item as its page arrives (so a
         slimming transform bounds the peak memory of a big LIST);
         `page_transform` then to the page's item list, and what it returns
-        is what the page contributes to the result. If the
-        continue token expires mid-way (410), falls back to one unpaginated
-        LIST, as client-go's pager does with FullListIfExpired.
-
-        With `prefetch`, page n+1 is requested before page n is decoded (see
-        `early_get`): its continue token is read off the head of the body (a
-        List's metadata comes before its items) and checked against the
-        decoded one, so a wrong guess costs one wasted request, never a wrong
-        result. The server then prepares, and the socket receives, page n+1
-        while page n is being decoded.
+        is what the page contributes to the result. If the continue token
+        expires mid-way (410), falls back to one unpaginated LIST, as
+        client-go's pager does with FullListIfExpired.
 
         `drop_managed_fields` promises that the caller discards each item's
         metadata.managedFields: they are then cut out of the bytes before
@@ -462,42 +395,24 @@ class KubeClient:
         items: list[Any] = []
         token: str | None = None
         rv = ""
-        ahead: tuple[str, _SentList] | None = None
-        try:
-            while True:
-                try:
-                    data = None
-                    if ahead is not None:
-                        guessed, sent = ahead
-                        ahead = None
-                        if guessed == token:
-                            data = self._read_list(sent)  # None: not readable; ask again below
-                        else:
-                            sent.request.abandon()
-                    if data is None:
-                        data = self._list_data(res, namespace, limit=page_size, continue_token=token, **kw)
-                except Gone:
-                    if token is None:
-                        raise
-                    data = self._list_data(res, namespace, **kw)  # one unpaginated LIST
-                    page = self._list_page(data, res, metadata_only, transform, page_transform, drop_managed_fields)
-                    return page["items"], (page.get("metadata") or {}).get("resourceVersion", "")
-                guess = _peek_continue(data) if prefetch else None
-                if guess:
-                    sent = self._send_list(res, namespace, limit=page_size, continue_token=guess, **kw)
-                    ahead = (guess, sent) if sent is not None else None
-                page = self._list_page(data, res, metadata_only, transform, page_transform, drop_managed_fields)
-                del data
-                meta = page.get("metadata") or {}
+        while True:
+            try:
+                data = self._list_data(res, namespace, limit=page_size, continue_token=token, **kw)
+            except Gone:
                 if token is None:
-                    rv = meta.get("resourceVersion", "")
-                items.extend(page["items"])
-                token = meta.get("continue") or None
-                if not token:
-                    return items, rv
-        finally:
-            if ahead is not None:
-                ahead[1].request.abandon()
+                    raise
+                data = self._list_data(res, namespace, **kw)  # one unpaginated LIST
+                page = self._list_page(data, res, metadata_only, transform, page_transform, drop_managed_fields)
+                return page["items"], (page.get("metadata") or {}).get("resourceVersion", "")
+            page = self._list_page(data, res, metadata_only, transform, page_transform, drop_managed_fields)
+            del data
+            meta = page.get("metadata") or {}
+            if token is None:
+                rv = meta.get("resourceVersion", "")
+            items.extend(page["items"])
+            token = meta.get("continue") or None
+            if not token:
+                return items, rv
 
     def watch(
         self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,

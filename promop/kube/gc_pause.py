@@ -1,30 +1,19 @@
-"""Pause CPython's cyclic garbage collector while a LIST page is decoded and transformed.
+"""Pause CPython's cyclic garbage collector while one LIST page is decoded.
 
 Why: decoding a page allocates thousands of dicts, none of them in a reference
-cycle, so the collector can find nothing to free in them. Left on, it still
-runs every 700 allocations and moves the half-built page, which is alive at
-that moment, into the older generations; after enough of that it starts full
-collections over the whole heap. With realistic objects (managedFields
-included, which the informer drops right after decoding), more than half of
-an informer's initial sync went into such collections (see bench/informer).
-Paused, the page is decoded, transformed and the discarded parts freed by
-reference counting before the collector looks at it; only what is kept is
-ever scanned.
-
-When the last pause ends, what was allocated meanwhile goes straight to the
-oldest generation (`gc.freeze()` then `gc.unfreeze()`: two list splices).
-Without that, every kept object of a page is scanned by a young collection
-right after the pause and by a middle one a few pages later, only to reach
-the oldest generation anyway: an informer's cache lives until replaced. That
-was about a tenth of an initial sync. The price: a reference cycle that
-another thread made garbage during the pause waits for the next full
-collection instead of a young one. The promotion is skipped when the
-application has frozen objects itself (unfreezing would undo its freeze).
+cycle, so the collector can find nothing to free in them. Left on, it runs
+every few hundred allocations and scans the half-built page, which is alive at
+that moment; after enough of that it starts collections over the whole heap.
+Paused, the page is decoded and transformed, and what the transform discards
+is freed by reference counting, before the collector looks at it.
+`python3 -m bench.informer` measures the pause against the collector left on,
+on whichever Python runs it.
 
 The pause is process-wide (the collector is), so it is kept short: only the
-CPU-bound decode of one page, never an HTTP wait. Nested and concurrent
-pauses share one count; the collector is re-enabled when the last one ends,
-and only if it was enabled when the first began.
+CPU-bound decode of one page, never an HTTP wait. Nested and concurrent pauses
+share one count; the collector is re-enabled when the last one ends, and only
+if it was enabled when the first began. Nothing else is touched: no freezing,
+no generation moves.
 """
 
 from __future__ import annotations
@@ -55,7 +44,4 @@ def gc_paused() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and _we_disabled:
                 _we_disabled = False
-                if gc.get_freeze_count() == 0:
-                    gc.freeze()  # every tracked object to the permanent generation...
-                    gc.unfreeze()  # ...and back into the oldest one
                 gc.enable()
