@@ -36,6 +36,7 @@ from promop.kube.client_ratelimit import TokenBucket
 from promop.kube.gc_pause import gc_paused
 from promop.kube.errors import ApiUnreachable, Gone, RequestTimeout, WatchIdleTimeout, error_from_response, error_from_status
 from promop.kube.resources import Resource
+from promop.kube.user_agent import default_component, is_generated_default, user_agent
 
 JSON = "application/json"
 _META = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
@@ -139,6 +140,11 @@ class KubeClient:
 
     The given ApiClient's urllib3 pool is rebuilt: with `pool_size` connections
     when given, and with connection-level retries only (see `_RETRIES`).
+
+    Requests carry the User-Agent `promop/<version> (<component>)`
+    (`component` defaults to the program's name, see `user_agent`), unless
+    the ApiClient already carries one its owner chose, which is kept (as
+    client-go's rest.Config.UserAgent overrides its default).
     """
 
     def __init__(
@@ -150,8 +156,11 @@ class KubeClient:
         pool_size: int | None = None,
         request_timeout: tuple[float, float] = (10.0, 60.0),
         registry: Any = None,
+        component: str | None = None,
     ) -> None:
         self.api_client = api_client
+        if is_generated_default(api_client.user_agent):
+            api_client.user_agent = user_agent(component or default_component())
         cfg = api_client.configuration
         if pool_size is not None:
             cfg.connection_pool_maxsize = pool_size

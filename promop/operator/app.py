@@ -37,7 +37,7 @@ def connect(options: Options, stop: threading.Event, *, base_delay: float = 1.0,
         attempt += 1
         try:
             client = client_factory() if client_factory else KubeClient.from_config(
-                options.kubeconfig, options.context, registry=registry)
+                options.kubeconfig, options.context, registry=registry, component="operator")
             client.list(NAMESPACES, limit=1)
             if attempt > 1:
                 log.info("apiserver reachable", **fields(attempt=attempt))
