@@ -64,6 +64,9 @@ class _NoTimeoutRetry(Retry):
 _RETRIES = _NoTimeoutRetry(total=3, connect=3, read=2, redirect=3, status=0, other=0,
                            respect_retry_after_header=False, raise_on_status=False)
 _NO_RESPONSE = (urllib3.exceptions.HTTPError, OSError, ApiException)
+# without timeoutSeconds an apiserver ends a watch after [min-request-timeout, 2x], 1800 s by default
+_SERVER_MAX_WATCH_TIMEOUT = 3600
+WATCH_IDLE_GRACE = 30.0  # seconds past a watch's timeoutSeconds before a silent stream counts as dead
 
 
 def partial_metadata(obj: dict) -> dict:
@@ -166,6 +169,10 @@ class KubeClient:
             cfg.connection_pool_maxsize = pool_size
         # urllib3 would silently sleep through 429/503 Retry-After; callers must see those.
         cfg.retries = _RETRIES
+        if cfg.socket_options is None:
+            # TCP keepalive (30 s idle, as client-go asks the kernel for): a watch on a quiet
+            # resource carries no data for minutes, and only probes tell a half-open connection
+            cfg.keep_alive = True
         api_client.rest_client = rest.RESTClientObject(cfg)
         self._host = cfg.host
         self.limiter = TokenBucket(qps, burst)
@@ -426,15 +433,21 @@ class KubeClient:
     def watch(
         self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,
         timeout_seconds: int | None = None, allow_bookmarks: bool = True, label_selector: str | None = None,
-        field_selector: str | None = None, metadata_only: bool = False, idle_timeout: float = 90.0,
+        field_selector: str | None = None, metadata_only: bool = False, idle_timeout: float | None = None,
         connect_timeout: float | None = None,
     ) -> "WatchStream":
         """Open a WATCH; iterate the returned stream for event dicts `{"type", "object"}`.
 
-        `idle_timeout` is the socket read timeout: a stream silent for longer
-        raises `WatchIdleTimeout` instead of hanging. An ERROR event raises the
-        mapped ApiError (`Gone` for 410). The stream ends when the server closes.
+        `idle_timeout` is the socket read timeout, a guard against dead
+        connections: a stream silent for longer raises `WatchIdleTimeout`
+        instead of hanging. A real apiserver sends nothing on a quiet watch
+        until `timeout_seconds` ends it, so the default is longer than that:
+        `timeout_seconds` (or, without it, the longest a server picks) plus
+        a grace. An ERROR event raises the mapped ApiError (`Gone` for 410).
+        The stream ends when the server closes.
         """
+        if idle_timeout is None:
+            idle_timeout = (timeout_seconds or _SERVER_MAX_WATCH_TIMEOUT) + WATCH_IDLE_GRACE
         query: dict[str, Any] = {"watch": "true"}
         if resource_version is not None:
             query["resourceVersion"] = resource_version

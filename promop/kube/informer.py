@@ -26,7 +26,7 @@ from promop.kube.backoff import Backoff
 from promop.kube.client import KubeClient
 from promop.kube.informer_metrics import informer_metrics
 from promop.kube.logfields import kv
-from promop.kube.reflector import Reflector
+from promop.kube.reflector import IDLE_GRACE, Reflector
 from promop.kube.resources import Resource
 from promop.kube.store import NAMESPACE_INDEX, Store, Tombstone, object_key
 from promop.kube.transforms import Transform, strip_managed_fields  # noqa: F401 - the public hook
@@ -98,8 +98,9 @@ class Informer:
     """A cache of `res` (optionally one namespace, or a list of them) plus event handlers.
 
     Every timing is a parameter so tests run fast: `backoff_base`/`backoff_cap`
-    (watch/list failure backoff), `idle_timeout` (socket read timeout on
-    watches), `watch_timeout_range` (server-side timeoutSeconds) and
+    (watch/list failure backoff), `watch_timeout_range` (server-side
+    timeoutSeconds), `idle_grace` or `idle_timeout` (the dead-stream guard,
+    always longer than the server-side timeout: see `reflector`) and
     `resync_period` (0 = never).
 
     `transform` runs on every object before it is cached (default: strip
@@ -120,7 +121,8 @@ class Informer:
         resync_period: float = 0,
         name: str | None = None,
         watch_timeout_range: tuple[float, float] = (300, 600),
-        idle_timeout: float = 90.0,
+        idle_timeout: float | None = None,
+        idle_grace: float = IDLE_GRACE,
         backoff_base: float = 0.8,
         backoff_cap: float = 30.0,
         backoff_reset: float = 120.0,
@@ -156,7 +158,7 @@ class Informer:
                 client, res, self._deltas.put, metrics=self.metrics, namespace=scope,
                 label_selector=label_selector, field_selector=field_selector, metadata_only=metadata_only,
                 transform=transform, page_size=page_size,
-                watch_timeout_range=watch_timeout_range, idle_timeout=idle_timeout, backoff=Backoff(backoff_base, backoff_cap, reset_after=backoff_reset),
+                watch_timeout_range=watch_timeout_range, idle_timeout=idle_timeout, idle_grace=idle_grace, backoff=Backoff(backoff_base, backoff_cap, reset_after=backoff_reset),
                 min_watch_duration=min_watch_duration, name=f"{self.name}/{scope}" if scope else self.name,
             )
             for scope in scopes
