@@ -2,8 +2,7 @@
 
 1. Initial sync of N ConfigMaps: our informer (raw dicts) against the same informer work on
    the kubernetes client's models, each run in its own subprocess (wall time, client CPU time,
-   RSS growth); and our informer with the garbage collector left on while pages are decoded
-   (what `promop.kube.gc_pause` buys, on the Python running the benchmark). Three sources:
+   RSS growth). Three sources:
    - `sandbox`: the API sandbox, whose objects carry metadata.managedFields as a real
      apiserver's do (the issue's measurement);
    - `stub`: a stub replaying the sandbox's recorded pages byte for byte (the server's own
@@ -101,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
         pages = record_pages(kube.api_client, "bench")
         runs: dict[tuple[str, str], list[dict]] = {
-            (source, mode): [] for source in SOURCES for mode in ("sync-raw", "sync-model", "sync-raw-gc-on")
+            (source, mode): [] for source in SOURCES for mode in ("sync-raw", "sync-model")
         }
         with StubServer(pages) as stub, StubServer(without_managed_fields(pages)) as minimal:
             configs = {"sandbox": kubeconfig, "stub": write_kubeconfig(Path(tmp) / "stub-kubeconfig", stub.url),
@@ -151,16 +150,6 @@ def main(argv: list[str] | None = None) -> int:
         paired[source] = (statistics.median(walls), statistics.median(cpus))
         print(f"  from {source:<13} wall {paired[source][0]:.1f}x ({walls[0]:.1f}-{walls[-1]:.1f}), "
               f"client CPU {paired[source][1]:.1f}x ({cpus[0]:.1f}-{cpus[-1]:.1f})")
-    print(f"\nthe collector paused during each page's decode (gc_pause), against left on, Python "
-          f"{sys.version.split()[0]}:\n  paired (each paused run with the gc-on run of the same round), median and range")
-    pause_pays = True
-    for source in SOURCES:
-        raw_runs, on_runs = runs[source, "sync-raw"], runs[source, "sync-raw-gc-on"]
-        walls = sorted(o["seconds"] / r["seconds"] for r, o in zip(raw_runs, on_runs))
-        cpus = sorted(o["cpu"] / r["cpu"] for r, o in zip(raw_runs, on_runs))
-        pause_pays &= statistics.median(cpus) > 1.05
-        print(f"  from {source:<13} gc on takes wall {statistics.median(walls):.2f}x ({walls[0]:.2f}-{walls[-1]:.2f}), "
-              f"client CPU {statistics.median(cpus):.2f}x ({cpus[0]:.2f}-{cpus[-1]:.2f}) the paused time")
     print(f"\nevents through watch -> store -> handler -> workqueue -> worker: "
           f"{ev['per_second']:,.0f}/s ({ev['events']} events in {ev['seconds']:.2f}s)")
     print("\ntargets (sync >= 3x faster as the median paired ratio, RSS growth <= 1/2):")
@@ -171,7 +160,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  from {source}{notes[source]}: wall {'met' if wall >= 3 else 'MISSED'} ({wall:.1f}x), "
               f"client CPU {'met' if cpu >= 3 else 'MISSED'} ({cpu:.1f}x), "
               f"memory {'met' if rss <= 1 / 2 else 'MISSED'} ({rss:.2f})")
-    print(f"  the gc pause pays (client CPU > 1.05x on every source): {'yes' if pause_pays else 'NO'}")
     print(f"  events >= 5,000/s: {'met' if ev['per_second'] >= 5000 else 'MISSED'}")
     return 0
 

@@ -1,13 +1,12 @@
 """One measurement in a fresh process, so time and peak RSS are not polluted by the others.
 
-    python -m bench.informer.child sync-raw|sync-raw-gc-on|sync-model|decode|events KUBECONFIG NAMESPACE COUNT
+    python -m bench.informer.child sync-raw|sync-model|decode|events KUBECONFIG NAMESPACE COUNT
 
 Prints one JSON line (and `synced` first, for `events`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 import resource
@@ -43,14 +42,6 @@ def _imports():
 
     import promop.kube.informer  # noqa: F401
     import promop.kube.workqueue  # noqa: F401
-
-
-def sync_raw_gc_on(kubeconfig: str, namespace: str, count: int) -> dict:
-    """`sync_raw` with the collector left on while pages are decoded (no `gc_pause`)."""
-    import promop.kube.client
-
-    promop.kube.client.gc_paused = contextlib.nullcontext
-    return sync_raw(kubeconfig, namespace, count)
 
 
 def sync_raw(kubeconfig: str, namespace: str, count: int) -> dict:
@@ -128,7 +119,7 @@ def sync_model(kubeconfig: str, namespace: str, count: int) -> dict:
 
 def decode(kubeconfig: str, namespace: str, count: int) -> dict:
     """Deserialisation alone, on the same page bytes: our client's page decode as the informer
-    asks for it (managedFields cut out of the bytes, orjson with the collector paused, then the
+    asks for it (managedFields cut out of the bytes, orjson, then the
     per-page keying pass) and plain json.loads, against ApiClient.deserialize. The heap row keeps what each would cache."""
     import tracemalloc
 
@@ -216,7 +207,7 @@ def events(kubeconfig: str, namespace: str, count: int) -> dict:
 def main(argv: list[str]) -> None:
     mode, kubeconfig, namespace, count = argv[0], argv[1], argv[2], int(argv[3])
     _imports()
-    run = {"sync-raw": sync_raw, "sync-raw-gc-on": sync_raw_gc_on, "sync-model": sync_model, "events": events,
+    run = {"sync-raw": sync_raw, "sync-model": sync_model, "events": events,
            "decode": decode}[mode]
     print(json.dumps(run(kubeconfig, namespace, count)), flush=True)
 

@@ -33,7 +33,6 @@ from kubernetes.client.exceptions import ApiException
 from promop.kube.client_metrics import ClientMetrics, client_metrics
 from promop.kube import managed_fields_cut
 from promop.kube.client_ratelimit import TokenBucket
-from promop.kube.gc_pause import gc_paused
 from promop.kube.errors import ApiUnreachable, Gone, RequestTimeout, WatchIdleTimeout, error_from_response, error_from_status
 from promop.kube.resources import Resource
 from promop.kube.user_agent import default_component, is_generated_default, user_agent
@@ -348,8 +347,7 @@ class KubeClient:
     ) -> dict:
         """One LIST page as the raw List dict; all namespaces when `namespace` is None.
 
-        `transform` replaces each item by what it returns. The page is decoded
-        and transformed with the garbage collector paused (see `gc_pause`).
+        `transform` replaces each item by what it returns.
         """
         data = self._list_data(res, namespace, label_selector=label_selector, field_selector=field_selector,
                                limit=limit, continue_token=continue_token, resource_version=resource_version,
@@ -371,22 +369,21 @@ class KubeClient:
     def _list_page(data: bytes, res: Resource, metadata_only: bool, transform: Callable[[dict], Any] | None,
                    page_transform: Callable[[list[dict]], list] | None = None,
                    drop_managed_fields: bool = False) -> dict:
-        with gc_paused():
-            page = _decode_without_managed_fields(data) if drop_managed_fields else None
-            if page is None:
-                page = orjson.loads(data) if data else {}
-            del data
-            items = page.get("items")
-            if items is None:
-                page["items"] = items = []
-            if metadata_only:
-                page["items"] = items = [partial_metadata(o) for o in items]
-            else:
-                _fill_type(items, page.get("kind") or "", page.get("apiVersion") or res.api_version)
-            if transform is not None:
-                page["items"] = items = list(map(transform, items))
-            if page_transform is not None:
-                page["items"] = page_transform(items)
+        page = _decode_without_managed_fields(data) if drop_managed_fields else None
+        if page is None:
+            page = orjson.loads(data) if data else {}
+        del data
+        items = page.get("items")
+        if items is None:
+            page["items"] = items = []
+        if metadata_only:
+            page["items"] = items = [partial_metadata(o) for o in items]
+        else:
+            _fill_type(items, page.get("kind") or "", page.get("apiVersion") or res.api_version)
+        if transform is not None:
+            page["items"] = items = list(map(transform, items))
+        if page_transform is not None:
+            page["items"] = page_transform(items)
         return page
 
     def list_all(

@@ -12,7 +12,6 @@ from prometheus_client import CollectorRegistry
 from promop.kube import errors
 from promop.kube.client import KubeClient
 from promop.kube.resources import CONFIGMAPS, CRDS, NAMESPACES, STATEFULSETS, Resource
-from kube.kube_testlib import wait_until
 
 WIDGETS = Resource("example.com", "v1", "widgets", kind="Widget")
 
