@@ -23,10 +23,10 @@ import time
 from typing import Any, Callable
 
 from promop.kube.backoff import Backoff
-from promop.kube.client import KubeClient
+from promop.kube.client import WATCH_IDLE_GRACE, KubeClient
 from promop.kube.informer_metrics import informer_metrics
 from promop.kube.logfields import kv
-from promop.kube.reflector import IDLE_GRACE, Reflector
+from promop.kube.reflector import Reflector
 from promop.kube.resources import Resource
 from promop.kube.store import NAMESPACE_INDEX, Store, Tombstone, object_key
 from promop.kube.transforms import Transform, strip_managed_fields  # noqa: F401 - the public hook
@@ -122,7 +122,7 @@ class Informer:
         name: str | None = None,
         watch_timeout_range: tuple[float, float] = (300, 600),
         idle_timeout: float | None = None,
-        idle_grace: float = IDLE_GRACE,
+        idle_grace: float = WATCH_IDLE_GRACE,
         backoff_base: float = 0.8,
         backoff_cap: float = 30.0,
         backoff_reset: float = 120.0,

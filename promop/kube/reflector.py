@@ -55,8 +55,6 @@ from promop.kube.transforms import Transform, drops_managed_fields, keyed_page, 
 
 log = logging.getLogger("promop.kube.reflector")
 
-IDLE_GRACE = WATCH_IDLE_GRACE
-
 
 def watch_timeouts(timeout_range: tuple[float, float], idle_timeout: float | None, idle_grace: float,
                    draw: Callable[[float, float], float] = random.uniform) -> tuple[int, float]:
@@ -95,7 +93,7 @@ class Reflector:
         page_size: int = 500,
         watch_timeout_range: tuple[float, float] = (300, 600),
         idle_timeout: float | None = None,
-        idle_grace: float = IDLE_GRACE,
+        idle_grace: float = WATCH_IDLE_GRACE,
         backoff: Backoff | None = None,
         min_watch_duration: float = 1.0,
         name: str | None = None,
