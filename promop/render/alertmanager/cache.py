@@ -15,7 +15,8 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.model import Problem
 

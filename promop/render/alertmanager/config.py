@@ -10,8 +10,9 @@ or the Alertmanager itself is Fatal.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import yaml
 
@@ -23,9 +24,9 @@ from promop.render.alertmanager.common import TEMPLATES_DIR, AMScope, Fatal, Rej
 from promop.render.alertmanager.receivers import ReceiverContext
 from promop.render.alertmanager.sanitize import Sanitizer
 from promop.render.alertmanager.selection import select_configs
+from promop.render.emit import emit
 from promop.render.model import Decision, Problem, obj_meta
 
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 OUTPUT_ORDER = ("global", "route", "inhibit_rules", "receivers", "mute_time_intervals", "time_intervals", "templates")
 
 
@@ -72,7 +73,7 @@ def dump_config(cfg: Mapping[str, Any]) -> str:
     ordered.setdefault("templates", [])
     if "templates" in ordered and list(ordered)[-1] != "templates":
         ordered["templates"] = ordered.pop("templates")
-    return yaml.dump(ordered, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 16)
+    return _dump(ordered)
 
 
 def _scope(store: Store, kind: str, obj: Mapping[str, Any], version: Version) -> AMScope:
@@ -223,7 +224,14 @@ def _convert(amc: Mapping[str, Any], store: Store, version: Version, ctx: Receiv
 
 
 def _dump(data: Any) -> str:
-    return yaml.dump(data, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 16)
+    """YAML text as the renderer writes it everywhere (promop.render.emit: block style, insertion order).
+
+    A user's own alertmanager.yaml may hold values JSON has no type for (an unquoted date, `!!binary`):
+    the emitter refuses those, and PyYAML, which wrote them when they were read, writes them back."""
+    try:
+        return emit(data)
+    except TypeError:
+        return yaml.safe_dump(data, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 16)
 
 
 def _dump_items(items: list, indent: str = "") -> str:

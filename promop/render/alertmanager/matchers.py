@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.alertmanager.common import Reject, Version
 from promop.render.re2 import check_re2

@@ -9,7 +9,8 @@ breaks the others).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from promop.render.alertmanager.common import Version, format_duration
 from promop.render.duration import DurationError, parse_duration
