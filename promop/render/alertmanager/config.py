@@ -215,7 +215,7 @@ def _convert(amc: Mapping[str, Any], store: Store, version: Version, ctx: Receiv
         return entry
     entry.fragment, entry.warnings = frag, warnings
     entry.texts = {
-        "routes": _dump_items([_ordered_route(frag.route)] if frag.route is not None else [], indent="  "),
+        "routes": _dump_items([_ordered_route(frag.route)] if frag.route is not None else [], nested=True),
         "receivers": _dump_items(frag.receivers if frag.route is not None else []),
         "inhibit_rules": _dump_items(frag.inhibit_rules),
         "mute_time_intervals": _dump_items(frag.mute_time_intervals if frag.route is not None else []),
@@ -234,14 +234,20 @@ def _dump(data: Any) -> str:
         return yaml.safe_dump(data, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 16)
 
 
-def _dump_items(items: list, indent: str = "") -> str:
-    """YAML block-sequence items (`- ...` lines), to concatenate under a key; indented for nested lists."""
+_NESTED_HEAD = "route:\n  routes:\n"
+
+
+def _dump_items(items: list, nested: bool = False) -> str:
+    """YAML block-sequence items (`- ...` lines), to concatenate under a top-level key, or under
+    `route:`'s `routes:` when `nested` (emitted in place there, so no re-indenting pass)."""
     if not items:
         return ""
-    text = _dump(list(items))
-    if not indent:
-        return text
-    return "".join(indent + line if line.strip() else line for line in text.splitlines(keepends=True))
+    if not nested:
+        return _dump(list(items))
+    text = _dump({"route": {"routes": list(items)}})
+    if not text.startswith(_NESTED_HEAD):  # both emitters write block style with indentless sequences
+        raise AssertionError(f"unexpected YAML layout: {text[:40]!r}")
+    return text[len(_NESTED_HEAD):]
 
 
 def _assemble(cfg: Mapping[str, Any], parts: list[dict[str, str]]) -> str:
@@ -255,7 +261,7 @@ def _assemble(cfg: Mapping[str, Any], parts: list[dict[str, str]]) -> str:
     route_text = _dump({"route": route})
     added = "".join(p["routes"] for p in parts)
     if added or own_routes:
-        route_text += "  routes:\n" + added + _dump_items(own_routes, indent="  ")
+        route_text += "  routes:\n" + added + _dump_items(own_routes, nested=True)
     out.append(route_text)
     for key in ("inhibit_rules", "receivers", "mute_time_intervals"):
         added = "".join(p[key] for p in parts)
