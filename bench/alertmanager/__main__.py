@@ -109,7 +109,8 @@ def operator_bench(edits: int) -> dict:
                     pass
                 time.sleep(0.05)
             first = time.perf_counter() - started
-            ctl = op.extra[0]
+            from promop.operator.alertmanager.controller import AlertmanagerController
+            ctl = next(c for c in op.controllers if isinstance(c, AlertmanagerController))
             while not ctl.idle():  # steady state: the first sync's status.bindings writes are done
                 time.sleep(0.05)
             latencies = []
