@@ -28,7 +28,7 @@ from promop.kube.resources import CONFIGMAPS, EVENTS, SECRETS, SERVICES, STATEFU
 from promop.operator import feedback
 from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS, CONTROLLER
 from promop.operator.alertmanager.status import alertmanager_status, desired_bindings, status_changed
-from promop.operator.apply import UNCHANGED, Applied, Applier, RetryLater
+from promop.operator.apply import UNCHANGED, Applier, RetryLater
 from promop.operator.diff import input_hash
 from promop.operator.logs import fields
 from promop.operator.metrics import OperatorMetrics
@@ -212,8 +212,8 @@ class AlertmanagerSyncer:
 
     # ---- writes ---------------------------------------------------------------------
 
-    def _count(self, report: SyncReport, applied: Applied | str) -> None:
-        action = applied if isinstance(applied, str) else applied.action
+    def _count(self, report: SyncReport, applied: Any) -> None:
+        action = getattr(applied, "action", applied)  # Applier.apply returns an Applied (was: the action string)
         report.actions[action] = report.actions.get(action, 0) + 1
         if action != UNCHANGED:
             report.writes += 1
@@ -272,7 +272,7 @@ class AlertmanagerSyncer:
             if pending is not None and pending[0] == _rv(current):
                 raise RetryLater(f"StatefulSet {ns}/{sts['metadata']['name']}: our last write is not in the cache yet")
             applied = self.applier.apply(STATEFULSETS, sts, current, refetch=False, before_create=check)
-            if applied.action != UNCHANGED and applied.after is not None:
+            if applied.action != UNCHANGED and applied.after is not None:  # what the server answered to our write
                 self._remember(memo_key, current, applied.after, input_hash(applied.after))
             self._count(report, applied)
 
