@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from promop.kube.selector import SelectorError, parse_selector
+from promop.labelselector import SelectorError, parse_selector
 from promop.render.model import Decision, obj_meta
 from promop.render.selection import namespace_labels
 
