@@ -1,0 +1,236 @@
+"""The estimator chain, the per-container floors, controlledResources and capping (logic/, routines/).
+
+`recommend` is upstream's podResourceRecommender plus the capping post-processor;
+`explain_container` returns every intermediate value with the rule that made it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from promop.vpa.amounts import (
+    MAX_RESOURCE_AMOUNT,
+    cpu_amount_from_cores,
+    memory_amount_from_bytes,
+    scale_resource,
+)
+from promop.vpa.config import DEFAULT, MIB, Config
+from promop.vpa.state import CPU, MEMORY, AggregateContainerState
+
+RESOURCES = (CPU, MEMORY)
+DAY = 86400.0
+
+
+def confidence(s: AggregateContainerState) -> float:
+    """min(history span in days, samples / 1440): one day of one sample a minute is 1.0."""
+    lifespan_days = (s.last_sample_start - s.first_sample_start) / DAY
+    samples_amount = s.total_samples_count / (60 * 24)
+    return min(lifespan_days, samples_amount)
+
+
+def confidence_factor(multiplier: float, exponent: float, c: float) -> float:
+    """(1 + multiplier/c) ** exponent with Go's float semantics at c = 0 (+Inf, so x**-2 -> 0)."""
+    if c == 0:
+        base = math.inf if multiplier > 0 else (math.nan if multiplier == 0 else -math.inf)
+    else:
+        base = 1.0 + multiplier / c
+    try:
+        return math.pow(base, exponent)
+    except (OverflowError, ValueError):
+        return math.inf
+
+
+@dataclass
+class Bounds:
+    """One resource's numbers through the chain (amounts are int64 millicores or bytes)."""
+
+    percentile: dict[str, float] = field(default_factory=dict)   # target/lower/upper -> raw percentile value
+    base: dict[str, int] = field(default_factory=dict)
+    with_margin: dict[str, int] = field(default_factory=dict)
+    with_confidence: dict[str, int] = field(default_factory=dict)
+    floored: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ContainerRecommendation:
+    """Target, lowerBound, upperBound, uncappedTarget as {resource: amount}; `steps` keeps the chain."""
+
+    name: str
+    target: dict[str, int]
+    lower_bound: dict[str, int]
+    upper_bound: dict[str, int]
+    uncapped_target: dict[str, int]
+    confidence: float = 0.0
+    upper_factor: float = 0.0
+    lower_factor: float = 0.0
+    min_resources: dict[str, int] = field(default_factory=dict)
+    steps: dict[str, Bounds] = field(default_factory=dict)
+    capped: list[str] = field(default_factory=list)
+
+    def as_status(self) -> dict:
+        """status.recommendation.containerRecommendations[] entry."""
+        from promop.vpa.quantity import format_bytes, format_millicores
+
+        def rl(amounts: dict[str, int]) -> dict[str, str]:
+            out = {}
+            if CPU in amounts:
+                out[CPU] = format_millicores(amounts[CPU])
+            if MEMORY in amounts:
+                out[MEMORY] = format_bytes(amounts[MEMORY])
+            return out
+
+        return {"containerName": self.name, "target": rl(self.target), "lowerBound": rl(self.lower_bound),
+                "upperBound": rl(self.upper_bound), "uncappedTarget": rl(self.uncapped_target)}
+
+
+@dataclass(frozen=True)
+class ContainerPolicy:
+    """resourcePolicy.containerPolicies[] entry, amounts already parsed."""
+
+    container_name: str = "*"
+    mode: str = "Auto"
+    min_allowed: dict = field(default_factory=dict)   # resource -> amount
+    max_allowed: dict = field(default_factory=dict)
+    controlled_resources: tuple = RESOURCES
+
+    @classmethod
+    def from_spec(cls, spec: dict, where: str = "containerPolicies[]") -> "ContainerPolicy":
+        """Parse upstream's fields; ValueError names the field."""
+        from promop.vpa.quantity import bytes_of, millicores_of
+
+        def amounts(key: str) -> dict:
+            out = {}
+            for res, q in (spec.get(key) or {}).items():
+                try:
+                    if res == CPU:
+                        out[CPU] = millicores_of(q)
+                    elif res == MEMORY:
+                        out[MEMORY] = bytes_of(q)
+                except ValueError as exc:
+                    raise ValueError(f"{where}.{key}.{res}: {exc}") from None
+            return out
+
+        controlled = spec.get("controlledResources")
+        if controlled is None:
+            controlled = list(RESOURCES)
+        if not isinstance(controlled, list) or any(r not in RESOURCES for r in controlled):
+            raise ValueError(f"{where}.controlledResources: want a list of cpu and/or memory, got {controlled!r}")
+        mode = spec.get("mode") or "Auto"
+        if mode not in ("Auto", "Off"):
+            raise ValueError(f"{where}.mode: want Auto or Off, got {mode!r}")
+        return cls(container_name=str(spec.get("containerName") or "*"), mode=mode,
+                   min_allowed=amounts("minAllowed"), max_allowed=amounts("maxAllowed"),
+                   controlled_resources=tuple(controlled))
+
+
+def container_policy(name: str, policies: list[ContainerPolicy]) -> ContainerPolicy | None:
+    """api_utils.GetContainerResourcePolicy: the container's own entry, else the '*' entry."""
+    default = None
+    for p in policies:
+        if p.container_name == name:
+            return p
+        if p.container_name == "*":
+            default = p
+    return default
+
+
+def min_resources(config: Config, num_containers: int) -> dict[str, int]:
+    """The pod floors (25m, 250 MiB) split equally, each share truncated."""
+    fraction = 1.0 / float(num_containers)
+    return {
+        CPU: scale_resource(cpu_amount_from_cores(config.pod_min_cpu_millicores * 0.001), fraction),
+        MEMORY: scale_resource(memory_amount_from_bytes(config.pod_min_memory_mb * MIB), fraction),
+    }
+
+
+def estimate(s: AggregateContainerState, config: Config, floors: dict[str, int], name: str = "") -> ContainerRecommendation:
+    """Percentile -> margin -> confidence multiplier (bounds only) -> floor, for cpu and memory."""
+    c = confidence(s)
+    up = confidence_factor(config.upper_bound_confidence_multiplier, config.upper_bound_confidence_exponent, c)
+    low = confidence_factor(config.lower_bound_confidence_multiplier, config.lower_bound_confidence_exponent, c)
+    pct = {
+        CPU: {"target": config.target_percentile_cpu, "lower": config.lower_bound_percentile_cpu,
+              "upper": config.upper_bound_percentile_cpu},
+        MEMORY: {"target": config.target_percentile_memory, "lower": config.lower_bound_percentile_memory,
+                 "upper": config.upper_bound_percentile_memory},
+    }
+    hists = {CPU: s.cpu, MEMORY: s.memory}
+    out: dict[str, dict[str, int]] = {"target": {}, "lower": {}, "upper": {}}
+    steps: dict[str, Bounds] = {}
+    margin = config.safety_margin
+    for res in RESOURCES:
+        b = Bounds()
+        h = hists[res]
+        for which, p in pct[res].items():
+            v = h.percentile(p)
+            base = cpu_amount_from_cores(v) if res == CPU else memory_amount_from_bytes(v)
+            m = base + scale_resource(base, margin)
+            if which == "upper":
+                cm = scale_resource(m, up)
+            elif which == "lower":
+                cm = scale_resource(m, low)
+            else:
+                cm = m
+            f = cm if cm >= floors[res] else floors[res]
+            b.percentile[which], b.base[which], b.with_margin[which] = v, base, m
+            b.with_confidence[which], b.floored[which] = cm, f
+            out[which][res] = f
+        steps[res] = b
+    return ContainerRecommendation(name=name, target=out["target"], lower_bound=out["lower"],
+                                   upper_bound=out["upper"], uncapped_target=dict(out["target"]),
+                                   confidence=c, upper_factor=up, lower_factor=low, min_resources=dict(floors),
+                                   steps=steps)
+
+
+def apply_policy(rec: ContainerRecommendation, policy: ContainerPolicy | None, config: Config = DEFAULT) -> None:
+    """controlledResources filter, then minAllowed/maxAllowed, then the global max-allowed flags; in place."""
+    controlled = policy.controlled_resources if policy else RESOURCES
+    for d in (rec.target, rec.lower_bound, rec.upper_bound, rec.uncapped_target):
+        for res in list(d):
+            if res not in controlled:
+                del d[res]
+    global_max = {}
+    if config.max_allowed_cpu_millicores:
+        global_max[CPU] = config.max_allowed_cpu_millicores
+    if config.max_allowed_memory_bytes:
+        global_max[MEMORY] = config.max_allowed_memory_bytes
+    for label, d in (("target", rec.target), ("lowerBound", rec.lower_bound), ("upperBound", rec.upper_bound)):
+        for res, v in list(d.items()):
+            if policy is not None and res in policy.min_allowed and v < policy.min_allowed[res]:
+                rec.capped.append(f"{label}.{res} raised to minAllowed {policy.min_allowed[res]}")
+                v = policy.min_allowed[res]
+            mx = policy.max_allowed.get(res) if policy is not None else None
+            if mx is None:
+                mx = global_max.get(res)
+            if mx is not None and v > mx:
+                rec.capped.append(f"{label}.{res} lowered to maxAllowed {mx}")
+                v = mx
+            d[res] = v
+
+
+def recommend(states: dict[str, AggregateContainerState], policies: list[ContainerPolicy] | None = None,
+              config: Config = DEFAULT) -> dict[str, ContainerRecommendation]:
+    """Recommendations for one VPA: containers with mode Off or no CPU samples are left out (and not counted
+    for the floor split), as upstream's GetContainerNameToAggregateStateMap does."""
+    policies = policies or []
+    chosen = {}
+    for name, s in states.items():
+        p = container_policy(name, policies)
+        if p is not None and p.mode == "Off":
+            continue
+        if s.total_samples_count > 0:
+            chosen[name] = s
+    if not chosen:
+        return {}
+    floors = min_resources(config, len(chosen))
+    out = {}
+    for name in sorted(chosen):
+        rec = estimate(chosen[name], config, floors, name)
+        apply_policy(rec, container_policy(name, policies), config)
+        out[name] = rec
+    return out
+
+
+__all__ = ["ContainerPolicy", "ContainerRecommendation", "MAX_RESOURCE_AMOUNT", "confidence", "estimate",
+           "min_resources", "recommend", "apply_policy", "container_policy"]
