@@ -132,7 +132,6 @@ def test_decay_invariant_under_reference_time_shifts(samples, shift_hours):
     for hour, v in samples:
         a.add_sample(v, 1.0, T0 + hour * 3600)
         b.add_sample(v, 1.0, T0 + hour * 3600)
-    assert a.reference_time != b.reference_time or shift_hours in range(-12, 12)
     for p in (0.1, 0.5, 0.9, 0.95, 1.0):
         assert a.percentile(p) == b.percentile(p)
 
