@@ -195,16 +195,21 @@ def apply_policy(rec: ContainerRecommendation, policy: ContainerPolicy | None, c
         global_max[CPU] = config.max_allowed_cpu_millicores
     if config.max_allowed_memory_bytes:
         global_max[MEMORY] = config.max_allowed_memory_bytes
+    from promop.vpa.quantity import format_bytes, format_millicores
+
+    def q(res: str, v: int) -> str:
+        return format_millicores(v) if res == CPU else format_bytes(v)
+
     for label, d in (("target", rec.target), ("lowerBound", rec.lower_bound), ("upperBound", rec.upper_bound)):
         for res, v in list(d.items()):
             if policy is not None and res in policy.min_allowed and v < policy.min_allowed[res]:
-                rec.capped.append(f"{label}.{res} raised to minAllowed {policy.min_allowed[res]}")
+                rec.capped.append(f"{label}.{res} {q(res, v)} raised to minAllowed {q(res, policy.min_allowed[res])}")
                 v = policy.min_allowed[res]
             mx = policy.max_allowed.get(res) if policy is not None else None
             if mx is None:
                 mx = global_max.get(res)
             if mx is not None and v > mx:
-                rec.capped.append(f"{label}.{res} lowered to maxAllowed {mx}")
+                rec.capped.append(f"{label}.{res} {q(res, v)} lowered to maxAllowed {q(res, mx)}")
                 v = mx
             d[res] = v
 
