@@ -1,0 +1,91 @@
+"""Prometheus query results as plain Python values.
+
+Prometheus encodes sample values as strings ("1.5", "NaN", "+Inf") and times
+as float seconds; here they are floats. A vector is a list of `Sample`, a
+matrix a list of `RangeSeries`, a scalar a `Scalar`, a string a `String`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+
+@dataclass(slots=True)
+class Sample:
+    """One element of an instant vector."""
+
+    labels: dict[str, str]
+    value: float
+    timestamp: float
+
+    @property
+    def name(self) -> str:
+        """The metric name (`__name__`), or "" when the query dropped it."""
+        return self.labels.get("__name__", "")
+
+
+@dataclass(slots=True)
+class RangeSeries:
+    """One series of a range vector: (timestamp, value) points in time order."""
+
+    labels: dict[str, str]
+    points: list[tuple[float, float]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.labels.get("__name__", "")
+
+    @property
+    def values(self) -> list[float]:
+        return [v for _, v in self.points]
+
+
+@dataclass(slots=True, frozen=True)
+class Scalar:
+    value: float
+    timestamp: float
+
+
+@dataclass(slots=True, frozen=True)
+class String:
+    value: str
+    timestamp: float
+
+
+Vector = list[Sample]
+Matrix = list[RangeSeries]
+QueryResult = Union[Vector, Matrix, Scalar, String]
+
+
+def _point(pair: list[Any]) -> tuple[float, float]:
+    return float(pair[0]), float(pair[1])
+
+
+def decode_result(data: dict[str, Any]) -> QueryResult:
+    """Turn the `data` member of a query response into plain values.
+
+    Raises ValueError on a shape this client does not know (callers wrap it
+    with the query that produced it).
+    """
+    kind = data.get("resultType")
+    result = data.get("result")
+    if kind == "vector":
+        out: Vector = []
+        for item in result or ():
+            if "value" not in item:  # a native histogram sample: no float value
+                continue
+            ts, v = _point(item["value"])
+            out.append(Sample(item.get("metric") or {}, v, ts))
+        return out
+    if kind == "matrix":
+        return [
+            RangeSeries(item.get("metric") or {}, [_point(p) for p in item.get("values") or ()])
+            for item in result or ()
+        ]
+    if kind == "scalar":
+        ts, v = _point(result)
+        return Scalar(v, ts)
+    if kind == "string":
+        return String(str(result[1]), float(result[0]))
+    raise ValueError(f"unknown resultType {kind!r}")

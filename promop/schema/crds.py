@@ -1,0 +1,77 @@
+"""Find a CRD version's `openAPIV3Schema` by kind (and group, version) in a folder of CRD files.
+
+The default folder is the one promop ships (`crds/`, see promop.packaged). Files are read
+once per folder and kept: CRDs do not change while a process runs.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from promop.packaged import crds_dir
+
+
+class SchemaNotFound(LookupError):
+    """No CRD in the folder defines that kind/version."""
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """YAML 1.1's `=` (the "value" tag) is a plain string to Go's YAML reader, and so here."""
+
+
+_Loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+
+
+@lru_cache(maxsize=8)
+def _load_folder(folder: str) -> tuple[dict[str, Any], ...]:
+    crds = []
+    for path in sorted(Path(folder).glob("*.y*ml")):
+        with open(path, encoding="utf-8") as f:
+            for doc in yaml.load_all(f, Loader=_Loader):
+                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                    crds.append(doc)
+    return tuple(crds)
+
+
+def load_crds(folder: str | Path | None = None) -> tuple[dict[str, Any], ...]:
+    """Every CustomResourceDefinition in `folder` (default: promop's crds/)."""
+    return _load_folder(str(folder if folder is not None else crds_dir()))
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """`monitoring.coreos.com/v1` -> (`monitoring.coreos.com`, `v1`); `v1` -> (``, `v1`)."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def crd_schema(
+    kind: str, version: str | None = None, group: str | None = None, folder: str | Path | None = None
+) -> dict[str, Any]:
+    """The `openAPIV3Schema` of `kind` at `version` (default: the storage version).
+
+    Raises SchemaNotFound naming what was looked for and where.
+    """
+    where = folder if folder is not None else crds_dir()
+    for crd in load_crds(folder):
+        spec = crd.get("spec") or {}
+        if (spec.get("names") or {}).get("kind") != kind:
+            continue
+        if group is not None and spec.get("group") != group:
+            continue
+        for v in spec.get("versions") or []:
+            if (v.get("name") == version) if version is not None else v.get("storage"):
+                schema = (v.get("schema") or {}).get("openAPIV3Schema")
+                if isinstance(schema, dict):
+                    return schema
+    what = f"{group + '/' if group else ''}{version or '(storage version)'} {kind}"
+    raise SchemaNotFound(f"no CRD schema for {what} in {where}")
+
+
+def schema_for(obj: dict[str, Any], folder: str | Path | None = None) -> dict[str, Any]:
+    """The schema for an object, from its `apiVersion` and `kind`."""
+    group, version = split_api_version(str(obj.get("apiVersion") or ""))
+    return crd_schema(str(obj.get("kind") or ""), version or None, group or None, folder)
