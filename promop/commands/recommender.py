@@ -26,8 +26,10 @@ def register(subparsers) -> None:
     sim.add_argument("-f", "--file", required=True, help="samples file (YAML or JSON; - for stdin)")
     sim.add_argument("-o", "--output", choices=("text", "json"), default="text")
     sim.set_defaults(func=run_simulate)
+    import importlib
+
     try:
-        from promop.recommender import cli as controller_cli
+        controller_cli = importlib.import_module("promop.recommender.cli")
     except ModuleNotFoundError as exc:
         if exc.name not in ("promop.recommender", "promop.recommender.cli"):
             raise

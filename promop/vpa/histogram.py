@@ -152,10 +152,12 @@ class Histogram:
         eps = self.options.epsilon
         w = self.weights
         last = self.options.num_buckets - 1
-        while w[self.min_bucket] < eps and self.min_bucket < last:
-            self.min_bucket += 1
-        while w[self.max_bucket] < eps and self.max_bucket > 0:
-            self.max_bucket -= 1
+        lo, hi = self.min_bucket, self.max_bucket
+        while w[lo] < eps and lo < last:
+            lo += 1
+        while w[hi] < eps and hi > 0:
+            hi -= 1
+        self.min_bucket, self.max_bucket = lo, hi
 
     def equals(self, other: "Histogram") -> bool:
         return (self.options is other.options and self.total_weight == other.total_weight
@@ -253,6 +255,42 @@ class DecayingHistogram(Histogram):
 
     def add_sample(self, value: float, weight: float, time: float = 0.0) -> None:
         Histogram.add_sample(self, value, weight * self.decay_factor(time), time)
+
+    def add_samples(self, values: list[float], times: list[float], weight: float) -> None:
+        """add_sample for each (value, time) in order: the same float operations, without the call overhead."""
+        opts = self.options
+        first, ratio1, log_ratio = opts.first_bucket_size, opts.ratio - 1, math.log(opts.ratio)
+        last_bucket, eps, log = opts.num_buckets - 1, opts.epsilon, math.log
+        w = self.weights
+        hl = self.half_life
+        limit = self.reference_time + hl * MAX_DECAY_EXPONENT
+        ref = self.reference_time
+        total = self.total_weight
+        lo, hi = self.min_bucket, self.max_bucket
+        for v, t in zip(values, times):
+            if t > limit:
+                self.total_weight, self.min_bucket, self.max_bucket = total, lo, hi
+                self.shift_reference_time(t)
+                ref = self.reference_time
+                limit = ref + hl * MAX_DECAY_EXPONENT
+                total, lo, hi = self.total_weight, self.min_bucket, self.max_bucket
+            sw = weight * 2.0 ** ((t - ref) / hl)
+            if v < first:
+                b = 0
+            else:
+                b = int(log(v * ratio1 / first + 1) / log_ratio)
+                if b > last_bucket:
+                    b = last_bucket
+            x = w[b] + sw
+            w[b] = x
+            total += sw
+            if x >= eps:
+                if b < lo:
+                    lo = b
+                if b > hi:
+                    hi = b
+        self.total_weight, self.min_bucket, self.max_bucket = total, lo, hi
+        self._cum = None
 
     def subtract_sample(self, value: float, weight: float, time: float = 0.0) -> None:
         Histogram.subtract_sample(self, value, weight * self.decay_factor(time), time)

@@ -144,43 +144,50 @@ def min_resources(config: Config, num_containers: int) -> dict[str, int]:
     }
 
 
-def estimate(s: AggregateContainerState, config: Config, floors: dict[str, int], name: str = "") -> ContainerRecommendation:
-    """Percentile -> margin -> confidence multiplier (bounds only) -> floor, for cpu and memory."""
+def estimate(s: AggregateContainerState, config: Config, floors: dict[str, int], name: str = "",
+             trace: bool = False) -> ContainerRecommendation:
+    """Percentile -> margin -> confidence multiplier (bounds only) -> floor, for cpu and memory.
+
+    Amounts are int64 like upstream's ResourceAmount: every step truncates (resourceAmountFromFloat).
+    With trace, `steps` keeps every intermediate value for explanations.
+    """
     c = confidence(s)
     up = confidence_factor(config.upper_bound_confidence_multiplier, config.upper_bound_confidence_exponent, c)
     low = confidence_factor(config.lower_bound_confidence_multiplier, config.lower_bound_confidence_exponent, c)
-    pct = {
-        CPU: {"target": config.target_percentile_cpu, "lower": config.lower_bound_percentile_cpu,
-              "upper": config.upper_bound_percentile_cpu},
-        MEMORY: {"target": config.target_percentile_memory, "lower": config.lower_bound_percentile_memory,
-                 "upper": config.upper_bound_percentile_memory},
-    }
-    hists = {CPU: s.cpu, MEMORY: s.memory}
-    out: dict[str, dict[str, int]] = {"target": {}, "lower": {}, "upper": {}}
-    steps: dict[str, Bounds] = {}
     margin = config.safety_margin
-    for res in RESOURCES:
-        b = Bounds()
-        h = hists[res]
-        for which, p in pct[res].items():
+    target: dict[str, int] = {}
+    lower: dict[str, int] = {}
+    upper: dict[str, int] = {}
+    steps: dict[str, Bounds] = {}
+    for res, h, scale, pcts in (
+            (CPU, s.cpu, 1000.0, (config.target_percentile_cpu, config.lower_bound_percentile_cpu,
+                                  config.upper_bound_percentile_cpu)),
+            (MEMORY, s.memory, 1.0, (config.target_percentile_memory, config.lower_bound_percentile_memory,
+                                     config.upper_bound_percentile_memory))):
+        floor = floors[res]
+        b = Bounds() if trace else None
+        for which, p, factor, into in (("target", pcts[0], None, target), ("lower", pcts[1], low, lower),
+                                       ("upper", pcts[2], up, upper)):
             v = h.percentile(p)
-            base = cpu_amount_from_cores(v) if res == CPU else memory_amount_from_bytes(v)
-            m = base + scale_resource(base, margin)
-            if which == "upper":
-                cm = scale_resource(m, up)
-            elif which == "lower":
-                cm = scale_resource(m, low)
-            else:
-                cm = m
-            f = cm if cm >= floors[res] else floors[res]
-            b.percentile[which], b.base[which], b.with_margin[which] = v, base, m
-            b.with_confidence[which], b.floored[which] = cm, f
-            out[which][res] = f
-        steps[res] = b
-    return ContainerRecommendation(name=name, target=out["target"], lower_bound=out["lower"],
-                                   upper_bound=out["upper"], uncapped_target=dict(out["target"]),
-                                   confidence=c, upper_factor=up, lower_factor=low, min_resources=dict(floors),
-                                   steps=steps)
+            base = _amount(v * scale)
+            m = base + _amount(base * margin)
+            cm = m if factor is None else _amount(m * factor)
+            into[res] = cm if cm >= floor else floor
+            if b is not None:
+                b.percentile[which], b.base[which], b.with_margin[which] = v, base, m
+                b.with_confidence[which], b.floored[which] = cm, into[res]
+        if b is not None:
+            steps[res] = b
+    return ContainerRecommendation(name=name, target=target, lower_bound=lower, upper_bound=upper,
+                                   uncapped_target=dict(target), confidence=c, upper_factor=up, lower_factor=low,
+                                   min_resources=dict(floors), steps=steps)
+
+
+def _amount(x: float) -> int:
+    """resourceAmountFromFloat, inlined for the hot path (NaN and +Inf -> the maximum)."""
+    if 0.0 <= x <= 1e14:
+        return int(x)
+    return 0 if x < 0.0 else MAX_RESOURCE_AMOUNT
 
 
 def apply_policy(rec: ContainerRecommendation, policy: ContainerPolicy | None, config: Config = DEFAULT) -> None:

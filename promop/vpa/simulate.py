@@ -185,7 +185,8 @@ def simulate(samples: Samples) -> Result:
     mode_off = samples.policy is not None and samples.policy.mode == "Off"
     if state.total_samples_count > 0 and not mode_off:
         # The pod's other containers count only for the floor split (containersPerPod).
-        rec = estimate(state, samples.config, min_resources(samples.config, samples.containers_per_pod), name)
+        rec = estimate(state, samples.config, min_resources(samples.config, samples.containers_per_pod), name,
+                       trace=True)
         apply_policy(rec, samples.policy, samples.config)
     lines: list[str] = []
     d = container.dropped

@@ -137,6 +137,47 @@ class ContainerState:
         self.last_cpu_sample_start = t
         return True
 
+    def add_cpu_samples(self, samples: list[tuple[float, int]]) -> int:
+        """add_cpu_sample for each (time, millicores) in order, in one pass; returns how many were taken."""
+        last = self.last_cpu_sample_start
+        times, cores = [], []
+        for t, m in samples:
+            if m < 0 or not t > last:
+                self.dropped["cpu"] += 1
+                continue
+            times.append(t)
+            cores.append(m / 1000.0)
+            last = t
+        if not times:
+            return 0
+        a = self.aggregate
+        a.cpu.add_samples(cores, times, MIN_SAMPLE_WEIGHT)
+        if times[-1] > a.last_sample_start:
+            a.last_sample_start = times[-1]
+        if a.first_sample_start == ZERO_TIME or times[0] < a.first_sample_start:
+            a.first_sample_start = times[0]
+        a.total_samples_count += len(times)
+        self.last_cpu_sample_start = last
+        return len(times)
+
+    def add_memory_samples(self, samples: list[tuple[float, int]]) -> int:
+        """add_memory_sample for each (time, bytes) in order; samples that change nothing take a short path
+        (inside the current interval and not above its peak)."""
+        n = 0
+        last, we = self.last_memory_sample_start, self.window_end
+        peak = max(self.memory_peak, self.oom_peak)
+        for t, b in samples:
+            if b >= 0 and last <= t < we and (peak == 0 or b <= peak):
+                last = t
+                n += 1
+                continue
+            self.last_memory_sample_start = last
+            n += self.add_memory_sample(b, t)
+            last, we = self.last_memory_sample_start, self.window_end
+            peak = max(self.memory_peak, self.oom_peak)
+        self.last_memory_sample_start = last
+        return n
+
     def max_memory_peak(self) -> int:
         return max(self.memory_peak, self.oom_peak)
 

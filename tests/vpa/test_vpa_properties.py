@@ -73,9 +73,11 @@ def _walk(h: Histogram, p: float) -> float:
 
 
 @settings(max_examples=60)
-@given(st.lists(st.tuples(st.integers(0, 30 * 24), st.integers(1, 40000)), min_size=1, max_size=60),
+@given(st.lists(st.tuples(st.integers(0, 8 * 24), st.integers(1, 40000)), min_size=1, max_size=40),
        st.floats(min_value=0.05, max_value=1.0))
 def test_checkpoint_round_trip_within_one_bucket(samples, p):
+    """Within the 8-day window (weights within 2**8 of each other per sample, so no bucket rounds to 0
+    against the largest's 10000), a restored percentile is at most one bucket off."""
     a = AggregateContainerState()
     c = ContainerState(a)
     for hour, milli in sorted(samples):

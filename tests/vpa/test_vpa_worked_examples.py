@@ -6,7 +6,7 @@ import pytest
 
 from promop.vpa.config import DEFAULT
 from promop.vpa.histogram import CPU_OPTIONS, MEMORY_OPTIONS
-from promop.vpa.recommend import confidence, min_resources, recommend
+from promop.vpa.recommend import confidence, estimate, min_resources, recommend
 from promop.vpa.state import AggregateContainerState, ContainerState
 from promop.vpa.amounts import MAX_RESOURCE_AMOUNT
 from promop.vpa.timeutil import parse_time
@@ -33,7 +33,7 @@ def test_v1_half_core_sample():
     assert round(CPU_OPTIONS.bucket_start(25), 4) == 0.4773
     assert round(CPU_OPTIONS.bucket_start(26), 4) == 0.5111
     assert round(a.cpu.percentile(0.9), 5) == 0.51113
-    rec = recommend({"app": a})["app"]
+    rec = estimate(a, DEFAULT, min_resources(DEFAULT, 1), "app", trace=True)
     assert rec.steps["cpu"].base["target"] == 511
 
 
