@@ -7,12 +7,12 @@ def cluster_role_rules() -> list[dict]:
     return [
         # VPAs: watch them, write their status (never the spec).
         {"apiGroups": ["autoscaling.k8s.io"], "resources": ["verticalpodautoscalers"],
-         "verbs": ["get", "list", "watch"]},
+         "verbs": ["list", "watch"]},
         {"apiGroups": ["autoscaling.k8s.io"], "resources": ["verticalpodautoscalers/status"],
          "verbs": ["patch"]},
         # Checkpoints: read at start, write every interval, garbage-collect.
         {"apiGroups": ["autoscaling.k8s.io"], "resources": ["verticalpodautoscalercheckpoints"],
-         "verbs": ["get", "list", "create", "patch", "delete"]},
+         "verbs": ["list", "create", "patch", "delete"]},
         # Pods (labels, OOM kills in lastState); targets and the controllers of owner chains.
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
         {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "daemonsets", "replicasets"],
