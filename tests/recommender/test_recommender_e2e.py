@@ -143,6 +143,21 @@ def test_history_recommendation_checkpoints_restart_and_gc(cluster, kube, promet
             assert got == {k: v for k, v in expected.items() if k != "containerName"}, cname
         conds = {c["type"]: c for c in kube.get(VPAS, "web-vpa", NS)["status"]["conditions"]}
         assert conds["RecommendationProvided"]["status"] == "True"
+        # explain: the same breakdown as simulate, for the live VPA.
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+        p = subprocess.run([sys.executable, "-m", "promop", "recommender", "explain", f"{NS}/web-vpa",
+                            "--kubeconfig", kubeconfig, "--prometheus-address", prom.url,
+                            "--prometheus-cadvisor-job-name", "kubelet", "--container-pod-name-label", "pod",
+                            "--container-name-label", "container", "--metric-for-pod-labels", ""],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert "history from Prometheus history" in p.stdout and "selector app=web" in p.stdout, p.stdout
+        for needle in ("container app:", "container sidecar:", "confidence = min(", "cpu target: p90 = ",
+                       "floors = pod minimum (25m, 250 MiB) / 2 container(s)", "status now: target"):
+            assert needle in p.stdout, (needle, p.stdout)
+        p = subprocess.run([sys.executable, "-m", "promop", "recommender", "explain", f"{NS}/nope",
+                            "--kubeconfig", kubeconfig], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and "not found" in p.stderr and "Traceback" not in p.stderr
         assert "NoPodsMatched" not in conds
         names = eventually(lambda: sorted(c["metadata"]["name"] for c in kube.list(CHECKPOINTS, NS)["items"])
                            == ["web-vpa-app", "web-vpa-sidecar"], 60, "checkpoints for both containers")

@@ -1,0 +1,78 @@
+"""Controller pieces without threads: OOM kills from pod status, conditions, policy errors, recommender names."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+
+from promop.recommender.controller import Recommender, policies_of
+from promop.recommender.options import Options
+from promop.vpa.timeutil import parse_time
+
+NOW = parse_time("2026-01-10T00:00:00Z")
+MI = 1 << 20
+
+
+class NoProm:
+    def query_range(self, *a, **k):
+        raise AssertionError("not used")
+
+
+def make(kube) -> Recommender:
+    return Recommender(kube, Options(), CollectorRegistry(), prom_client=NoProm(), clock=lambda: NOW)
+
+
+def pod(restarts: int, finished: str | None) -> dict:
+    status = {"phase": "Running", "containerStatuses": [{"name": "app", "restartCount": restarts}]}
+    if finished:
+        status["containerStatuses"][0]["lastState"] = {"terminated": {"reason": "OOMKilled", "finishedAt": finished}}
+    return {"metadata": {"name": "web-1", "namespace": "ns", "uid": "u1", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "resources": {"requests": {"memory": "500Mi"}}}]},
+            "status": status}
+
+
+def test_oom_kill_from_last_state_is_recorded_once(kube):
+    r = make(kube)
+    r._observe_pod(pod(0, None))
+    c = r.model.container("ns", "web-1", "app", NOW)
+    c.add_memory_sample(300 * MI, NOW - 3600)
+    r._observe_pod(pod(1, "2026-01-09T23:30:00Z"))
+    assert c.oom_peak == 629145600  # V7: max(500Mi + 100Mi, 500Mi x 1.2)
+    r._observe_pod(pod(1, "2026-01-09T23:30:00Z"))   # the same kill seen again: not counted twice
+    assert r.metrics.ooms._value.get() == 1
+    r._observe_pod(pod(2, "2026-01-09T23:45:00Z"))   # a second kill: bumped from the request, not the OOM peak
+    assert r.metrics.ooms._value.get() == 2 and c.oom_peak == 629145600
+
+
+def test_conditions_follow_upstream(kube):
+    r = make(kube)
+    vpa = {"metadata": {"name": "v", "namespace": "ns"}, "spec": {}}
+    st = r.desired_status(vpa, {}, 0, "")
+    conds = {c["type"]: c for c in st["conditions"]}
+    assert conds["NoPodsMatched"]["status"] == "True"
+    assert conds["RecommendationProvided"] == {"type": "RecommendationProvided", "status": "False",
+                                               "lastTransitionTime": "2026-01-10T00:00:00Z",
+                                               "reason": "NoPodsMatched", "message": "No pods match this VPA object"}
+    assert st["recommendation"] is None
+    st2 = r.desired_status({**vpa, "status": st}, {}, 0, "cannot read Deployment/x")
+    conds2 = {c["type"]: c for c in st2["conditions"]}
+    assert conds2["ConfigUnsupported"]["message"] == "cannot read Deployment/x"
+    assert conds2["NoPodsMatched"]["lastTransitionTime"] == "2026-01-10T00:00:00Z"
+
+
+def test_policy_errors_name_the_field():
+    import pytest
+
+    vpa = {"spec": {"resourcePolicy": {"containerPolicies": [{"containerName": "app"},
+                                                             {"containerName": "x", "maxAllowed": {"cpu": "lots"}}]}}}
+    with pytest.raises(ValueError, match=r"containerPolicies\[1\]\.maxAllowed\.cpu"):
+        policies_of(vpa)
+    ok = policies_of({"spec": {"resourcePolicy": {"containerPolicies": [
+        {"containerName": "*", "mode": "Off"}, {"containerName": "app", "minAllowed": {"memory": "1Gi"}}]}}})
+    assert ok[0].mode == "Off" and ok[1].min_allowed == {"memory": 1 << 30}
+
+
+def test_other_recommenders_vpas_are_left_alone(kube):
+    r = make(kube)
+    assert r._for_us({"spec": {}})
+    assert r._for_us({"spec": {"recommenders": [{"name": "default"}]}})
+    assert not r._for_us({"spec": {"recommenders": [{"name": "custom"}]}})
