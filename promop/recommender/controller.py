@@ -28,7 +28,7 @@ from promop.recommender.options import Options
 from promop.recommender.targets import OwnerCache, TargetError, resolve_target
 from promop.vpa.cluster import ClusterState
 from promop.vpa.quantity import bytes_of
-from promop.vpa.recommend import ContainerPolicy, recommend
+from promop.vpa.recommend import ContainerPolicy, container_policy, recommend
 from promop.vpa.state import AggregateContainerState
 from promop.vpa.timeutil import format_time, parse_time
 
@@ -280,6 +280,7 @@ class Recommender:
         while (len(self.queue) or self._processing()) and time.monotonic() < deadline and not self._stop.is_set():
             time.sleep(0.02)
         self.metrics.execution_latency.labels("UpdateVPAs").observe(time.monotonic() - t)
+        self.observe_vpa_counts()
         t = time.monotonic()
         self.write_checkpoints(now)
         self.metrics.execution_latency.labels("MaintainCheckpoints").observe(time.monotonic() - t)
@@ -289,6 +290,20 @@ class Recommender:
             with self.lock:
                 self.model.garbage_collect(now)
                 self.metrics.aggregate_states.set(len(self.model.aggregates))
+
+    def observe_vpa_counts(self) -> None:
+        counts: dict[tuple[str, str, str], int] = {}
+        for vpa in self.vpas.store.list():
+            conds = {c.get("type"): c.get("status") for c in (vpa.get("status") or {}).get("conditions") or []}
+            k = (str(conds.get("RecommendationProvided") == "True").lower(),
+                 str(conds.get("NoPodsMatched") != "True").lower(),
+                 str(conds.get("ConfigUnsupported") == "True").lower())
+            counts[k] = counts.get(k, 0) + 1
+        self.metrics.vpa_objects.clear()
+        for k, n in counts.items():
+            self.metrics.vpa_objects.labels(*k).set(n)
+        with self.lock:
+            self.metrics.aggregate_states.set(len(self.model.aggregates))
 
     def _processing(self) -> bool:
         with self._inflight_lock:
@@ -391,6 +406,22 @@ class Recommender:
                 states[cname].merge(init)
         return recommend(states, policies, self.options.model), policies, states
 
+    def apply_intake_overrides(self, key: str, vpa: dict) -> None:
+        """Per-VPA oomBumpUpRatio, oomMinBumpUp and memory aggregation interval for the containers it matches
+        (upstream's PerVPAConfig): they change how later samples and OOMs are taken in."""
+        policies = policies_of(vpa)
+        if not policies:
+            return
+        ns = vpa["metadata"].get("namespace", "")
+        with self.lock:
+            entry = self.model._vpas.get(key)
+            if entry is None:
+                return
+            for pod in self.model.matching_pods(ns, entry[1]):
+                for cname, c in pod.containers.items():
+                    p = container_policy(cname, policies)
+                    c.config = p.intake_config(self.options.model) if p is not None else self.options.model
+
     def matched_pods(self, key: str, vpa: dict) -> int:
         selector, _ = self.targets.get(key, (None, ""))
         if selector is None:
@@ -421,6 +452,8 @@ class Recommender:
             policy_error = ""
         except ValueError as exc:
             recs, policy_error = {}, str(exc)
+        if not policy_error:
+            self.apply_intake_overrides(key, vpa)
         pods = self.matched_pods(key, vpa)
         status = self.desired_status(vpa, recs, pods, target_error or policy_error)
         current = vpa.get("status") or {}

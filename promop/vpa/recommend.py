@@ -93,11 +93,25 @@ class ContainerPolicy:
     min_allowed: dict = field(default_factory=dict)   # resource -> amount
     max_allowed: dict = field(default_factory=dict)
     controlled_resources: tuple = RESOURCES
+    # Per-VPA intake overrides (upstream's PerVPAConfig): None keeps the recommender's setting.
+    oom_bump_up_ratio: float | None = None
+    oom_min_bump_up_bytes: float | None = None
+    memory_aggregation_interval: float | None = None
+    memory_aggregation_interval_count: int | None = None
+
+    def intake_config(self, base: Config) -> Config:
+        """The recommender's config with this policy's intake overrides applied."""
+        from dataclasses import replace
+
+        changes = {k: getattr(self, k) for k in ("oom_bump_up_ratio", "oom_min_bump_up_bytes",
+                                                 "memory_aggregation_interval", "memory_aggregation_interval_count")
+                   if getattr(self, k) is not None}
+        return replace(base, **changes) if changes else base
 
     @classmethod
     def from_spec(cls, spec: dict, where: str = "containerPolicies[]") -> "ContainerPolicy":
         """Parse upstream's fields; ValueError names the field."""
-        from promop.vpa.quantity import bytes_of, millicores_of
+        from promop.vpa.quantity import bytes_of, millicores_of, parse_quantity
 
         def amounts(key: str) -> dict:
             out = {}
@@ -119,9 +133,29 @@ class ContainerPolicy:
         mode = spec.get("mode") or "Auto"
         if mode not in ("Auto", "Off"):
             raise ValueError(f"{where}.mode: want Auto or Off, got {mode!r}")
+        overrides: dict = {}
+        try:
+            if spec.get("oomBumpUpRatio") is not None:
+                overrides["oom_bump_up_ratio"] = float(parse_quantity(spec["oomBumpUpRatio"]))
+                if overrides["oom_bump_up_ratio"] < 1:
+                    raise ValueError("must be at least 1")
+        except ValueError as exc:
+            raise ValueError(f"{where}.oomBumpUpRatio: {exc}") from None
+        try:
+            if spec.get("oomMinBumpUp") is not None:
+                overrides["oom_min_bump_up_bytes"] = float(bytes_of(spec["oomMinBumpUp"]))
+        except ValueError as exc:
+            raise ValueError(f"{where}.oomMinBumpUp: {exc}") from None
+        for key, name in (("memoryAggregationIntervalSeconds", "memory_aggregation_interval"),
+                          ("memoryAggregationIntervalCount", "memory_aggregation_interval_count")):
+            v = spec.get(key)
+            if v is not None:
+                if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                    raise ValueError(f"{where}.{key}: want a positive integer, got {v!r}")
+                overrides[name] = float(v) if name == "memory_aggregation_interval" else v
         return cls(container_name=str(spec.get("containerName") or "*"), mode=mode,
                    min_allowed=amounts("minAllowed"), max_allowed=amounts("maxAllowed"),
-                   controlled_resources=tuple(controlled))
+                   controlled_resources=tuple(controlled), **overrides)
 
 
 def container_policy(name: str, policies: list[ContainerPolicy]) -> ContainerPolicy | None:

@@ -76,3 +76,24 @@ def test_other_recommenders_vpas_are_left_alone(kube):
     assert r._for_us({"spec": {}})
     assert r._for_us({"spec": {"recommenders": [{"name": "default"}]}})
     assert not r._for_us({"spec": {"recommenders": [{"name": "custom"}]}})
+
+
+def test_per_vpa_intake_overrides(kube):
+    from promop.vpa.recommend import ContainerPolicy
+    import pytest
+
+    p = ContainerPolicy.from_spec({"containerName": "app", "oomBumpUpRatio": "2", "oomMinBumpUp": "200Mi",
+                                   "memoryAggregationIntervalSeconds": 3600, "memoryAggregationIntervalCount": 24})
+    cfg = p.intake_config(Options().model)
+    assert (cfg.oom_bump_up_ratio, cfg.oom_min_bump_up_bytes, cfg.memory_aggregation_interval,
+            cfg.memory_aggregation_window) == (2.0, 200.0 * MI, 3600.0, 86400.0)
+    with pytest.raises(ValueError, match="memoryAggregationIntervalCount"):
+        ContainerPolicy.from_spec({"memoryAggregationIntervalCount": 0})
+    r = make(kube)
+    r._observe_pod(pod(0, None))
+    vpa = {"metadata": {"name": "v", "namespace": "ns"},
+           "spec": {"resourcePolicy": {"containerPolicies": [{"containerName": "app", "oomBumpUpRatio": 2}]}}}
+    r.model.set_vpa("ns/v", "ns", lambda labels: labels.get("app") == "web")
+    r.apply_intake_overrides("ns/v", vpa)
+    c = r.model.container("ns", "web-1", "app", NOW)
+    assert c.oom_sample(500 * MI) == 1000 * MI   # x2 beats +100Mi
