@@ -97,3 +97,51 @@ def test_per_vpa_intake_overrides(kube):
     r.apply_intake_overrides("ns/v", vpa)
     c = r.model.container("ns", "web-1", "app", NOW)
     assert c.oom_sample(500 * MI) == 1000 * MI   # x2 beats +100Mi
+
+
+class FreshProm:
+    """Answers the two instant queries of a round like Prometheus would (labels as kube-prometheus has them)."""
+
+    def __init__(self):
+        self.queries = []
+
+    def query_vector(self, query, at):
+        from promop.prom.results import Sample
+
+        self.queries.append((query, at))
+        labels = {"namespace": "ns", "pod": "web-1", "container": "app"}
+        value = 0.5 if "cpu" in query else 600.0 * MI
+        return [Sample(labels, value, at), Sample({"namespace": "ns", "pod": "x"}, 1.0, at)]  # 2nd: no container
+
+
+def test_fresh_samples_from_prometheus_every_round(kube):
+    from promop.recommender.history import HistoryConfig
+
+    opts = Options(history=HistoryConfig(ctr_pod_name_label="pod", ctr_name_label="container"))
+    clock = [NOW]
+    prom = FreshProm()
+    r = Recommender(kube, opts, CollectorRegistry(), prom_client=prom, clock=lambda: clock[0])
+    for i in range(3):
+        assert r.fetch_fresh_samples(clock[0]) == 2
+        clock[0] += 60
+    assert r.fetch_fresh_samples(NOW) == 0          # not newer than the last sample: dropped
+    q = prom.queries[0][0]
+    assert q.startswith("rate(container_cpu_usage_seconds_total{") and q.endswith("[5m])") and 'name!="POD"' not in q
+    a = r.model.container("ns", "web-1", "app", NOW).aggregate
+    assert a.total_samples_count == 3 and a.last_sample_start == NOW + 120
+
+
+def test_fresh_samples_from_metrics_api(kube, cluster):
+    class MetricsClient:
+        def list(self, res, ns):
+            assert res.group == "metrics.k8s.io"
+            return {"items": [{"metadata": {"name": "web-1", "namespace": "ns"}, "timestamp": "2026-01-10T00:00:00Z",
+                               "window": "30s", "containers": [{"name": "app",
+                                                               "usage": {"cpu": "250m", "memory": "300Mi"}}]}]}
+
+    r = Recommender(kube, Options(metrics_source="metrics-api"), CollectorRegistry(), prom_client=NoProm(),
+                    clock=lambda: NOW)
+    r.client = MetricsClient()
+    assert r.fetch_fresh_samples(NOW) == 2
+    c = r.model.container("ns", "web-1", "app", NOW)
+    assert c.aggregate.total_samples_count == 1 and c.memory_peak == 300 * MI
