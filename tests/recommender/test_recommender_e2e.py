@@ -226,3 +226,28 @@ def _bytes(q: str) -> float:
 
 
 assert DEFAULT.safety_margin == 0.15
+
+
+def test_metrics_healthz_readyz(cluster, kube):
+    opts = options("http://127.0.0.1:9", listen_address="127.0.0.1:0")
+    stop = threading.Event()
+    app = App(opts, client=KubeClient(cluster.api_client()), web=True, recommender_kwargs={"clock": lambda: NOW})
+    thread = threading.Thread(target=app.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        web = eventually(lambda: app.web, 30, "the web server")
+
+        def ready():
+            r = requests.get(web.url + "/readyz", timeout=5)
+            return r.status_code == 200
+        eventually(ready, 60, "/readyz to answer 200 (informers synced, history loaded)")
+        assert requests.get(web.url + "/healthz", timeout=5).status_code == 200
+        eventually(lambda: "vpa_recommender_execution_latency_seconds_count{step=\"UpdateVPAs\"}"
+                   in requests.get(web.url + "/metrics", timeout=5).text, 30, "a round's metrics")
+        text = requests.get(web.url + "/metrics", timeout=5).text
+        for name in ("vpa_recommender_aggregate_container_states_count", "promop_recommender_source_errors_total",
+                     'step="bootstrap"'):
+            assert name in text, name
+    finally:
+        stop.set()
+        thread.join(30)
