@@ -122,12 +122,12 @@ def load_history(client, cfg: HistoryConfig, cluster: ClusterState, now: float,
                 key = container_key(cfg, series.labels)
                 if key is None:
                     continue
-                amounts = to_amounts(series.points, kind)
-                if key in per:
-                    per[key].extend(amounts)
-                    per[key].sort(key=lambda s: s[0])
+                # CPU points go in raw (converted on intake); memory as int64 amounts.
+                points = series.points if kind == "cpu" else to_amounts(series.points, kind)
+                if key in per:  # several series for one container (e.g. cAdvisor ids): one sorted list
+                    per[key] = sorted(per[key] + points, key=lambda s: s[0])
                 else:
-                    per[key] = amounts
+                    per[key] = points
             stats.queries += 1
             for (ns, pod, cname), samples in per.items():
                 if (ns, pod) not in seen_pods:
@@ -135,7 +135,7 @@ def load_history(client, cfg: HistoryConfig, cluster: ClusterState, now: float,
                     cluster.add_or_update_pod(ns, pod, labels.get((ns, pod), {}), now)
                 containers.add((ns, pod, cname))
                 c = cluster.container(ns, pod, cname, now)
-                stats.samples += c.add_cpu_samples(samples) if kind == "cpu" else c.add_memory_samples(samples)
+                stats.samples += c.add_cpu_points(samples) if kind == "cpu" else c.add_memory_samples(samples)
             del per
         k += chunk
     stats.pods, stats.containers = len(seen_pods), len(containers)

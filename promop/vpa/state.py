@@ -178,6 +178,41 @@ class ContainerState:
         self.last_memory_sample_start = last
         return n
 
+    def add_cpu_points(self, points: list[tuple[float, float]]) -> int:
+        """add_cpu_samples for raw (time, cores) points (Prometheus' values): each converted as upstream's
+        CPUAmountFromCores (x1000, truncated, clamped to [0, 1e14]); NaN points are dropped."""
+        last = self.last_cpu_sample_start
+        times, cores = [], []
+        dropped = 0
+        for t, v in points:
+            x = v * 1000.0
+            if 0.0 <= x <= 1e14:
+                m = int(x)
+            elif x < 0.0:
+                m = 0
+            elif x > 1e14:
+                m = 100_000_000_000_000
+            else:
+                continue  # NaN: upstream's sample would be invalid
+            if not t > last:
+                dropped += 1
+                continue
+            times.append(t)
+            cores.append(m / 1000.0)
+            last = t
+        self.dropped["cpu"] += dropped
+        if not times:
+            return 0
+        a = self.aggregate
+        a.cpu.add_samples(cores, times, MIN_SAMPLE_WEIGHT)
+        if times[-1] > a.last_sample_start:
+            a.last_sample_start = times[-1]
+        if a.first_sample_start == ZERO_TIME or times[0] < a.first_sample_start:
+            a.first_sample_start = times[0]
+        a.total_samples_count += len(times)
+        self.last_cpu_sample_start = last
+        return len(times)
+
     def max_memory_peak(self) -> int:
         return max(self.memory_peak, self.oom_peak)
 

@@ -83,3 +83,16 @@ def test_pod_label_change_moves_containers():
     old = c.aggregate
     cl.add_or_update_pod("ns", "p", {"app": "b"}, T0)
     assert c.aggregate is not old and ("ns", "app", (("app", "b"),)) in cl.aggregates
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.integers(0, 20 * 86400), st.floats(allow_nan=True, allow_infinity=True,
+                                                                   min_value=None, max_value=None)), max_size=60))
+def test_raw_cpu_points_equal_converted_samples(points):
+    from promop.recommender.history import to_amounts
+
+    points = [(T0 + t, v) for t, v in sorted(points, key=lambda p: p[0])]
+    a, b = AggregateContainerState(), AggregateContainerState()
+    ContainerState(a).add_cpu_samples(to_amounts(points, "cpu"))
+    ContainerState(b).add_cpu_points(points)
+    assert a.cpu.equals(b.cpu) and a.total_samples_count == b.total_samples_count
