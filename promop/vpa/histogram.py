@@ -153,10 +153,18 @@ class Histogram:
         w = self.weights
         last = self.options.num_buckets - 1
         lo, hi = self.min_bucket, self.max_bucket
-        while w[lo] < eps and lo < last:
-            lo += 1
-        while w[hi] < eps and hi > 0:
-            hi -= 1
+        # upstream: `for w[min] < eps && min < last { min++ }`, `for w[max] < eps && max > 0 { max-- }`;
+        # the same scans, run in C (a peak replaced in an empty histogram walks all 176 buckets).
+        if w[lo] < eps and lo < last:
+            try:
+                lo += list(map(eps.__gt__, w[lo:last])).index(False)
+            except ValueError:
+                lo = last
+        if w[hi] < eps and hi > 0:
+            try:
+                hi -= list(map(eps.__gt__, w[hi:0:-1])).index(False)
+            except ValueError:
+                hi = 0
         self.min_bucket, self.max_bucket = lo, hi
 
     def equals(self, other: "Histogram") -> bool:

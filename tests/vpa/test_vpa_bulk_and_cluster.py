@@ -12,7 +12,7 @@ from promop.vpa.timeutil import parse_time
 T0 = parse_time("2026-01-01T00:00:00Z")
 
 
-@settings(max_examples=80)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.integers(-5 * 86400, 300 * 86400), st.integers(-5, 10**6)), max_size=120))
 def test_bulk_cpu_equals_one_by_one(samples):
     samples = sorted(samples, key=lambda s: s[0]) + samples[:5]   # plus some out of order
@@ -28,7 +28,7 @@ def test_bulk_cpu_equals_one_by_one(samples):
     assert c.dropped == d.dropped
 
 
-@settings(max_examples=80)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 20 * 86400), st.sampled_from([0, 1, 10**8, 3 * 10**8, 10**9]) |
                           st.integers(0, 2 * 10**9)), max_size=120))
 def test_bulk_memory_equals_one_by_one(samples):
@@ -85,7 +85,7 @@ def test_pod_label_change_moves_containers():
     assert c.aggregate is not old and ("ns", "app", (("app", "b"),)) in cl.aggregates
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 20 * 86400), st.floats(allow_nan=True, allow_infinity=True,
                                                                    min_value=None, max_value=None)), max_size=60))
 def test_raw_cpu_points_equal_converted_samples(points):

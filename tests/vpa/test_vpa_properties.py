@@ -72,7 +72,7 @@ def _walk(h: Histogram, p: float) -> float:
     return h.options.bucket_start(b + 1) if b < h.options.num_buckets - 1 else h.options.bucket_start(b)
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 8 * 24), st.integers(1, 40000)), min_size=1, max_size=40),
        st.floats(min_value=0.05, max_value=1.0))
 def test_checkpoint_round_trip_within_one_bucket(samples, p):
@@ -118,7 +118,7 @@ def test_checkpoint_weights_scaled_to_10000():
     assert saved["referenceTimestamp"] == "2026-01-01T00:00:00Z"
 
 
-@settings(max_examples=80)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 8 * 24), st.floats(min_value=0.01, max_value=100)), min_size=1,
                 max_size=30),
        st.integers(-3 * 24, 3 * 24))
@@ -168,3 +168,18 @@ def test_memory_peak_replaced_within_interval_and_new_interval():
     assert c.window_end == T0 + 4 * 86400
     assert not c.add_memory_sample(500 * mi, T0)        # older than the last memory sample: dropped
     assert not c.record_oom(T0 + 86400, 500 * mi)       # before the current interval's start: dropped
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.0, 0.0, 5e-5, 1e-4, 0.5, float("nan")]), min_size=176, max_size=176),
+       st.integers(0, 175), st.integers(0, 175))
+def test_min_max_scan_is_upstreams_loop(weights, lo, hi):
+    h = Histogram(CPU_OPTIONS)
+    h.weights, h.min_bucket, h.max_bucket = list(weights), lo, hi
+    h._update_min_max()
+    eps, last = CPU_OPTIONS.epsilon, CPU_OPTIONS.num_buckets - 1
+    while weights[lo] < eps and lo < last:
+        lo += 1
+    while weights[hi] < eps and hi > 0:
+        hi -= 1
+    assert (h.min_bucket, h.max_bucket) == (lo, hi)
