@@ -200,7 +200,7 @@ class Recommender:
                 new.get("metadata", {}).get("generation"):
             self._register(new)
 
-    def _register(self, vpa: dict) -> None:
+    def _register(self, vpa: dict, enqueue: bool = True) -> None:
         key = _key(vpa)
         ns = vpa["metadata"].get("namespace", "")
         try:
@@ -212,7 +212,8 @@ class Recommender:
             self.targets[key] = (None, str(exc))
             with self.lock:
                 self.model.delete_vpa(key)
-        self.queue.add(key)
+        if enqueue:
+            self.queue.add(key)
 
     def _vpa_deleted(self, obj: dict | Tombstone) -> None:
         vpa = obj.obj if isinstance(obj, Tombstone) else obj
@@ -395,15 +396,21 @@ class Recommender:
                 with self._inflight_lock:
                     self._inflight -= 1
 
-    def compute(self, key: str, vpa: dict) -> tuple[dict, list, dict]:
-        """(recommendations by container, policies, merged states by container) for one VPA, from the model."""
-        policies = policies_of(vpa)
+    def states_of(self, key: str) -> dict[str, AggregateContainerState]:
+        """Merged copies, per container, of the VPA's aggregates plus what its checkpoints restored."""
         with self.lock:
             states = self.model.vpa_aggregates(key)
             for cname, init in self.initial.get(key, {}).items():
                 if cname not in states:
                     states[cname] = AggregateContainerState(self.options.model)
                 states[cname].merge(init)
+        return states
+
+    def compute(self, key: str, vpa: dict) -> tuple[dict, list, dict]:
+        """(recommendations by container, policies, merged states by container) for one VPA, from the model.
+        Raises ValueError (naming the field) for a bad resourcePolicy."""
+        policies = policies_of(vpa)
+        states = self.states_of(key)
         return recommend(states, policies, self.options.model), policies, states
 
     def apply_intake_overrides(self, key: str, vpa: dict) -> None:
@@ -429,9 +436,9 @@ class Recommender:
         ns = vpa["metadata"].get("namespace", "")
         ref = (vpa.get("spec") or {}).get("targetRef") or {}
         count = 0
-        for pod in self.pods.store.list():
+        for pod in self.pods.store.by_index("namespace", ns):
             meta = pod.get("metadata") or {}
-            if meta.get("namespace") != ns or not selector.matches(meta.get("labels") or {}):
+            if not selector.matches(meta.get("labels") or {}):
                 continue
             top = self.owners.top_controller(pod)
             # The pod's chain must end at the target; a chain we cannot read counts by the selector alone.
@@ -443,8 +450,8 @@ class Recommender:
         vpa = self.vpas.store.get_by_key(key)
         if vpa is None or not self._for_us(vpa):
             return
-        if key not in self.targets:
-            self._register(vpa)
+        if key not in self.targets or self.targets[key][0] is None:
+            self._register(vpa, enqueue=False)   # e.g. the target was created after the VPA
         selector, target_error = self.targets.get(key, (None, ""))
         ns, name = vpa["metadata"].get("namespace", ""), vpa["metadata"]["name"]
         try:
@@ -521,7 +528,7 @@ class Recommender:
                 continue
             ns, name = vpa["metadata"].get("namespace", ""), vpa["metadata"]["name"]
             with self.lock:
-                _, _, states = self.compute(key, vpa)
+                states = self.states_of(key)
                 entry = self.model._vpas.get(key)
                 if entry is not None:
                     match = entry[1]

@@ -251,3 +251,28 @@ def test_metrics_healthz_readyz(cluster, kube):
     finally:
         stop.set()
         thread.join(30)
+
+
+def test_target_created_after_the_vpa_is_picked_up(cluster, kube):
+    """ConfigUnsupported while the Deployment is missing; once it exists the next round resolves it."""
+    kube.create(Resource("", "v1", "namespaces", namespaced=False, kind="Namespace"),
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    kube.create(VPAS, {"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+                       "metadata": {"name": "late", "namespace": NS},
+                       "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "late"}}})
+    app, stop, thread = start(KubeClient(cluster.api_client()), options("http://127.0.0.1:9"))
+
+    def conds():
+        return {c["type"]: c for c in (kube.get(VPAS, "late", NS).get("status") or {}).get("conditions") or []}
+    try:
+        eventually(lambda: conds().get("ConfigUnsupported", {}).get("status") == "True", 60, "ConfigUnsupported")
+        kube.create(DEPLOYMENTS, {"apiVersion": "apps/v1", "kind": "Deployment",
+                                  "metadata": {"name": "late", "namespace": NS},
+                                  "spec": {"selector": {"matchLabels": {"app": "late"}},
+                                           "template": {"metadata": {"labels": {"app": "late"}},
+                                                        "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+        eventually(lambda: "ConfigUnsupported" not in conds() and conds().get("NoPodsMatched"), 60,
+                   "the target to be resolved (NoPodsMatched instead of ConfigUnsupported)")
+    finally:
+        stop.set()
+        thread.join(30)
