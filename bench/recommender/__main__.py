@@ -144,7 +144,7 @@ def register_vpas(cluster: ClusterState, vpa_list) -> None:
 def our_round(cluster: ClusterState, vpa_list) -> dict:
     out = {}
     for ns, dep in vpa_list:
-        states = cluster.vpa_aggregates((ns, dep))
+        states = cluster.vpa_aggregates((ns, dep), shared=True)   # as the controller's sync reads them
         for name, rec in recommend(states, [], DEFAULT).items():
             out[(ns, dep, name)] = (rec.target, rec.lower_bound, rec.upper_bound)
     return out

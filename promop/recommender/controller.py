@@ -396,22 +396,26 @@ class Recommender:
                 with self._inflight_lock:
                     self._inflight -= 1
 
-    def states_of(self, key: str) -> dict[str, AggregateContainerState]:
-        """Merged copies, per container, of the VPA's aggregates plus what its checkpoints restored."""
+    def states_of(self, key: str, shared: bool = False) -> dict[str, AggregateContainerState]:
+        """Per container, the VPA's aggregates merged, plus what its checkpoints restored: copies, or with
+        `shared` possibly the live aggregates (read them only while holding the lock)."""
         with self.lock:
-            states = self.model.vpa_aggregates(key)
+            states = self.model.vpa_aggregates(key, shared=shared)
             for cname, init in self.initial.get(key, {}).items():
                 if cname not in states:
                     states[cname] = AggregateContainerState(self.options.model)
+                elif shared:
+                    states[cname] = states[cname].copy()
                 states[cname].merge(init)
         return states
 
     def compute(self, key: str, vpa: dict) -> tuple[dict, list, dict]:
-        """(recommendations by container, policies, merged states by container) for one VPA, from the model.
-        Raises ValueError (naming the field) for a bad resourcePolicy."""
+        """(recommendations by container, policies, states by container) for one VPA, from the model, under
+        the model's lock (the states may be the live aggregates). ValueError names a bad resourcePolicy field."""
         policies = policies_of(vpa)
-        states = self.states_of(key)
-        return recommend(states, policies, self.options.model), policies, states
+        with self.lock:
+            states = self.states_of(key, shared=True)
+            return recommend(states, policies, self.options.model), policies, states
 
     def apply_intake_overrides(self, key: str, vpa: dict) -> None:
         """Per-VPA oomBumpUpRatio, oomMinBumpUp and memory aggregation interval for the containers it matches
@@ -455,7 +459,7 @@ class Recommender:
         selector, target_error = self.targets.get(key, (None, ""))
         ns, name = vpa["metadata"].get("namespace", ""), vpa["metadata"]["name"]
         try:
-            recs, _, _ = self.compute(key, vpa)
+            recs = self.compute(key, vpa)[0]
             policy_error = ""
         except ValueError as exc:
             recs, policy_error = {}, str(exc)

@@ -114,21 +114,31 @@ class ClusterState:
             if not ids:
                 self._vpas_by_namespace.pop(entry[0], None)
 
-    def vpa_aggregates(self, vpa_id: object) -> dict[str, AggregateContainerState]:
-        """aggregates_for through the registration cache: per container name, a merged copy."""
+    def vpa_aggregates(self, vpa_id: object, shared: bool = False) -> dict[str, AggregateContainerState]:
+        """aggregates_for through the registration cache: per container name, a merged copy.
+
+        With `shared`, a container fed by a single aggregate gets that live aggregate itself (no copy):
+        for readers that neither change it nor let go of the model's lock while reading.
+        """
         entry = self._vpas.get(vpa_id)
         if entry is None:
             return {}
         out: dict[str, AggregateContainerState] = {}
+        owned: dict[str, bool] = {}
         aggs = self.aggregates
         for key in entry[2]:
             a = aggs.get(key)
             if a is None:
                 continue
-            m = out.get(key[1])
+            name = key[1]
+            m = out.get(name)
             if m is None:
-                out[key[1]] = a.copy()
+                out[name] = a if shared else a.copy()
+                owned[name] = not shared
             else:
+                if not owned[name]:
+                    m = out[name] = m.copy()
+                    owned[name] = True
                 m.merge(a)
         return out
 

@@ -96,3 +96,21 @@ def test_raw_cpu_points_equal_converted_samples(points):
     ContainerState(a).add_cpu_samples(to_amounts(points, "cpu"))
     ContainerState(b).add_cpu_points(points)
     assert a.cpu.equals(b.cpu) and a.total_samples_count == b.total_samples_count
+
+
+def test_shared_view_gives_the_same_numbers_and_copies_merges():
+    from promop.vpa.recommend import recommend
+
+    cl = ClusterState()
+    cl.set_vpa("v", "ns", lambda labels: labels.get("app") == "web")
+    for pod, labels in (("a", {"app": "web", "h": "1"}), ("b", {"app": "web", "h": "2"})):
+        cl.add_or_update_pod("ns", pod, labels, T0)
+    cl.container("ns", "a", "app", T0).add_cpu_samples([(T0 + 60 * i, 500) for i in range(100)])
+    cl.container("ns", "a", "solo", T0).add_cpu_sample(200, T0)
+    cl.container("ns", "b", "app", T0).add_cpu_samples([(T0 + 60 * i, 900) for i in range(100)])
+    shared, copied = cl.vpa_aggregates("v", shared=True), cl.vpa_aggregates("v")
+    live = set(map(id, cl.aggregates.values()))
+    assert id(shared["solo"]) in live and id(copied["solo"]) not in live
+    assert id(shared["app"]) not in live           # a merge is always into a copy
+    assert {n: r.target for n, r in recommend(shared).items()} == {n: r.target for n, r in recommend(copied).items()}
+    assert sum(a.total_samples_count for a in cl.aggregates.values()) == 201
