@@ -146,10 +146,12 @@ def test_cluster_role_is_exactly_what_the_recommender_uses(cluster, kube):
             if missing and all(v == "watch" for _, _, v in missing) and time.monotonic() - last_close[0] > 1:
                 cluster.faults.close_watches()  # a watch is logged when it ends
                 last_close[0] = time.monotonic()
-            assert not missing, f"granted but not (yet) used: {sorted(missing)}"
+            leases = sorted({(r.verb, r.code) for r in cluster.requests if r.resource == "leases"})
+            assert not missing, (f"granted but not (yet) used: {sorted(missing)}; leader: "
+                                 f"{app.elector.is_leader() if app.elector else None}, lease requests {leases}")
             return True
 
-        eventually(every_grant_used, 60, "every granted permission to be used")
+        eventually(every_grant_used, 120, "every granted permission to be used")
         extra = {t for t in used() if not covered(t, granted())}
         assert not extra, f"the recommender uses permissions its ClusterRole lacks: {sorted(extra)}"
     finally:
