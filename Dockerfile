@@ -2,9 +2,11 @@
 #   docker build -t ghcr.io/promop/promop:0.1.0 .
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py MANIFEST.in README.md ./
 COPY promop ./promop
 COPY reloader ./reloader
+COPY crds ./crds
+COPY examples ./examples
 RUN pip install --no-cache-dir --prefix=/install .
 
 FROM python:3.11-slim

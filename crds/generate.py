@@ -39,7 +39,7 @@ UPSTREAM_VERSION = "0.93.0"
 PRESERVED_SPEC_FIELDS = {
     "prometheuses": (
         "affinity", "containers", "initContainers", "volumes", "storage", "securityContext",
-        "topologySpreadConstraints", "dnsConfig", "thanos", "remoteRead", "tracingConfig", "otlp", "web",
+        "topologySpreadConstraints", "dnsConfig", "thanos", "tracingConfig", "otlp", "web",
     ),
 }
 DESCRIPTION_DEPTH = 2  # keep descriptions for spec.<field> and spec.<field>.<field>

@@ -12,6 +12,7 @@ import importlib
 import sys
 
 from promop import __version__
+from promop.errors import UserError
 
 # Order is the order shown in --help.
 # A module not built yet is skipped, so each component adds only its own module.
@@ -45,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except UserError as exc:
+        message = exc.one_line()
+        prefix = f"promop {args.command}:"
+        print(message if message.startswith(prefix) else f"{prefix} {message}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

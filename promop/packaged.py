@@ -1,20 +1,28 @@
 """Where promop's shipped data lives: the CRDs and the demo's examples.
 
-One place to ask, so that a checkout and an installed wheel give the same answer.
+One place to ask, so that a checkout and an installed wheel give the same answer: a wheel
+carries the folders as promop/_shipped/ (copied there at build time by setup.py); a checkout
+(or an editable install) has them at its top level.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-_ROOT = Path(__file__).resolve().parent.parent
+_PACKAGE = Path(__file__).resolve().parent
+_CHECKOUT = _PACKAGE.parent
+
+
+def _folder(name: str) -> Path:
+    shipped = _PACKAGE / "_shipped" / name
+    return shipped if shipped.is_dir() else _CHECKOUT / name
 
 
 def crds_dir() -> Path:
-    """The folder of CRD YAML files that `kubectl apply -f crds/` uses."""
-    return _ROOT / "crds"
+    """The folder of CRD YAML files (the one `kubectl apply -f crds/` uses in a checkout)."""
+    return _folder("crds")
 
 
 def examples_dir() -> Path:
     """The folder of example objects that `promop demo` applies."""
-    return _ROOT / "examples"
+    return _folder("examples")

@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from enum import Enum
+from typing import Callable
 
 from .atomic import OutputError, remove_stale_temps
 from .envsubst import Expansion, environment
@@ -51,6 +52,9 @@ class Applier:
         self.warned_vars: set[str] = set()
         self.last_error: str | None = None
         self.precomputed: tuple[int, _Rendered, tuple[str | None, str] | None] | None = None
+        # Called first in every pass: the API inputs take the mounted copies when those are newer.
+        self.before_pass: Callable[[], None] | None = None
+        self.hashed_dirs = list(opts.watched_dirs)
         self.hash_exclude = {os.path.abspath(p) for p in (opts.config_file, opts.config_envsubst_file) if p}
         if opts.config_envsubst_file:
             for name in remove_stale_temps(opts.config_envsubst_file):
@@ -76,11 +80,14 @@ class Applier:
         self.precomputed = (seq, rendered, state)
 
     def _state(self, rendered: _Rendered) -> tuple[str | None, str]:
-        return rendered.digest, dirs_digest(self.opts.watched_dirs, self.hash_exclude)
+        return rendered.digest, dirs_digest(self.hashed_dirs, self.hash_exclude)
 
     def _pass(self, stop: threading.Event, reload: bool,
               early: tuple[int, _Rendered, tuple[str | None, str] | None] | None) -> Result:
         self.metrics.apply_operations.inc()
+        if self.before_pass is not None:
+            self.before_pass()
+            early = None  # the inputs may have just been restaged: render and hash afresh
         rendered = early[1] if early is not None else self._render()
         if rendered.error is not None:
             self.metrics.apply_operations_failed.inc()

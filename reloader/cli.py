@@ -7,7 +7,7 @@ from typing import Sequence
 
 from prometheus_client import disable_created_metrics
 
-from . import logs, server, webconfig
+from . import apiinputs, kubeapi, logs, server, webconfig
 from .apply import Applier
 from .durations import format_duration
 from .flags import Options, parse
@@ -28,10 +28,14 @@ def _reloader(opts: Options) -> Reloader:
 
 
 def _usage_problem(opts: Options) -> str | None:
-    if opts.config_envsubst_file and not opts.config_file:
-        return "--config-envsubst-file needs --config-file"
-    if not opts.config_file and not opts.watched_dirs:
-        return "nothing to do: give --config-file and/or --watched-dir"
+    if opts.config_envsubst_file and not opts.config_file and not opts.watch_secret:
+        return "--config-envsubst-file needs --config-file or --watch-secret"
+    if not opts.config_file and not opts.watched_dirs and not opts.watch_secret and not opts.watch_configmaps:
+        return "nothing to do: give --config-file, --watch-secret, --watch-configmap and/or --watched-dir"
+    try:
+        apiinputs.parse_specs(opts.watch_secret, opts.watch_configmaps, opts.config_file, opts.config_envsubst_file)
+    except ValueError as exc:
+        return str(exc)
     if opts.listen_address:
         try:
             server.split_address(opts.listen_address)
@@ -49,8 +53,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     disable_created_metrics()
     metrics = create_metrics(opts.reload_method)
+    secret, mirrors = apiinputs.parse_specs(opts.watch_secret, opts.watch_configmaps, opts.config_file,
+                                            opts.config_envsubst_file)
+    if secret is not None:
+        opts.mounted_config_file = opts.config_file
+        opts.config_file = apiinputs.stage_path(opts.config_envsubst_file)
     applier = Applier(opts, _reloader(opts), metrics, log)
-    runner = Runner(opts, applier, metrics, log)
+    applier.hashed_dirs += [directory for _, directory, _ in mirrors if directory not in applier.hashed_dirs]
+    runner = Runner(opts, applier, metrics, log, extra_dirs=tuple(m for _, _, m in mirrors if m))
+    inputs = None
+    if secret is not None or mirrors:
+        try:
+            api = kubeapi.load_api(opts.kubeconfig)
+        except kubeapi.ApiConfigError as exc:
+            log.error("invalid Kubernetes API configuration", err=str(exc))
+            return 2
+        inputs = apiinputs.build(
+            api, secret, mirrors, opts.mounted_config_file, opts.config_envsubst_file, log, runner.request_pass,
+            on_event=lambda kind: metrics.api_watch_events.labels(kind).inc(),
+            on_error=lambda kind: metrics.api_watch_errors.labels(kind).inc())
+        applier.before_pass = inputs.refresh_from_mounts
 
     def on_signal(signum: int, _frame: object) -> None:
         log.info("received signal; shutting down", signal=signal.Signals(signum).name)
@@ -65,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             delay_interval=format_duration(opts.delay_interval), method=opts.reload_method,
         )
         if opts.init_mode:
+            if inputs is not None:
+                inputs.fetch_once()
+                applier.before_pass = None  # fetch_once already chose each input's source
             return runner.run_once()
         if opts.listen_address:
             try:
@@ -78,8 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 1
             log.info("listening", address=opts.listen_address, port=server.bound_port(http),
                      tls=web.tls is not None, basic_auth=bool(web.users))
+        if inputs is not None:
+            inputs.start()
         return _run_until_stopped(runner)
     finally:
+        if inputs is not None:
+            inputs.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

@@ -29,6 +29,11 @@ class Options:
     log_format: str = "logfmt"
     log_level: str = "info"
     statefulset_ordinal_from_envvar: str = "POD_NAME"
+    watch_secret: str = ""
+    watch_configmaps: list[str] = field(default_factory=list)
+    kubeconfig: str = ""
+    # With --watch-secret, config_file becomes the staged copy and this keeps the mounted one.
+    mounted_config_file: str = ""
 
     @property
     def init_mode(self) -> bool:
@@ -69,11 +74,19 @@ def build_parser() -> argparse.ArgumentParser:
     add("--runtimeinfo-url", default=DEFAULT_RUNTIMEINFO_URL,
         help="Prometheus runtimeinfo URL polled after a SIGHUP (signal method)")
     add("--listen-address", default="", help="address for /metrics and /healthz; empty disables")
-    add("--web-config-file", default="", help="accepted for compatibility; TLS/auth is not implemented")
+    add("--web-config-file", default="", help="exporter-toolkit web config (TLS, basic auth) for the sidecar's own /metrics and /healthz")
     add("--log-format", choices=["logfmt", "json"], default="logfmt")
     add("--log-level", choices=sorted(LEVELS), default="info")
     add("--statefulset-ordinal-from-envvar", default="POD_NAME",
         help="env var whose trailing number becomes STATEFULSET_ORDINAL_NUMBER")
+    add("--watch-secret", default="", metavar="NAMESPACE/NAME[:KEY]",
+        help="read the config from this Secret's KEY through the Kubernetes API (default KEY: the base name of "
+             "--config-file, else prometheus.yaml.gz); --config-file stays the fallback while the API is unreachable")
+    add("--watch-configmap", dest="watch_configmaps", action="append", default=[],
+        metavar="NAMESPACE/NAME=DIR[,mount=MOUNTED_DIR]",
+        help="write each key of this ConfigMap into DIR through the Kubernetes API (keys that went away are "
+             "removed) and reload; MOUNTED_DIR, the ConfigMap's volume, is the fallback (repeatable)")
+    add("--kubeconfig", default="", help="kubeconfig for the API watches (default: in-cluster credentials)")
     add("--auto-gomemlimit-ratio", type=float, default=0.0, help=argparse.SUPPRESS)
     return p
 

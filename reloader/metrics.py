@@ -27,6 +27,8 @@ class Metrics:
     watches: Gauge
     watch_events: Counter
     watch_errors: Counter
+    api_watch_events: Counter
+    api_watch_errors: Counter
 
 
 def create(method: str) -> Metrics:
@@ -65,4 +67,9 @@ def create(method: str) -> Metrics:
         watches=Gauge("reloader_watches", "Paths currently watched.", registry=reg),
         watch_events=Counter("reloader_watch_events", "Watch events received.", registry=reg),
         watch_errors=Counter("reloader_watch_errors", "Errors setting up or running watches.", registry=reg),
+        api_watch_events=Counter("reloader_api_watch_events", "Events received from Kubernetes API watches.",
+                                 ["resource"], registry=reg),
+        api_watch_errors=Counter("reloader_api_watch_errors",
+                                 "Kubernetes API requests or watches that failed (each is retried with backoff).",
+                                 ["resource"], registry=reg),
     )

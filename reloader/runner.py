@@ -31,7 +31,7 @@ HASH_LEAD = 0.5
 class Runner:
     """Decides when a pass runs: after a quiet --delay-interval, periodically, or to retry."""
 
-    def __init__(self, opts: Options, applier: Applier, metrics: Metrics, log: Log):
+    def __init__(self, opts: Options, applier: Applier, metrics: Metrics, log: Log, extra_dirs: tuple[str, ...] = ()):
         self.opts = opts
         self.applier = applier
         self.log = log
@@ -41,9 +41,11 @@ class Runner:
         self.first_event: float | None = None
         self.last_event: float | None = None
         self.seq = 0  # counts events: a hash computed at one number is stale at the next
-        dirs = list(opts.watched_dirs)
-        if opts.config_file:
-            dirs.insert(0, os.path.dirname(os.path.abspath(opts.config_file)))
+        self.urgent_at: float | None = None  # new content from the API: pass now, no debounce
+        dirs = list(opts.watched_dirs) + list(extra_dirs)
+        source = opts.mounted_config_file or (opts.config_file if not opts.watch_secret else "")
+        if source:
+            dirs.insert(0, os.path.dirname(os.path.abspath(source)))
         self.watcher = Watcher(dirs, self._on_event, metrics, log, ignore=self._ignored)
 
     def _ignored(self, path: str) -> bool:
@@ -70,9 +72,19 @@ class Runner:
         if first:
             self.wake.set()
 
+    def request_pass(self) -> None:
+        """New content arrived through the API, whole and consistent: apply it without the debounce."""
+        with self.lock:
+            if self.urgent_at is None:
+                self.urgent_at = time.monotonic()
+            self.seq += 1
+        self.wake.set()
+
     def _pending(self) -> tuple[int, float | None]:
         """The event sequence number and when the debounced pass is due (None: no events)."""
         with self.lock:
+            if self.urgent_at is not None:
+                return self.seq, self.urgent_at
             if self.last_event is None or self.first_event is None:
                 return self.seq, None
             delay = self.opts.delay_interval
@@ -81,6 +93,7 @@ class Runner:
     def _take_events(self) -> int:
         with self.lock:
             self.first_event = self.last_event = None
+            self.urgent_at = None
             return self.seq
 
     def run_once(self) -> int:

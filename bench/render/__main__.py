@@ -3,14 +3,17 @@
     python3 -m bench.render [--repeat N]
 
 Measures, in the same run (the machine is shared and noisy, so only ratios count):
-  full      render() with no cache (selection, validation, config + YAML + gzip,
+  full      render() with no cache (selection, CRD schema validation, config + YAML + gzip,
             rule ConfigMaps, TLS Secrets, StatefulSets)
-  baseline  yaml CSafeDumper dumping the same output: the config dict, every rule
-            file's groups as data, and the Kubernetes objects
+  baseline  orjson.dumps of the same output: the config dict, every rule file's groups as
+            data, and the Kubernetes objects (issue 11's floor; no YAML at all)
+  emit      promop.render.emit of the config alone, against orjson.dumps of the same dict
   rerender  render() with a warm RenderCache after one ServiceMonitor changed
   refs      references() after that change, without and with the same RenderCache
             (the operator calls references() then render() on every sync)
-Targets: full/baseline <= 2.0; rerender/full <= 0.10.
+Targets: full/baseline <= 10; rerender/full <= 0.10.
+  --pyyaml  also time PyYAML's CSafeDumper on the config (slow: tens of seconds)
+  --profile print where a full render spends its time (cProfile, top entries)
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ import statistics
 import sys
 import time
 
+import orjson
 import yaml
 
 from promop.render import RenderCache, RenderInputs, references, render
+from promop.render.emit import emit
 
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 NAMESPACES = 20
@@ -98,31 +103,12 @@ def workload() -> RenderInputs:
     return RenderInputs(prometheus=prom, service_monitors=sms, prometheus_rules=rules, namespaces=namespaces)
 
 
-def dump(data) -> str:
-    return yaml.dump(data, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True)
-
-
-def dump_config(result, rule_specs) -> None:
-    dump(result.config)
-
-
-def dump_rules(result, rule_specs) -> None:
+def baseline(result, rule_specs) -> None:
+    """orjson.dumps of everything the render outputs (config, rule file data, objects)."""
+    orjson.dumps(result.config)
     for spec in rule_specs:
-        dump(spec)
-
-
-def dump_objects(result, rule_specs) -> None:
-    dump(result.objects())
-
-
-BASELINE = (dump_config, dump_rules, dump_objects)
-
-
-def dump_config_ours(result, rule_specs) -> None:
-    """The config with promop's own dumper (CSafeDumper + memoised tag resolution), for reference."""
-    from promop.render.config import dump as ours
-
-    ours(result.config)
+        orjson.dumps(spec)
+    orjson.dumps(result.objects())
 
 
 def timed(fn, repeat: int) -> float:
@@ -138,6 +124,8 @@ def timed(fn, repeat: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m bench.render")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--pyyaml", action="store_true", help="also time PyYAML's CSafeDumper on the config")
+    ap.add_argument("--profile", action="store_true", help="print where a full render spends its time")
     args = ap.parse_args(argv)
     inputs = workload()
     result = render(inputs)
@@ -150,9 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     from promop.render.rules import build_rule_configmaps
     rules_only = timed(lambda: build_rule_configmaps(inputs.prometheus, list(inputs.prometheus_rules), inputs.options),
                        args.repeat)
-    parts = [timed(lambda f=f: f(result, rule_specs), args.repeat) for f in BASELINE]
-    base = sum(parts)
-    ours = timed(lambda: dump_config_ours(result, rule_specs), args.repeat) + parts[1] + parts[2]
+    base = timed(lambda: baseline(result, rule_specs), args.repeat)
+    config_json = timed(lambda: orjson.dumps(result.config), args.repeat)
+    config_emit = timed(lambda: emit(result.config), args.repeat)
+    pyyaml = None
+    if args.pyyaml:
+        pyyaml = timed(lambda: yaml.dump(result.config, Dumper=_Dumper, default_flow_style=False, sort_keys=False,
+                                         allow_unicode=True), 1)
 
     cache = RenderCache()
     render(inputs, cache)
@@ -174,6 +166,19 @@ def main(argv: list[str] | None = None) -> int:
 
     re = timed(rerender, args.repeat)
 
+    rules = list(inputs.prometheus_rules)
+
+    def rerender_rule() -> None:  # one PrometheusRule of 500 changed
+        state["rv"] += 1
+        rule = copy.deepcopy(rules[250])
+        rule["metadata"]["resourceVersion"] = str(state["rv"])
+        rule["spec"]["groups"][0]["rules"][0]["expr"] = f"sum(rate(http_requests_total[{state['rv'] % 50 + 1}m]))"
+        rules[250] = rule
+        changed.prometheus_rules = list(rules)
+        render(changed, cache)
+
+    re_rule = timed(rerender_rule, args.repeat)
+
     def resync() -> None:  # what the operator does per sync: references(), then render()
         change_one()
         references(changed, cache)
@@ -188,14 +193,19 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = [
         ("workload", f"{len(inputs.service_monitors)} ServiceMonitors, {jobs} jobs, "
-                     f"{len(inputs.prometheus_rules)} PrometheusRules, {n_rules} rules"),
+                     f"{len(inputs.prometheus_rules)} PrometheusRules, {n_rules} rules, "
+                     f"config {len(result.config_text) / 1e6:.1f} MB"),
         ("full render (median)", f"{full * 1000:.0f} ms (of which rule ConfigMaps {rules_only * 1000:.0f})"),
-        ("CSafeDumper of the same output", f"{base * 1000:.0f} ms (config {parts[0] * 1000:.0f}, "
-                                            f"rule files {parts[1] * 1000:.0f}, objects {parts[2] * 1000:.0f})"),
-        ("full / dump ratio (target <= 2.0)", f"{full / base:.2f}"),
-        ("full / dump with promop's ConfigDumper", f"{full / ours:.2f} ({ours * 1000:.0f} ms)"),
+        ("orjson.dumps of the same output", f"{base * 1000:.0f} ms"),
+        ("full / orjson ratio (target <= 10)", f"{full / base:.1f}"),
+        ("config: emit / orjson.dumps", f"{config_emit * 1000:.0f} ms / {config_json * 1000:.0f} ms "
+                                        f"= {config_emit / config_json:.1f}"),
+        *([("config: PyYAML CSafeDumper", f"{pyyaml * 1000:.0f} ms ({pyyaml / config_emit:.0f}x emit)")]
+          if pyyaml is not None else []),
         ("re-render, 1 ServiceMonitor changed, RenderCache", f"{re * 1000:.0f} ms"),
         ("re-render / full (target <= 10%)", f"{re / full * 100:.1f}%"),
+        ("re-render, 1 PrometheusRule changed, RenderCache", f"{re_rule * 1000:.0f} ms "
+                                                             f"({re_rule / full * 100:.1f}% of full)"),
         ("references(), no cache / RenderCache", f"{refs_plain * 1000:.1f} ms / {refs_cached * 1000:.1f} ms "
                                                   f"({refs_plain / refs_cached:.0f}x)"),
         ("sync path: references() + render(), cached, 1 change", f"{sync * 1000:.0f} ms"),
@@ -203,6 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
+    if args.profile:
+        import cProfile
+        import pstats
+
+        profile = cProfile.Profile()
+        profile.runcall(render, inputs)
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
     return 0
 
 

@@ -1,9 +1,10 @@
 """`promop demo`: the operator end to end on this machine, no cluster needed.
 
-Starts the API sandbox, installs crds/, applies examples/ (a Prometheus plus the
-kube-prometheus ServiceMonitors and PrometheusRules), runs the operator until it
-has synced, prints what it selected, rejected and created and where the decoded
-prometheus.yaml is, then keeps running so you can `kubectl apply` more.
+Starts the API sandbox, installs the CRDs, applies the examples (a Prometheus plus the
+kube-prometheus ServiceMonitors and PrometheusRules), runs the operator until it has synced,
+prints what it selected, rejected and created and where the decoded prometheus.yaml is, then
+keeps running (logging one line per sync, keeping the decoded file current) so you can
+`kubectl apply` more. The CRDs and examples ship inside the package (promop.packaged).
 """
 
 from __future__ import annotations
@@ -11,47 +12,88 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "demo", help="run the operator against an embedded API sandbox with the kube-prometheus examples",
-        description="Start the API sandbox, install crds/, apply examples/, run the operator, print a summary "
-                    "and keep running until Ctrl-C (or exit after the first sync with --once).")
+        description="Start the API sandbox, install the CRDs, apply the examples, run the operator, print a "
+                    "summary and keep running until Ctrl-C (or exit after the first sync with --once). The "
+                    "sandbox simulates kubelet: StatefulSet pods are reported ready although no container runs "
+                    "(--no-simulate-kubelet turns that off).")
+    parser.add_argument("what", nargs="?", default="operator", choices=("operator", "autoscaling"),
+                        help="operator (default), or autoscaling: MemHpa scaling a Deployment on its memory")
+    parser.add_argument("--speed", type=float, default=30.0, help="autoscaling: how much faster time runs")
     parser.add_argument("--once", action="store_true", help="exit 0 after the first full sync")
     parser.add_argument("--kubeconfig", help="run against this cluster instead of the sandbox")
     parser.add_argument("--context", help="kubeconfig context (with --kubeconfig)")
-    parser.add_argument("--examples", type=Path, default=ROOT / "examples", help="directory of objects to apply")
-    parser.add_argument("--crds", type=Path, default=ROOT / "crds", help="directory of CRDs to install")
+    parser.add_argument("--examples", type=Path, default=None,
+                        help="directory of objects to apply (default: the examples shipped with promop)")
+    parser.add_argument("--crds", type=Path, default=None,
+                        help="directory of CRDs to install (default: the CRDs shipped with promop)")
     parser.add_argument("--output-dir", type=Path, help="where to write the decoded prometheus.yaml "
                         "(default: a new temporary directory)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the first sync")
+    parser.add_argument("--no-simulate-kubelet", dest="simulate_kubelet", action="store_false",
+                        help="do not report the sandbox's StatefulSet pods as ready (the Prometheus status then "
+                             "says Available=False: no pod runs)")
     parser.add_argument("--web.listen-address", dest="listen_address", default="127.0.0.1:0",
                         help="address of the operator's /metrics (default: a free port on 127.0.0.1)")
-    parser.add_argument("--log-level", default="warn", choices=("debug", "info", "warn", "error"))
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warn", "error"),
+                        help="info (default): one line per sync, saying what triggered it and what was written")
     parser.set_defaults(func=run)
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    from promop import packaged
+    from promop.errors import UserError
+
+    args.crds = args.crds or packaged.crds_dir()
+    args.examples = args.examples or packaged.examples_dir()
+    for flag, path in (("--crds", args.crds), ("--examples", args.examples)):
+        if not path.is_dir():
+            raise UserError(f"{flag} {path}: not a directory; pass a directory of YAML files "
+                            f"(or omit {flag} to use the ones shipped with promop)")
+    if args.output_dir is not None and args.output_dir.exists() and not args.output_dir.is_dir():
+        raise UserError(f"--output-dir {args.output_dir}: is a file; pass a directory (it is created if missing)")
+    if not args.timeout > 0:
+        raise UserError(f"--timeout {args.timeout:g}: must be above 0 seconds")
+    if args.context and not args.kubeconfig:
+        raise UserError("--context needs --kubeconfig (without it the demo uses its own sandbox)")
+    from promop.operator.options import parse_listen_address
+
+    parse_listen_address(args.listen_address)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.what == "autoscaling":
+        from promop.autoscaler.demo import run_demo
+
+        return run_demo(args)
     import tempfile
     import threading
 
+    import yaml
+
     from promop.commands.run import install_signal_handlers
+    from promop.errors import UserError
     from promop.kube.client import KubeClient
+    from promop.kube.errors import ApiError
     from promop.operator import logs
-    from promop.operator.app import Operator
-    from promop.operator.demo import apply_examples, summary, wait_for_first_sync, write_configs
+    from promop.operator.app import Operator, check_kubeconfig
+    from promop.operator.demo import ConfigFiles, apply_examples, summary, wait_for_first_sync
     from promop.operator.install import install_crds
     from promop.operator.options import Options
 
-    for what, path in (("--crds", args.crds), ("--examples", args.examples)):
-        if not path.is_dir():
-            print(f"promop demo: {path} is not a directory; run from a checkout of promop or pass {what} DIR")
-            return 2
+    _check_args(args)
+    if args.kubeconfig:
+        check_kubeconfig(args.kubeconfig, args.context)
     logs.setup(args.log_level, "logfmt")
     out_dir = args.output_dir or Path(tempfile.mkdtemp(prefix="promop-demo-"))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--output-dir {out_dir}: cannot be created ({exc.strerror}); pass a writable directory") \
+            from None
     sandbox = None
     if args.kubeconfig:
         kubeconfig = args.kubeconfig
@@ -60,30 +102,48 @@ def run(args: argparse.Namespace) -> int:
     else:
         from promop.sandbox import Sandbox
 
-        sandbox = Sandbox(port=0, simulate_statefulsets=True).start()
+        sandbox = Sandbox(port=0, simulate_statefulsets=args.simulate_kubelet).start()
         kubeconfig = sandbox.write_kubeconfig(out_dir / "kubeconfig")
         client = KubeClient(sandbox.api_client())
         print(f"sandbox: Kubernetes API at {sandbox.url}")
+        if args.simulate_kubelet:
+            print("sandbox: kubelet is simulated: StatefulSet pods are reported ready, no container runs "
+                  "(--no-simulate-kubelet turns this off)")
+        else:
+            print("sandbox: kubelet is not simulated: no pod becomes ready, so the Prometheus status says "
+                  "Available=False")
     stop = threading.Event()
     install_signal_handlers(stop)
-    operator = None
     thread = None
     try:
-        crds = install_crds(client, args.crds)
-        print(f"installed {len(crds)} CRDs from {args.crds}")
-        applied = apply_examples(client, args.examples)
-        print(f"applied {len(applied)} objects from {args.examples}")
+        try:
+            crds = install_crds(client, args.crds)
+            if not crds:
+                raise UserError(f"--crds {args.crds}: no CustomResourceDefinition in it; pass the crds/ folder")
+            print(f"installed {len(crds)} CRDs from {args.crds}")
+            applied = apply_examples(client, args.examples)
+            print(f"applied {len(applied)} objects from {args.examples}")
+        except (ValueError, yaml.YAMLError) as exc:  # a document we cannot apply, a file that is not YAML
+            raise UserError(f"{' '.join(str(exc).split())}; fix or remove that file in --crds/--examples") from None
+        except ApiError as exc:
+            where = f"the cluster at {client.host}" if args.kubeconfig else "the sandbox"
+            raise UserError(f"{where} refused or did not answer: {exc}; check --kubeconfig/--context and that the "
+                            "apiserver is up" if args.kubeconfig else f"{where}: {exc}") from None
         options = Options(kubeconfig=args.kubeconfig, context=args.context, listen_address=args.listen_address,
-                          log_level=args.log_level, workers=2)
+                          log_level=args.log_level, workers=2, gc_freeze=True)
         operator = Operator(options, client=client)
+        operator.start_web()  # here, so that a busy address is a one-line error
         result: dict = {}
         thread = threading.Thread(target=lambda: result.setdefault("code", operator.run(stop)),
                                   name="promop-operator", daemon=True)
         thread.start()
         if not wait_for_first_sync(operator, args.timeout, stop):
+            if stop.is_set():
+                return 130
             print(f"error: the operator did not finish its first sync within {args.timeout:.0f}s")
             return 1
-        written = write_configs(client, operator, out_dir)
+        configs = ConfigFiles(client, operator, out_dir)
+        written = configs.refresh()
         print(summary(operator, written))
         if operator.web is not None:
             print(f"operator metrics: {operator.web.url}/metrics")
@@ -92,13 +152,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nkubeconfig: {kubeconfig}")
         print(f"  kubectl --kubeconfig {kubeconfig} -n monitoring get servicemonitors,prometheusrules,secrets")
         print(f"  kubectl --kubeconfig {kubeconfig} apply -f my-servicemonitor.yaml   # watch the operator react")
+        print("the decoded prometheus.yaml files above are rewritten on every config change")
         print("running until Ctrl-C", flush=True)
         while not stop.wait(0.5):
-            pass
+            for key, path in configs.refresh(changed_only=True).items():
+                print(f"config of Prometheus {key} changed: rewrote {path}", flush=True)
         return 0
     finally:
         stop.set()
         if thread is not None:
-            thread.join(60)
+            thread.join(15)
         if sandbox is not None:
             sandbox.stop()

@@ -46,6 +46,17 @@ def run(args: argparse.Namespace) -> int:
     from promop.render.model import obj_meta
     from promop.render.offline import render_loaded
 
+    from promop.render.alertmanager import offline as am_offline  # Alertmanager objects (hook)
+
+    am_kind = am_offline.canonical_kind(args.kind)
+    if am_kind is not None:
+        namespace, _, name = args.name.rpartition("/")
+        loaded = load_or_exit(args.files)
+        if loaded is None:
+            return EXIT_INPUT
+        lines, used = am_offline.explain(am_kind, namespace or "default", name, loaded)
+        print("\n".join(lines))
+        return EXIT_INPUT if lines[0].startswith("error:") else EXIT_OK if used else EXIT_REJECTED
     kind = canonical_kind(args.kind)
     if kind is None:
         print(f"error: unknown kind {args.kind!r}; use ServiceMonitor (smon), PodMonitor (pmon), "

@@ -17,27 +17,46 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "binding, Deployment, Service, the operator's ServiceMonitor and an example Prometheus.",
     )
     p.add_argument("--namespace", default="promop", help="namespace to install into (default promop)")
-    p.add_argument("--image", default=DEFAULT_RELOADER_IMAGE, help="operator image (holds promop and the reloader)")
+    p.add_argument("--image", default=DEFAULT_RELOADER_IMAGE, help=f"the promop image, holding the operator and the reloader (default {DEFAULT_RELOADER_IMAGE}, "
+                        "which is not published: build and push your own, see the README)")
     p.add_argument("--output-dir", type=Path, help="write one file per object kind here instead of stdout")
     p.add_argument("--component", default="operator",
                    help="which component's bundle: operator (default), or another promop component "
                         "(the subfolders of promop/templates); manifests/<component>/ holds each default rendering")
+    p.add_argument("--manage-crds", action="store_true",
+                   help="run the operator with --manage-crds (and grant it the CRD permissions that needs)")
+    p.add_argument("--kubelet-service", default="", metavar="NAMESPACE/NAME",
+                   help="run the kubelet endpoints sync for this Service (and grant what it needs)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    import re
+
+    from promop.errors import UserError
     from promop.operator.bundle import as_stream, components, render_bundle
 
     if args.component not in components():
-        print(f"promop manifests: unknown --component {args.component!r}; choose one of: {', '.join(components())}",
-              file=sys.stderr)
-        return 2
-    files = render_bundle(args.namespace, args.image, args.component)
+        raise UserError(f"--component {args.component}: unknown; choose one of: {', '.join(components())}")
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", args.namespace) or len(args.namespace) > 63:
+        raise UserError(f"--namespace {args.namespace!r}: not a valid namespace name (lower-case letters, digits "
+                        "and '-', at most 63, starting and ending with a letter or digit); pass e.g. --namespace promop")
+    if not args.image.strip() or any(c.isspace() for c in args.image):
+        raise UserError(f"--image {args.image!r}: not an image reference; pass e.g. "
+                        "--image registry.example.com/promop:0.1.0 (build and push it first: see the README)")
+    files = render_bundle(args.namespace, args.image, args.component, manage_crds=args.manage_crds,
+                          kubelet_service=args.kubelet_service)
     if args.output_dir is None:
         sys.stdout.write(as_stream(files))
         return 0
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    for f in files:
-        (args.output_dir / f.name).write_text(f.text, encoding="utf-8")
+    if args.output_dir.exists() and not args.output_dir.is_dir():
+        raise UserError(f"--output-dir {args.output_dir}: is a file; pass a directory (it is created if missing)")
+    try:
+        args.output_dir.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            (args.output_dir / f.name).write_text(f.text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"--output-dir {args.output_dir}: cannot write ({exc.strerror}); pass a writable directory") \
+            from None
     print(f"wrote {len(files)} files to {args.output_dir}", file=sys.stderr)
     return 0

@@ -2,7 +2,12 @@
 
 Writes the Kubernetes objects the operator would create to stdout, or a
 directory tree with the decoded config and rule files with --out. Rejected
-objects and warnings go to stderr, one line each.
+objects and warnings go to stderr, one line each; one bad object or document
+never stops the others.
+
+Exit codes: 0 rendered; 1 no Prometheus could be rendered (or, with --strict or
+--lint, something was rejected); 2 an unreadable path, a YAML syntax error or a
+bad --out.
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ def register(subparsers) -> None:
                         help="write DIR/<namespace>/<prometheus>/{prometheus.yaml,rules/,manifests.yaml} "
                              "instead of printing the objects")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any object was rejected")
+    parser.add_argument("--lint", action="store_true",
+                        help="check ServiceMonitors, PodMonitors and PrometheusRules (no Prometheus needed) "
+                             "against every rule the renderer applies; print only the rejections and "
+                             "warnings; exit 1 if any object is rejected")
     parser.set_defaults(func=run)
 
 
@@ -32,15 +41,18 @@ def add_file_argument(parser: argparse.ArgumentParser) -> None:
                         help="a YAML file or a directory (read recursively); repeatable")
 
 
-def load_or_exit(files: list[str]):
-    """The loaded objects, or None after printing the error (exit 2)."""
+def load_or_exit(files: list[str], exclude: list[str] | None = None):
+    """The loaded objects, or None after printing the error (exit 2). Bad documents are
+    printed as `rejected <Kind> <file>#<n>: <reason>` and left out."""
     from promop.render.loader import LoadError, load
 
     try:
-        loaded = load(files)
+        loaded = load(files, exclude=exclude or ())
     except LoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
+    for line in loaded.rejected:
+        print(f"rejected {line}", file=sys.stderr)
     if loaded.skipped:
         shown = "; ".join(loaded.skipped[:3]) + ("; ..." if len(loaded.skipped) > 3 else "")
         print(f"note: ignored {len(loaded.skipped)} document(s) that are not inputs: {shown}", file=sys.stderr)
@@ -54,23 +66,63 @@ def report(rendered) -> None:
         print(f"warning {problem}", file=sys.stderr)
 
 
-def run(args: argparse.Namespace) -> int:
-    from promop.render.offline import dump_all, merge_services, render_loaded
+def _check_out(out: str) -> str | None:
+    """Why --out cannot be used, or None."""
+    from pathlib import Path
 
-    loaded = load_or_exit(args.files)
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        return f"--out {out}: is a file; --out takes a directory (it gets <namespace>/<prometheus>/ inside)"
+    for parent in [path, *path.parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"--out {out}: {parent} is a file, so the directory cannot be created"
+            break
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from promop.render.offline import dump_all, lint_loaded, merge_services, render_loaded
+
+    if args.out and not args.lint:
+        problem = _check_out(args.out)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return EXIT_INPUT
+    # the output tree is never read back as input, even when it lies inside an input directory
+    loaded = load_or_exit(args.files, exclude=[args.out] if args.out else None)
     if loaded is None:
         return EXIT_INPUT
-    if not loaded.of("Prometheus"):
-        print("error: no Prometheus object found in the given files; nothing to render", file=sys.stderr)
-        return EXIT_INPUT
+    if args.lint:
+        rendered = lint_loaded(loaded)
+        report(rendered)
+        return EXIT_REJECTED if rendered.rejected or loaded.rejected else EXIT_OK
+    from promop.render.alertmanager import offline as am_offline  # Alertmanager objects
+
+    if not loaded.of("Prometheus") and not loaded.of("Alertmanager"):
+        print("error: no Prometheus object found in the given files (nor an Alertmanager); nothing to render "
+              "(to check monitors and rules alone, use promop render --lint)", file=sys.stderr)
+        return EXIT_REJECTED
     rendered = render_loaded(loaded)
+    am_rendered = am_offline.render_loaded(loaded)
     if args.out:
-        write_tree(args.out, rendered)
+        try:
+            write_tree(args.out, rendered)
+            am_offline.write_tree(args.out, am_rendered, dump_all)
+        except OSError as exc:
+            print(f"error: --out {args.out}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_INPUT
     else:
         objects = [obj for _, result in rendered.results for obj in result.objects()]
-        sys.stdout.write(dump_all(merge_services(objects)))
+        sys.stdout.write(dump_all(merge_services(objects + am_offline.objects(am_rendered))))
     report(rendered)
-    return EXIT_REJECTED if args.strict and rendered.rejected else EXIT_OK
+    am_offline.report(am_rendered)
+    if loaded.of("Prometheus") and not rendered.results:
+        print(f"error: none of the {len(loaded.of('Prometheus'))} Prometheus object(s) could be rendered; "
+              "see the rejected lines above", file=sys.stderr)
+        return EXIT_REJECTED
+    bad = rendered.rejected or loaded.rejected or am_rendered.rejected or am_rendered.errors
+    return EXIT_REJECTED if args.strict and bad else EXIT_OK
 
 
 def write_tree(out: str, rendered) -> None:

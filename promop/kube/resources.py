@@ -73,6 +73,8 @@ PODS = Resource("", "v1", "pods", kind="Pod")
 EVENTS = Resource("", "v1", "events", kind="Event")
 STATEFULSETS = Resource("apps", "v1", "statefulsets", kind="StatefulSet")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", kind="Lease")
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", kind="Role")
+ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", kind="RoleBinding")
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False, kind="CustomResourceDefinition")
 
 MONITORING_GROUP = "monitoring.coreos.com"

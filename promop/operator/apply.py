@@ -10,6 +10,7 @@ propagation and created again.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from promop.kube.client import KubeClient
@@ -28,6 +29,16 @@ class RetryLater(Exception):
     """The object is in a transient state (e.g. still terminating); sync again after a backoff."""
 
 
+@dataclass(frozen=True)
+class Applied:
+    """What `Applier.apply` did: `before` is the object it compared with or wrote over (None:
+    absent), `after` the server's answer to the write, or `before` when nothing was written."""
+
+    action: str
+    before: dict | None
+    after: dict | None
+
+
 def _name(obj: dict) -> tuple[str | None, str]:
     md = obj.get("metadata") or {}
     return md.get("namespace"), md["name"]
@@ -36,14 +47,12 @@ def _name(obj: dict) -> tuple[str | None, str]:
 class Applier:
     """Writes desired objects through `client`; `on_sts_recreate` counts 422 recreations."""
 
-    def __init__(self, client: KubeClient, on_sts_recreate: Any = None,
-                 on_written: Callable[[Resource, dict], None] | None = None) -> None:
+    def __init__(self, client: KubeClient, on_sts_recreate: Any = None) -> None:
         self.client = client
         self.on_sts_recreate = on_sts_recreate
-        self.on_written = on_written or (lambda res, obj: None)  # sees the server's answer to each write
 
     def apply(self, res: Resource, desired: dict, current: dict | None, *, refetch: bool = True,
-              before_create: Callable[[], None] | None = None) -> str:
+              before_create: Callable[[], None] | None = None) -> Applied:
         """Make the API hold `desired`; `current` is what we believe is there (None: absent).
 
         On a conflict, `refetch` GETs the object and tries again; without it (objects
@@ -56,18 +65,18 @@ class Applier:
                 if before_create is not None:
                     before_create()
                 try:
-                    self.on_written(res, self.client.create(res, normalise(desired), ns))
-                    log.info("created", **fields(resource=res.label, object=f"{ns}/{name}"))
-                    return CREATED
+                    after = self.client.create(res, normalise(desired), ns)
+                    log.debug("created", **fields(resource=res.label, object=f"{ns}/{name}"))
+                    return Applied(CREATED, None, after)
                 except AlreadyExists:
                     current = self._reread(res, name, ns, refetch, "exists but is not in our cache yet")
                     continue
             if semantically_equal(desired, current):
-                return UNCHANGED
+                return Applied(UNCHANGED, current, current)
             try:
-                self.on_written(res, self.client.update(res, for_update(desired, current), ns))
-                log.info("updated", **fields(resource=res.label, object=f"{ns}/{name}"))
-                return UPDATED
+                after = self.client.update(res, for_update(desired, current), ns)
+                log.debug("updated", **fields(resource=res.label, object=f"{ns}/{name}"))
+                return Applied(UPDATED, current, after)
             except Conflict:
                 current = self._reread(res, name, ns, refetch, "changed since our cache saw it")
             except NotFound:
@@ -75,22 +84,21 @@ class Applier:
             except Invalid as exc:
                 if res.kind != "StatefulSet":
                     raise
-                return self._recreate(res, desired, ns, name, exc)
+                return Applied(RECREATED, current, self._recreate(res, desired, ns, name, exc))
         raise RetryLater(f"{res.label} {ns}/{name}: still conflicting after {_CONFLICT_RETRIES} attempts; "
                          "another writer keeps changing it")
 
-    def _recreate(self, res: Resource, desired: dict, ns: str | None, name: str, exc: Exception) -> str:
+    def _recreate(self, res: Resource, desired: dict, ns: str | None, name: str, exc: Exception) -> dict:
         log.warning("update refused as invalid: deleting and recreating",
                     **fields(resource=res.label, object=f"{ns}/{name}", error=str(exc)))
         if self.on_sts_recreate:
             self.on_sts_recreate()
         self.delete(res, name, ns, propagation_policy="Foreground")
         try:
-            self.on_written(res, self.client.create(res, normalise(desired), ns))
+            return self.client.create(res, normalise(desired), ns)
         except AlreadyExists:
             raise RetryLater(f"{res.label} {ns}/{name} is still being deleted; it is recreated on the next sync") \
                 from None
-        return RECREATED
 
     def delete(self, res: Resource, name: str, namespace: str | None, propagation_policy: str | None = None) -> bool:
         """Delete if present; False when it was already gone."""
@@ -98,7 +106,7 @@ class Applier:
             self.client.delete(res, name, namespace, propagation_policy=propagation_policy)
         except NotFound:
             return False
-        log.info("deleted", **fields(resource=res.label, object=f"{namespace}/{name}"))
+        log.debug("deleted", **fields(resource=res.label, object=f"{namespace}/{name}"))
         return True
 
     def _reread(self, res: Resource, name: str, ns: str | None, refetch: bool, why: str) -> dict | None:

@@ -53,7 +53,7 @@ def component_rules(component: str) -> list[dict]:
 
 
 def render_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_RELOADER_IMAGE,
-                  component: str = OPERATOR) -> list[BundleFile]:
+                  component: str = OPERATOR, manage_crds: bool = False, kubelet_service: str = "") -> list[BundleFile]:
     """One file per template of the component, in apply order (the Namespace first).
 
     The operator's templates are the top-level files of promop/templates; another
@@ -72,7 +72,10 @@ def render_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_RELOA
         "name": name,
         "selector": selector,
         "labels": {**selector, "app.kubernetes.io/part-of": NAME},
-        "rules": component_rules(component),
+        "rules": cluster_role_rules(manage_crds, bool(kubelet_service)) if component == OPERATOR
+        else component_rules(component),
+        "manage_crds": manage_crds,  # hook (Alertmanager issue): --manage-crds, --kubelet-service
+        "kubelet_service": kubelet_service,
     }
     prefix = "" if component == OPERATOR else f"{component}/"
 

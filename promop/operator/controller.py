@@ -41,6 +41,11 @@ def _obj(obj: Any) -> dict:
     return obj.obj if isinstance(obj, Tombstone) else obj
 
 
+def _describe(obj: Any) -> str:
+    md = _obj(obj).get("metadata") or {}
+    return f"{md.get('namespace')}/{md.get('name')}" if md.get("namespace") else str(md.get("name"))
+
+
 def _join_selectors(*parts: str) -> str | None:
     joined = ",".join(p for p in parts if p)
     return joined or None
@@ -82,13 +87,13 @@ class Controller:
         self.namespaces = Informer(client, NAMESPACES, **kw)
         self.informers = [self.prometheuses, self.servicemonitors, self.podmonitors, self.rules, self.secrets,
                           self.configmaps, self.statefulsets, self.namespaces]
-        self.syncer = Syncer(
-            client,
-            Stores(self.prometheuses.store, self.servicemonitors.store, self.podmonitors.store, self.rules.store,
-                   self.namespaces.store, self.statefulsets.store, self.secrets.store, self.configmaps.store),
-            options.render_options(), self.metrics, render, references,
-            namespace_allowed=options.namespace_allowed,
-        )
+        stores = Stores(self.prometheuses.store, self.servicemonitors.store, self.podmonitors.store,
+                        self.rules.store, self.namespaces.store, self.statefulsets.store, self.secrets.store,
+                        self.configmaps.store)
+        self.syncer = Syncer(client, stores, options.render_options(), self.metrics, render, references,
+                             namespace_allowed=options.namespace_allowed, registry=self.registry)
+        self.syncer.reporter.workers = options.feedback_workers
+        self.reporter = self.syncer.reporter
         self._workers: list[threading.Thread] = []
         # Updates of objects we write that may be the echo of our own write, per key: the write's
         # response may be recorded only after its watch event arrived. A key queued for such
@@ -97,6 +102,8 @@ class Controller:
         self._real: set[str] = set()
         # keys queued (so far) only for StatefulSet status changes: a status refresh is enough
         self._status_only: set[str] = set()
+        # key -> what queued it since it was last taken ("ServiceMonitor ns/name update", ...), for the sync's log line
+        self._causes: dict[str, list[str]] = {}
         self._suspect_lock = threading.Lock()
         self._stopping = threading.Event()
         self._register_handlers()
@@ -133,6 +140,7 @@ class Controller:
         if self._workers:
             return
         self.metrics.set_ready(True)
+        self.reporter.start()
         for i in range(self.options.workers):
             t = threading.Thread(target=self._worker, name=f"promop-worker-{i}", daemon=True)
             t.start()
@@ -142,20 +150,28 @@ class Controller:
     def stop_taking_work(self) -> None:
         """Workers finish the sync they are in and take no more (leadership lost)."""
         self._stopping.set()
+        self.reporter.stop_taking_work()
         self.metrics.set_ready(False)
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop taking work, let in-flight syncs finish, then stop the informers."""
+    def stop(self, timeout: float = 8.0) -> None:
+        """Stop within `timeout` whatever the backlog: queued syncs and feedback are dropped (the
+        next leader recomputes them), in-flight syncs get what is left of `timeout` to finish, then
+        the informers stop (all at once)."""
+        import time
+
+        deadline = time.monotonic() + timeout
         self._stopping.set()
         self.metrics.set_ready(False)
-        drained = threading.Thread(target=self.queue.shutdown_with_drain, daemon=True)
-        drained.start()
-        drained.join(timeout)
+        self.reporter.stop(timeout=max(0.0, min(2.0, deadline - time.monotonic())))
         self.queue.shutdown()
         for t in self._workers:
-            t.join(timeout)
-        for inf in self.informers:
-            inf.stop()
+            t.join(max(0.0, deadline - time.monotonic()))
+        stoppers = [threading.Thread(target=inf.stop, args=(max(0.1, deadline - time.monotonic()),), daemon=True)
+                    for inf in self.informers]
+        for t in stoppers:
+            t.start()
+        for t in stoppers:
+            t.join(max(0.0, deadline - time.monotonic()))
 
     def enqueue_all(self) -> None:
         self._enqueue(self.prometheuses.store.keys(), "Resync", "all")
@@ -179,7 +195,7 @@ class Controller:
             if self._stopping.is_set():
                 q.done(key)  # stop taking work: the backlog is dropped, in-flight syncs finish
                 continue
-            work = self._work_for(key)
+            work, cause = self._work_for(key)
             if work == SKIP:
                 q.forget(key)
                 q.done(key)
@@ -188,7 +204,7 @@ class Controller:
                 if work == STATUS:
                     self.syncer.sync_status(key)
                 else:
-                    self.syncer.sync(key)
+                    self.syncer.sync(key, cause)
             except RetryLater as exc:
                 log.debug("sync deferred; retrying", **fields(key=key, reason=str(exc)))
                 self._retry(key)
@@ -203,35 +219,42 @@ class Controller:
 
     # ---- event handlers -------------------------------------------------------------------
 
-    def _work_for(self, key: str) -> str:
+    def _work_for(self, key: str) -> tuple[str, str]:
         """What the events queued since `key` was last taken ask for: SKIP when they were all the
-        echoes of our own writes, STATUS when the rest were StatefulSet status changes, else SYNC."""
+        echoes of our own writes, STATUS when the rest were StatefulSet status changes, else SYNC;
+        and a short description of those events."""
         with self._suspect_lock:
             real = key in self._real
             self._real.discard(key)
             status_only = key in self._status_only
             self._status_only.discard(key)
             suspects = self._suspects.pop(key, [])
+            causes = self._causes.pop(key, [])
+        cause = ", ".join(causes[:3]) + (f" and {len(causes) - 3} more" if len(causes) > 3 else "")
         if real or not all(self.syncer.is_own_write(k, o) for k, o in suspects):
-            return SYNC
+            return SYNC, cause
         if status_only:
-            return STATUS
-        return SKIP if suspects else SYNC
+            return STATUS, cause
+        return (SKIP if suspects else SYNC), cause
 
     def _enqueue(self, keys: list[str], triggered_by: str, action: str, maybe_echo: dict | None = None,
-                 status_only: bool = False) -> None:
+                 status_only: bool = False, obj: Any = None) -> None:
         """Queue `keys`. `maybe_echo`: the updated object, if this may be our own write coming back;
-        `status_only`: only a StatefulSet's status changed."""
+        `status_only`: only a StatefulSet's status changed; `obj`: the object of the event."""
         if not keys:
             return
+        cause = f"{triggered_by} {_describe(obj)} {action}" if obj is not None else f"{triggered_by} {action}"
         with self._suspect_lock:
             for key in keys:
+                causes = self._causes.setdefault(key, [])
+                if len(causes) < 20 and cause not in causes:
+                    causes.append(cause)
                 if status_only:
                     self._status_only.add(key)
-                elif maybe_echo is None:
-                    self._real.add(key)
-                else:
+                if maybe_echo is not None:
                     self._suspects.setdefault(key, []).append((triggered_by, maybe_echo))
+                elif not status_only:
+                    self._real.add(key)
         self.metrics.trigger(triggered_by, action)
         for key in keys:
             self.queue.add(key)
@@ -268,14 +291,18 @@ class Controller:
             if we_write and self.syncer.is_own_write(kind, new):
                 return
             if status_only is not None and status_only(old, new):
-                e(keys(new), kind, "update", status_only=True)
+                e(keys(new), kind, "update", status_only=True, obj=new)
                 return
-            e(keys(new), kind, "update", maybe_echo=new if we_write else None)
+            e(keys(new), kind, "update", maybe_echo=new if we_write else None, obj=new)
 
         inf.add_handler(
-            on_add=lambda o, initial: e(keys(o), kind, "add") if on_initial or not initial else None,
+            # an add after the initial LIST may be the echo of our own create; the status, computed
+            # from the cache, is refreshed for it all the same (a StatefulSet it did not see yet)
+            on_add=lambda o, initial: e(keys(o), kind, "add", maybe_echo=o if we_write and not initial else None,
+                                        status_only=status_only is not None and we_write and not initial,
+                                        obj=o) if on_initial or not initial else None,
             on_update=on_update,
-            on_delete=lambda o: e(keys(o), kind, "delete"))
+            on_delete=lambda o: e(keys(o), kind, "delete", obj=o))
 
     def _register_handlers(self) -> None:
         def prom_key(obj: Any) -> list[str]:

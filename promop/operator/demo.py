@@ -36,7 +36,8 @@ def first_sync_done(operator: Operator) -> bool:
         return False
     keys = ctl.prometheuses.store.keys()
     done = all(k in ctl.syncer.last_report for k in keys)
-    return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0
+    others = all(c.idle() for c in operator.controllers[1:] if hasattr(c, "idle"))  # the Alertmanager controller
+    return done and others and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and ctl.reporter.idle()
 
 
 def wait_for_first_sync(operator: Operator, timeout: float, stop: threading.Event | None = None) -> bool:
@@ -57,6 +58,41 @@ def decode_config(secret: dict) -> str:
     return gzip.decompress(raw).decode() if raw else ""
 
 
+class ConfigFiles:
+    """The decoded prometheus.yaml of each Prometheus, kept current: `refresh` rewrites the files
+    whose config Secret changed (the operator's metadata cache says which, by resourceVersion)."""
+
+    def __init__(self, client: KubeClient, operator: Operator, out_dir: Path) -> None:
+        self.client = client
+        self.operator = operator
+        self.out_dir = out_dir
+        self._versions: dict[str, str] = {}
+
+    def refresh(self, changed_only: bool = False) -> dict[str, Path]:
+        """Rewrite what changed (everything unless `changed_only`); key -> path of each written file."""
+        ctl = self.operator.controller
+        if ctl is None:
+            return {}
+        written = {}
+        for key in sorted(ctl.prometheuses.store.keys()):
+            ns, _, name = key.partition("/")
+            meta = ctl.secrets.store.get(f"{ns}/prometheus-{name}")
+            version = ((meta or {}).get("metadata") or {}).get("resourceVersion", "")
+            if changed_only and (not version or self._versions.get(key) == version):
+                continue
+            try:
+                secret = self.client.get(SECRETS, f"prometheus-{name}", ns)
+            except NotFound:
+                continue
+            path = self.out_dir / f"{ns}_{name}_prometheus.yaml"
+            tmp = path.with_suffix(".yaml.tmp")
+            tmp.write_text(decode_config(secret), encoding="utf-8")
+            tmp.replace(path)  # readers never see a half-written file
+            self._versions[key] = (secret.get("metadata") or {}).get("resourceVersion", "")
+            written[key] = path
+        return written
+
+
 def write_configs(client: KubeClient, operator: Operator, out_dir: Path) -> dict[str, Path]:
     """Decode each Prometheus's config Secret into `<ns>_<name>_prometheus.yaml`; key -> path."""
     assert operator.controller is not None
@@ -70,6 +106,9 @@ def write_configs(client: KubeClient, operator: Operator, out_dir: Path) -> dict
         path = out_dir / f"{ns}_{name}_prometheus.yaml"
         path.write_text(decode_config(secret), encoding="utf-8")
         written[key] = path
+    from promop.operator.alertmanager.demo import write_configs as write_alertmanager_configs  # hook
+
+    written.update(write_alertmanager_configs(client, operator, out_dir))
     return written
 
 
@@ -93,4 +132,7 @@ def summary(operator: Operator, written: dict[str, Path]) -> str:
         lines.append(f"  objects: {objs}")
         if key in written:
             lines.append(f"  decoded prometheus.yaml: {written[key]}")
+    from promop.operator.alertmanager.demo import summary as alertmanager_summary  # hook
+
+    lines += alertmanager_summary(operator, written)
     return "\n".join(lines)

@@ -73,6 +73,9 @@ def semantically_equal(desired: Mapping[str, Any], current: Mapping[str, Any] | 
             "type" not in desired or desired.get("type") == current.get("type"))
     if kind == "StatefulSet":
         return input_hash(desired) is not None and input_hash(desired) == input_hash(current)
+    if kind in ("Role", "RoleBinding"):  # no spec: the rules, or whom the role is bound to
+        return all(is_subset(desired.get(k), current.get(k)) for k in ("rules", "roleRef", "subjects")
+                   if k in desired)
     return is_subset(desired.get("spec") or {}, current.get("spec") or {})
 
 

@@ -33,6 +33,9 @@ class Verdict:
     message: str = ""
 
 
+_ACCEPTED = Verdict(True)
+
+
 def verdicts(selection: Iterable[Any], rejected: Iterable[Problem]) -> dict[tuple[str, str, str], Verdict]:
     """(kind, namespace, name) -> Verdict for every selected object; rejected ones say why."""
     problems: dict[tuple[str, str, str], list[str]] = {}
@@ -45,7 +48,7 @@ def verdicts(selection: Iterable[Any], rejected: Iterable[Problem]) -> dict[tupl
             continue
         key = (d.kind, d.namespace, d.name)
         msgs = problems.get(key)
-        out[key] = Verdict(False, INVALID, "; ".join(msgs)) if msgs else Verdict(True)
+        out[key] = Verdict(False, INVALID, "; ".join(msgs)) if msgs else _ACCEPTED
     return out
 
 

@@ -10,11 +10,13 @@ import yaml
 
 from promop.kube.client import KubeClient
 from promop.kube.errors import AlreadyExists, ApiError, NotFound
+from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS
 from promop.kube.resources import (CONFIGMAPS, CRDS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
                                    SECRETS, SERVICEMONITORS, SERVICES, Resource)
 
 KINDS: dict[str, Resource] = {r.kind: r for r in (
     NAMESPACES, CONFIGMAPS, SECRETS, SERVICES, PROMETHEUSES, SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, CRDS)}
+KINDS.update({r.kind: r for r in (ALERTMANAGERS, ALERTMANAGERCONFIGS)})  # hook: the Alertmanager kinds
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -26,14 +28,22 @@ def load_documents(paths: Iterable[Path]) -> list[dict]:
         files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml")) if path.is_dir() else [path]
         for f in files:
             with open(f, encoding="utf-8") as fh:
-                out.extend(d for d in yaml.load_all(fh, Loader=_Loader) if d)
+                try:
+                    docs = [d for d in yaml.load_all(fh, Loader=_Loader) if d]
+                except yaml.YAMLError as exc:
+                    raise ValueError(f"{f}: not valid YAML ({' '.join(str(exc).split())})") from None
+            bad = next((d for d in docs if not isinstance(d, dict) or not d.get("kind")
+                        or not isinstance(d.get("metadata"), dict) or not d["metadata"].get("name")), None)
+            if bad is not None:
+                raise ValueError(f"{f}: a document without kind and metadata.name is not a Kubernetes object")
+            out.extend(docs)
     return out
 
 
 def resource_for(doc: dict) -> Resource:
     res = KINDS.get(doc.get("kind", ""))
     if res is None:
-        raise ValueError(f"cannot apply kind {doc.get('kind')!r} ({doc.get('metadata', {}).get('name')}); "
+        raise ValueError(f"cannot apply kind {doc.get('kind')!r} ({doc.get('metadata', {}).get('name')}): "
                          f"supported: {', '.join(sorted(KINDS))}")
     return res
 

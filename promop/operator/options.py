@@ -12,6 +12,8 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+from promop.errors import UserError
+from promop.operator.alertmanager import flags as am_flags  # Alertmanager/kubelet/CRD flags (hook)
 from promop.render.model import DEFAULT_PROMETHEUS_BASE_IMAGE, DEFAULT_RELOADER_IMAGE, RenderOptions
 
 LOG_LEVELS = ("debug", "info", "warn", "error")
@@ -19,9 +21,15 @@ LOG_FORMATS = ("logfmt", "json")
 DEFAULT_LEASE_NAME = "promop-operator"
 DEFAULT_LISTEN_ADDRESS = ":8080"
 DEFAULT_RESYNC_SECONDS = 300.0  # upstream's informer resync period (5 min)
+# Client-side rate limit towards the apiserver. Feedback (status.bindings, Events) is written for
+# every selected object: at 100 requests/s, 1,000 bindings take about 10 s and 5,000 about 50 s,
+# on their own workers, never in front of a config write (which waits at most a few tokens).
+DEFAULT_KUBE_API_QPS = 100.0
+DEFAULT_KUBE_API_BURST = 200
+DEFAULT_FEEDBACK_WORKERS = 4
 
 
-class OptionsError(ValueError):
+class OptionsError(UserError, ValueError):
     """A flag value that cannot be used; the message names the flag and says what to pass."""
 
 
@@ -36,6 +44,9 @@ class Options:
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     workers: int = 2
+    feedback_workers: int = DEFAULT_FEEDBACK_WORKERS
+    kube_api_qps: float = DEFAULT_KUBE_API_QPS
+    kube_api_burst: int = DEFAULT_KUBE_API_BURST
     log_level: str = "info"
     log_format: str = "logfmt"
     leader_elect: bool = False
@@ -50,7 +61,10 @@ class Options:
     prometheus_default_base_image: str = DEFAULT_PROMETHEUS_BASE_IMAGE
     listen_address: str = DEFAULT_LISTEN_ADDRESS
     resync_period: float = DEFAULT_RESYNC_SECONDS
+    gc_freeze: bool = False  # gc.freeze() once the caches have synced (a process of its own: promop run, demo)
+    fast_reload: bool = False  # reloaders read config through the API (promop/render/fast_reload.py)
     full_secret_informers: bool = False  # benchmark only: cache whole Secrets/ConfigMaps, as before upstream #5424
+    alertmanager: am_flags.AMOptions = field(default_factory=am_flags.AMOptions)  # hook: see that module
 
     def render_options(self) -> RenderOptions:
         return RenderOptions(
@@ -58,6 +72,7 @@ class Options:
             annotations=dict(self.annotations),
             config_reloader_image=self.config_reloader_image,
             prometheus_default_base_image=self.prometheus_default_base_image,
+            fast_reload=self.fast_reload,
         )
 
     def namespace_field_selector(self) -> str:
@@ -130,8 +145,19 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_PROMETHEUS_BASE_IMAGE,
         help="Prometheus image (without tag) when spec.image is not set",
     )
+    out.add_argument("--fast-reload", action="store_true",
+                     help="every Prometheus's config reloader reads its config Secret and rule ConfigMaps through "
+                          "the API (changes in about a second, not after kubelet's sync); a Role per Prometheus "
+                          'allows exactly that; opt one out with the annotation promop.dev/fast-reload: "false"')
     run = parser.add_argument_group("runtime")
     run.add_argument("--workers", type=int, default=2, help="concurrent syncs (default 2)")
+    run.add_argument("--feedback-workers", type=int, default=DEFAULT_FEEDBACK_WORKERS,
+                     help="concurrent status, status.bindings and Event writes, on their own queue "
+                          f"(default {DEFAULT_FEEDBACK_WORKERS})")
+    run.add_argument("--kube-api-qps", type=float, default=DEFAULT_KUBE_API_QPS,
+                     help=f"requests per second to the apiserver, sustained (default {DEFAULT_KUBE_API_QPS:g})")
+    run.add_argument("--kube-api-burst", type=int, default=DEFAULT_KUBE_API_BURST,
+                     help=f"requests the client may send at once above --kube-api-qps (default {DEFAULT_KUBE_API_BURST})")
     run.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     run.add_argument("--log-format", choices=LOG_FORMATS, default="logfmt")
     run.add_argument("--web.listen-address", dest="listen_address", default=DEFAULT_LISTEN_ADDRESS,
@@ -152,6 +178,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                     help="seconds the leader keeps retrying a renewal before giving up (default 10)")
     le.add_argument("--leader-election-retry-period", dest="retry_period", type=float, default=2.0,
                     help="seconds between lease attempts (default 2)")
+    am_flags.add_flags(parser)
 
 
 def default_lease_namespace() -> str:
@@ -172,9 +199,19 @@ def from_args(args: argparse.Namespace) -> Options:
         raise OptionsError("--namespaces and --deny-namespaces are mutually exclusive; pass only one")
     if args.workers < 1:
         raise OptionsError(f"--workers must be at least 1, got {args.workers}")
+    if args.feedback_workers < 1:
+        raise OptionsError(f"--feedback-workers must be at least 1, got {args.feedback_workers}")
+    if not args.kube_api_qps > 0:
+        raise OptionsError(f"--kube-api-qps must be above 0, got {args.kube_api_qps:g}")
+    if args.kube_api_burst < 1:
+        raise OptionsError(f"--kube-api-burst must be at least 1, got {args.kube_api_burst}")
     if args.resync_period < 0:
         raise OptionsError(f"--resync-period must be >= 0 seconds, got {args.resync_period}")
     parse_listen_address(args.listen_address)
+    try:
+        alertmanager = am_flags.from_args(args)
+    except am_flags.FlagError as exc:
+        raise OptionsError(str(exc)) from None
     if args.leader_elect:
         from promop.kube.leader_election import LeaderElectionConfig, LeaderElectionConfigError
 
@@ -190,6 +227,9 @@ def from_args(args: argparse.Namespace) -> Options:
         labels=parse_map(args.labels, "--labels"),
         annotations=parse_map(args.annotations, "--annotations"),
         workers=args.workers,
+        feedback_workers=args.feedback_workers,
+        kube_api_qps=args.kube_api_qps,
+        kube_api_burst=args.kube_api_burst,
         log_level=args.log_level,
         log_format=args.log_format,
         leader_elect=args.leader_elect,
@@ -204,5 +244,8 @@ def from_args(args: argparse.Namespace) -> Options:
         prometheus_default_base_image=args.prometheus_default_base_image,
         listen_address=args.listen_address,
         resync_period=args.resync_period,
+        fast_reload=args.fast_reload,
         full_secret_informers=args.full_secret_informers,
+        gc_freeze=True,
+        alertmanager=alertmanager,
     )

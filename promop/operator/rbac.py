@@ -28,18 +28,40 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "events", ("create",)),
     ("apps", "statefulsets", ("list", "watch", "create", "update", "delete")),
     ("coordination.k8s.io", "leases", ("get", "create", "update")),
+    # the Alertmanager controller (promop/operator/alertmanager)
+    (MONITORING, "alertmanagers", ("get", "list", "watch")),
+    (MONITORING, "alertmanagers/status", ("update",)),
+    (MONITORING, "alertmanagerconfigs", ("list", "watch")),
+    (MONITORING, "alertmanagerconfigs/status", ("update",)),
+    # fast reload: a Role per Prometheus letting its pods read their own config objects
+    ("rbac.authorization.k8s.io", "roles", ("get", "create", "update", "delete")),
+    ("rbac.authorization.k8s.io", "rolebindings", ("get", "create", "update", "delete")),
+)
+# Only with `--manage-crds` (`promop manifests --manage-crds`).
+MANAGE_CRDS_PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "create", "update")),
+)
+# Only with `--kubelet-service` (`promop manifests --kubelet-service=NS/NAME`).
+KUBELET_PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("", "nodes", ("list", "watch")),
+    ("", "endpoints", ("get", "create", "update")),
+    ("discovery.k8s.io", "endpointslices", ("list", "create", "update", "delete")),
 )
 
 
-def cluster_role_rules() -> list[dict]:
+def _table(manage_crds: bool = False, kubelet: bool = False) -> tuple:
+    return (*PERMISSIONS, *(MANAGE_CRDS_PERMISSIONS if manage_crds else ()), *(KUBELET_PERMISSIONS if kubelet else ()))
+
+
+def cluster_role_rules(manage_crds: bool = False, kubelet: bool = False) -> list[dict]:
     """PolicyRules grouped per API group and verb set, in a stable order."""
     grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for group, resource, verbs in PERMISSIONS:
+    for group, resource, verbs in _table(manage_crds, kubelet):
         grouped.setdefault((group, tuple(sorted(verbs))), []).append(resource)
     return [{"apiGroups": [group], "resources": resources, "verbs": list(verbs)}
             for (group, verbs), resources in grouped.items()]
 
 
-def granted() -> set[tuple[str, str, str]]:
+def granted(manage_crds: bool = False, kubelet: bool = False) -> set[tuple[str, str, str]]:
     """Every (group, resource[/subresource], verb) the ClusterRole grants."""
-    return {(g, r, v) for g, r, verbs in PERMISSIONS for v in verbs}
+    return {(g, r, v) for g, r, verbs in _table(manage_crds, kubelet) for v in verbs}

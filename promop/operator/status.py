@@ -10,8 +10,11 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Mapping, Sequence
 
+from promop.render.statefulset import shard_count as render_shard_count
+
 AVAILABLE = "Available"
 RECONCILED = "Reconciled"
+FAST_RELOAD = "FastReload"  # ours: how the config reloader reads the config (promop/render/fast_reload.py)
 _ORDER = {"True": 0, "Degraded": 1, "False": 2}
 
 
@@ -20,10 +23,8 @@ def now_rfc3339() -> str:
 
 
 def shard_count(prometheus: Mapping[str, Any]) -> int:
-    try:
-        return max(1, int((prometheus.get("spec") or {}).get("shards") or 1))
-    except (TypeError, ValueError):
-        return 1
+    """The renderer's shard count, so status and StatefulSets never disagree (a string "3" is 1 for both)."""
+    return render_shard_count(prometheus.get("spec") or {})
 
 
 def pod_selector(name: str) -> str:
@@ -92,6 +93,7 @@ def prometheus_status(
     error: str | None = None,
     reconciled_reason: str = "",
     reconciled_message: str = "",
+    reload_mode: tuple[bool, str, str] | None = None,
     now: str,
 ) -> dict:
     """The desired `status` of `prometheus`, given its StatefulSet per shard index and the sync outcome."""
@@ -126,11 +128,15 @@ def prometheus_status(
         reconciled = condition(RECONCILED, "False", "ReconciliationFailed", error, generation, now)
     else:
         reconciled = condition(RECONCILED, "True", reconciled_reason, reconciled_message, generation, now)
+    conditions = [available, reconciled]
+    if reload_mode is not None:
+        fast, reason, message = reload_mode
+        conditions.append(condition(FAST_RELOAD, "True" if fast else "False", reason, message, generation, now))
     old = ((prometheus.get("status") or {}).get("conditions")) or []
     return {
         "paused": bool(spec.get("paused", False)),
         **totals,
-        "conditions": keep_transition_times(old, [available, reconciled]),
+        "conditions": keep_transition_times(old, conditions),
         "shardStatuses": shard_statuses,
         "shards": shards,
         "selector": pod_selector(name),

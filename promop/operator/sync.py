@@ -1,51 +1,43 @@
 """sync(key): one Prometheus from the caches to the API, writing only what differs.
 
-Order (upstream's): paused check; select and render; rule ConfigMaps (changed
-ones first, then stale ones deleted); config Secret, TLS asset Secrets and
-other Secrets; the governing Service; one StatefulSet per shard, then excess
-shards deleted; feedback on monitors and rules; the Prometheus status.
+The parts, each testable on its own:
+- render (here): select from the caches, read the referenced Secrets/ConfigMaps with direct
+  GETs (their informers hold metadata only), call the pure renderer;
+- write (promop.operator.writer.ConfigWriter): rule ConfigMaps, Secrets, Service, StatefulSets;
+- feedback and status (promop.operator.reporter.Reporter): handed over, written by their own
+  workers. A sync ends when the config objects are written.
 
-Secret/ConfigMap informers hold metadata only, so the content a render needs
-(`references`) is read with direct GETs for each sync.
+One WriteLog records what was last written or found right, for all of them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import re
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from promop.kube.client import KubeClient
-from promop.kube.errors import ApiError, Conflict, Forbidden, NotFound
-from promop.kube.resources import (CONFIGMAPS, EVENTS, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
-                                   SERVICEMONITORS, SERVICES, STATEFULSETS, Resource)
+from promop.kube.errors import Forbidden, NotFound
+from promop.kube.resources import SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, Resource
 from promop.operator import feedback
-from promop.operator.apply import UNCHANGED, UPDATED, Applier, RetryLater
-from promop.operator.diff import input_hash
+from promop.operator.apply import RetryLater
 from promop.operator.logs import fields
 from promop.operator.metrics import OperatorMetrics
-from promop.operator.status import now_rfc3339, prometheus_status, shard_count, status_changed
+from promop.operator.reporter import Outcome, Reporter
+from promop.operator.status import now_rfc3339
+from promop.operator.writelog import WriteLog
+from promop.operator.writer import BY_KIND, ConfigWriter, OwnerGone, fingerprint, key_of
+from promop.render import fast_reload
 from promop.render.model import RenderInputs, RenderOptions, RenderResult
 
 log = logging.getLogger("promop.operator.sync")
 
-BY_KIND: dict[str, Resource] = {
-    "Secret": SECRETS, "ConfigMap": CONFIGMAPS, "Service": SERVICES, "StatefulSet": STATEFULSETS,
-}
 MONITOR_RESOURCES: dict[str, Resource] = {
     "ServiceMonitor": SERVICEMONITORS, "PodMonitor": PODMONITORS, "PrometheusRule": PROMETHEUSRULES,
 }
-_TLS_SHARD = re.compile(r"-tls-assets-\d+$")
-_STS_SHARD = re.compile(r"^(?:-shard-\d+)?$")
-
-
-class OwnerGone(Exception):
-    """The Prometheus was deleted while our cache still had it: creating objects for it would leak them."""
+_key = key_of
 
 
 class Stores:
@@ -85,7 +77,8 @@ class Syncer:
     def __init__(self, client: KubeClient, stores: Stores, options: RenderOptions, metrics: OperatorMetrics,
                  render: Callable[..., RenderResult], references: Callable[..., set],
                  namespace_allowed: Callable[[str], bool] = lambda ns: True,
-                 now: Callable[[], str] = now_rfc3339, cache_factory: Callable[[], Any] | None = None) -> None:
+                 now: Callable[[], str] = now_rfc3339, cache_factory: Callable[[], Any] | None = None,
+                 reporter: Reporter | None = None, registry: Any = None) -> None:
         self.client = client
         self.stores = stores
         self.options = options
@@ -94,17 +87,10 @@ class Syncer:
         self.references_of = references
         self.namespace_allowed = namespace_allowed
         self.now = now
-        self.applier = Applier(client, on_sts_recreate=lambda: metrics.sts_delete_create.labels("prometheus").inc(),
-                               on_written=self._own_write)
-        # (kind, ns, name, resourceVersion) of our latest writes: their watch events need no sync
-        self._own_writes: dict[tuple[str, str, str], str] = {}
-        self.events = feedback.EventDeduper()
-        # (what, ns, name[, prometheus]) -> (resourceVersion our write was based on, what we wrote):
-        # until the informer delivers our own write, the cache still shows the old object, and
-        # a sync in that window must not write the same thing again (a 409 at best).
-        self._memo: dict[tuple, tuple[str, Any]] = {}
-        # (kind, ns, name) -> (resourceVersion, fingerprint of the desired object it matched)
-        self._content: dict[tuple[str, str, str], tuple[str, str]] = {}
+        self.writelog = WriteLog()
+        self.writer = ConfigWriter(client, stores, self.writelog,
+                                   on_sts_recreate=lambda: metrics.sts_delete_create.labels("prometheus").inc())
+        self.reporter = reporter or Reporter(client, stores, self.writelog, metrics, now=now, registry=registry)
         self._lock = threading.Lock()
         self.references: dict[str, set[tuple[str, str, str]]] = {}  # key -> (kind, ns, name) it read
         self.last_result: dict[str, RenderResult] = {}
@@ -117,9 +103,9 @@ class Syncer:
 
     # ---- entry point ------------------------------------------------------------------
 
-    def sync(self, key: str) -> SyncReport:
+    def sync(self, key: str, cause: str = "") -> SyncReport:
         try:
-            report = self._sync(key)
+            report = self._sync(key, cause)
         except Exception:
             self.last_report[key] = SyncReport(key, skipped="failed")
             raise
@@ -136,12 +122,18 @@ class Syncer:
             result, synced = self.last_result.get(key), self._synced.get(key)
         if (prom is None or last is None or last.skipped or result is None or synced != _identity(prom)
                 or (prom.get("spec") or {}).get("paused")):
-            return self.sync(key)  # also when the Prometheus changed since its last sync (event not yet seen)
-        report = SyncReport(key, skipped="status only")
-        report.writes = int(self._update_status(key, prom, result, None))
-        return report
+            return self.sync(key, "StatefulSet status")  # also when the Prometheus changed since its last sync
+        if not self.reporter.status(key):
+            return self.sync(key, "StatefulSet status")
+        return SyncReport(key, skipped="status only")
 
-    def _sync(self, key: str) -> SyncReport:
+    def is_own_write(self, kind: str, obj: Mapping[str, Any]) -> bool:
+        """Is this watch event the echo of our own latest write of the object (or of a version we
+        compared and found right)?"""
+        ns, name = _key(obj)
+        return self.writelog.matches((kind, ns, name), obj)
+
+    def _sync(self, key: str, cause: str) -> SyncReport:
         prom = self.stores.prometheuses.get(key)
         if prom is None:
             self._deleted(key)
@@ -156,10 +148,11 @@ class Syncer:
         report = SyncReport(key, actions={})
         result: RenderResult | None = None
         error: Exception | None = None
+        wrote: list[str] = []
         try:
             result = self._render(key, prom)
-            self._write_all(prom, result, report)
-            self._feedback(prom, result, report)
+            writes = self.writer.write(prom, result)
+            report.actions, report.writes, wrote = writes.actions, writes.total, writes.objects
         except OwnerGone:
             log.info("Prometheus deleted during the sync; nothing created", **fields(key=key))
             return SyncReport(key, skipped="deleted")
@@ -170,21 +163,32 @@ class Syncer:
             self.metrics.reconcile_errors.labels("prometheus").inc()
         finally:
             self.metrics.reconcile_duration.labels("prometheus").observe(time.monotonic() - started)
-        try:
-            self._update_status(key, prom, result, error)
-        except (ApiError, RetryLater) as exc:
-            error = error or exc
+        # feedback: handed over to the reporter's queue; this sync does not wait for it
+        reason = ""
+        if result is not None and not any(d.selected for d in result.selection):
+            reason = "NoSelectedResources"
+        mode = fast_reload.mode(prom, self.options) if fast_reload.requested(prom, self.options) else None
+        self.reporter.status(key, Outcome(str(error) if error else None, reason,
+                                          reload_mode=(mode.fast, mode.reason, mode.message) if mode else None))
         ns, name = _key(prom)
         if result is not None:
+            selected, rejected = _counts(result)
+            if error is None:
+                self._feedback(prom, result, report, selected, rejected)
             self.metrics.record_sync(ns, name, error is None, prom.get("spec") or {},
-                                     selected=_count_selected(result), rejected=_count_rejected(result))
+                                     selected={k: selected[k] - rejected.get(k, 0) for k in selected},
+                                     rejected=rejected)
         else:
             self.metrics.record_sync(ns, name, False, prom.get("spec") or {})
         if error is not None:
             raise error
         with self._lock:
             self._synced[key] = _identity(prom)
-        log.debug("synced", **fields(key=key, writes=report.writes, **(report.actions or {})))
+        log.info("synced", **fields(
+            key=key, cause=cause or "resync", jobs=len((result.config or {}).get("scrape_configs") or ()) if result else 0,
+            accepted=report.selected, rejected=report.rejected, writes=report.writes,
+            wrote="; ".join(wrote) if wrote else "nothing (unchanged)",
+            ms=round((time.monotonic() - started) * 1000)))
         return report
 
     # ---- render -----------------------------------------------------------------------
@@ -225,199 +229,13 @@ class Syncer:
     def _candidates(self, kind: str) -> list[dict]:
         return self.stores.monitors[kind].list()
 
-    # ---- writes -----------------------------------------------------------------------
+    # ---- feedback (queued, written by the reporter's workers) -------------------------------
 
-    def _count(self, report: SyncReport, action: str) -> None:
-        report.actions[action] = report.actions.get(action, 0) + 1  # type: ignore[index]
-        if action != UNCHANGED:
-            report.writes += 1
-
-    def _owner_check(self, prom: dict) -> Callable[[], None]:
-        """Run before each create: is this Prometheus (same uid) still there? A direct GET, because
-        the cache may lag behind a deletion whose garbage collection already ran; creating then
-        would leak objects owned by nothing. Creates are rare, so the GET is cheap."""
-        ns, name = _key(prom)
-        uid = (prom.get("metadata") or {}).get("uid")
-
-        def check() -> None:
-            try:
-                live = self.client.get(PROMETHEUSES, name, ns)
-            except NotFound:
-                raise OwnerGone(f"{ns}/{name}") from None
-            md = live.get("metadata") or {}
-            if md.get("uid") != uid or md.get("deletionTimestamp"):
-                raise OwnerGone(f"{ns}/{name}")
-        return check
-
-    def _write_all(self, prom: dict, result: RenderResult, report: SyncReport) -> None:
-        ns, name = _key(prom)
-        check = self._owner_check(prom)
-        self._write_rule_configmaps(prom, result.rule_configmaps, report, check)
-        desired_secret_names = set()
-        for obj in result.objects():
-            kind = obj.get("kind")
-            if kind == "Secret":
-                desired_secret_names.add(obj["metadata"]["name"])
-            if kind in ("ConfigMap", "StatefulSet"):
-                continue
-            if obj is result.config_secret and getattr(result, "config_unmanaged", False):
-                # unmanaged config: the user owns the Secret; we only create it when absent
-                if self._get(SECRETS, obj["metadata"]["name"], ns) is None:
-                    self._count(report, self.applier.apply(SECRETS, obj, None, before_create=check))
-                continue
-            self._apply_known(BY_KIND[kind], obj, report, check)
-        self._delete_stale_tls(prom, desired_secret_names, report)
-        self._write_statefulsets(prom, result.statefulsets, report, check)
-
-    def _meta_store(self, res: Resource) -> Any:
-        return {"Secret": self.stores.secrets, "ConfigMap": self.stores.configmaps}.get(res.kind)
-
-    def _apply_known(self, res: Resource, obj: dict, report: SyncReport, check: Callable[[], None]) -> None:
-        """Apply `obj`, skipping even the GET when the metadata cache shows the version we last wrote
-        or compared with, and `obj` is what we wanted then (so nothing can differ)."""
-        ns, name = _key(obj)
-        key = (res.kind, ns, name)
-        fingerprint = _fingerprint(obj)
-        store = self._meta_store(res)
-        meta = store.get(f"{ns}/{name}") if store is not None else None
-        with self._lock:
-            known = self._content.get(key)
-        if meta is not None and known == (_rv(meta), fingerprint):
-            self._count(report, UNCHANGED)
-            return
-        current = self._get(res, name, ns)
-        action = self.applier.apply(res, obj, current, before_create=check)
-        with self._lock:
-            rv = self._own_writes.get(key) if action != UNCHANGED else _rv(current)
-            if rv:
-                self._content[key] = (rv, fingerprint)
-        self._count(report, action)
-
-    def _write_rule_configmaps(self, prom: dict, desired: list[dict], report: SyncReport,
-                               check: Callable[[], None]) -> None:
-        """Changed ConfigMaps first, then stale ones deleted (upstream's order).
-
-        The metadata cache says which exist; content is read only for those that may differ."""
-        ns, name = _key(prom)
-        cached = {_key(o)[1] for o in self.stores.configmaps.list()
-                  if _key(o)[0] == ns and ((o.get("metadata") or {}).get("labels") or {}).get("prometheus-name") == name
-                  and _owned_by(o, prom)}
-        for obj in desired:
-            self._apply_known(CONFIGMAPS, obj, report, check)
-        wanted = {o["metadata"]["name"] for o in desired}
-        for stale in sorted(cached - wanted):
-            if self.applier.delete(CONFIGMAPS, stale, ns):
-                self._count(report, "deleted")
-
-    def _delete_stale_tls(self, prom: dict, desired: set[str], report: SyncReport) -> None:
-        ns, name = _key(prom)
-        prefix = f"prometheus-{name}"
-        for obj in self.stores.secrets.list():
-            o_ns, o_name = _key(obj)
-            if (o_ns == ns and o_name.startswith(prefix) and _TLS_SHARD.search(o_name)
-                    and o_name[: _TLS_SHARD.search(o_name).start()] == prefix
-                    and o_name not in desired and _owned_by(obj, prom)):
-                if self.applier.delete(SECRETS, o_name, ns):
-                    self._count(report, "deleted")
-
-    def _write_statefulsets(self, prom: dict, desired: list[dict], report: SyncReport,
-                            check: Callable[[], None]) -> None:
-        ns, name = _key(prom)
-        for obj in desired:
-            current = self.stores.statefulsets.get(f"{ns}/{obj['metadata']['name']}")
-            # read from the cache: on a conflict, wait for the informer rather than GET (no get verb needed)
-            memo = ("sts", ns, obj["metadata"]["name"])
-            pending = self._written_over(memo, current)
-            if pending == input_hash(obj):
-                self._count(report, UNCHANGED)
-                continue
-            if pending is not _NOTHING:
-                raise RetryLater(f"StatefulSet {ns}/{obj['metadata']['name']}: our last write is not in the cache yet")
-            action = self.applier.apply(STATEFULSETS, obj, current, refetch=False, before_create=check)
-            if action == UPDATED:
-                self._wrote(memo, current, input_hash(obj))
-            self._count(report, action)
-        wanted = {o["metadata"]["name"] for o in desired}
-        prefix = f"prometheus-{name}"
-        for obj in self.stores.statefulsets.list():
-            o_ns, o_name = _key(obj)
-            if (o_ns == ns and o_name not in wanted and o_name.startswith(prefix)
-                    and _STS_SHARD.match(o_name[len(prefix):]) and _owned_by(obj, prom)):
-                if self.applier.delete(STATEFULSETS, o_name, ns, propagation_policy="Foreground"):
-                    self._count(report, "deleted")
-
-    def _own_write(self, res: Resource, obj: dict) -> None:
-        ns, name = _key(obj)
-        with self._lock:
-            self._own_writes[(res.kind, ns, name)] = _rv(obj)
-
-    def is_own_write(self, kind: str, obj: Mapping[str, Any]) -> bool:
-        """Is this watch event the echo of our own latest write of the object (same resourceVersion)?"""
-        ns, name = _key(obj)
-        with self._lock:
-            return bool(_rv(obj)) and self._own_writes.get((kind, ns, name)) == _rv(obj)
-
-    def _written_over(self, key: tuple, cached: Mapping[str, Any] | None) -> Any:
-        """What we wrote over exactly this cached version (the cache has not caught up with our
-        write yet), else _NOTHING. Until it catches up, the cache is no basis for a comparison:
-        writing the same again would be a duplicate (a 409 at best), and a desired state equal
-        to the stale cache would wrongly look done, losing the update."""
-        with self._lock:
-            memo = self._memo.get(key)
-        if cached is None or memo is None or memo[0] != _rv(cached):
-            return _NOTHING
-        return memo[1]
-
-    def _wrote(self, key: tuple, based_on: Mapping[str, Any] | None, content: Any) -> None:
-        with self._lock:
-            self._memo[key] = (_rv(based_on), content)
-
-    def _get(self, res: Resource, name: str, ns: str) -> dict | None:
-        try:
-            return self.client.get(res, name, ns)
-        except NotFound:
-            return None
-
-    # ---- feedback -----------------------------------------------------------------------
-
-    def _feedback(self, prom: dict, result: RenderResult, report: SyncReport) -> None:
-        verdicts = feedback.verdicts(result.selection, result.rejected)
-        report.selected = sum(1 for v in verdicts.values() if v.accepted)
-        report.rejected = sum(1 for v in verdicts.values() if not v.accepted)
-        now = self.now()
-        conflicts = 0
-        for kind, store in self.stores.monitors.items():
-            for obj in store.list():
-                o_ns, o_name = _key(obj)
-                verdict = verdicts.get((kind, o_ns, o_name))
-                conflicts += not self._write_bindings(kind, obj, prom, verdict, now)
-        self._emit_events(prom, result, now)
-        if conflicts:
-            raise RetryLater(f"{conflicts} status.bindings writes conflicted with newer objects; retrying")
-
-    def _write_bindings(self, kind: str, obj: dict, prom: dict, verdict: feedback.Verdict | None, now: str) -> bool:
-        """Write `obj`'s status.bindings if they change; False on a conflict (the caller requeues)."""
-        o_ns, o_name = _key(obj)
-        memo = ("bindings", kind, o_ns, o_name, "/".join(_key(prom)))
-        pending = self._written_over(memo, obj)
-        if pending is not _NOTHING:
-            return pending == verdict  # False: our newer write is not cached yet; retry after it is
-        if feedback.binding_current(obj, prom, verdict):
-            return True
-        bindings = feedback.desired_bindings(obj, prom, verdict, now)
-        if not feedback.bindings_changed(obj, bindings):
-            return True
-        body = {**obj, "status": {**(obj.get("status") or {}), "bindings": bindings}}
-        try:
-            self.client.update(MONITOR_RESOURCES[kind], body, subresource="status")
-            self._wrote(memo, obj, verdict)
-        except Conflict:
-            return False  # our cache is behind; the informer brings the new object before the retry
-        except NotFound:
-            pass
-        return True
-
-    def _emit_events(self, prom: dict, result: RenderResult, now: str) -> None:
+    def _feedback(self, prom: dict, result: RenderResult, report: SyncReport,
+                  selected: dict[str, int], rejected: dict[str, int]) -> None:
+        report.rejected = sum(rejected.values())
+        report.selected = sum(selected.values()) - report.rejected
+        self.reporter.judged("/".join(_key(prom)), result.selection, result.rejected)
         for problems, rejected in ((result.rejected, True), (result.warnings, False)):
             for (kind, ns, name), note in feedback.problem_events(problems, rejected):
                 obj = prom if kind == "Prometheus" else (
@@ -425,52 +243,10 @@ class Syncer:
                 if obj is None:
                     continue
                 reason = feedback.INVALID if rejected else "UnsupportedConfiguration"
-                if not self.events.should_emit(obj, reason, note):
-                    continue
-                log.warning("skipping object" if rejected else "object uses unsupported fields",
-                            **fields(kind=kind, object=f"{ns}/{name}", prometheus="/".join(_key(prom)), note=note))
-                event = feedback.event_for(obj, feedback.API_VERSION, kind, reason, note, "Warning", now)
-                try:
-                    self.client.create(EVENTS, event, ns)
-                except ApiError as exc:
-                    log.warning("cannot record event", **fields(object=f"{ns}/{name}", error=str(exc)))
-
-    # ---- status -------------------------------------------------------------------------
-
-    def _update_status(self, key: str, prom: dict, result: RenderResult | None, error: Exception | None) -> bool:
-        """Write the Prometheus status if it changes; True when written."""
-        ns, name = _key(prom)
-        shards: dict[int, dict | None] = {}
-        for shard in range(shard_count(prom)):
-            sts_name = f"prometheus-{name}" + (f"-shard-{shard}" if shard else "")
-            shards[shard] = self.stores.statefulsets.get(f"{ns}/{sts_name}")
-        reason = ""
-        if result is not None and not any(d.selected for d in result.selection):
-            reason = "NoSelectedResources"
-        desired = prometheus_status(prom, shards, error=str(error) if error else None,
-                                    reconciled_reason=reason, now=self.now())
-        memo = ("status", key)
-        comparable = {k: v for k, v in desired.items() if k != "conditions"}, [
-            {k: v for k, v in c.items() if k != "lastTransitionTime"} for c in desired["conditions"]]
-        pending = self._written_over(memo, prom)
-        if pending == comparable:
-            return False
-        if pending is not _NOTHING:
-            raise RetryLater(f"status of Prometheus {key}: our last status write is not in the cache yet")
-        if not status_changed(prom.get("status"), desired):
-            return False
-        self.metrics.status_updates.labels("prometheus").inc()
-        try:
-            self.client.update(PROMETHEUSES, {**prom, "status": desired}, subresource="status")
-            self._wrote(memo, prom, comparable)
-        except Conflict:
-            raise RetryLater(f"status of Prometheus {key}: our cached copy is outdated; retrying") from None
-        except NotFound:
-            return False
-        except ApiError:
-            self.metrics.status_update_errors.labels("prometheus").inc()
-            raise
-        return True
+                if self.reporter.event(obj, kind, reason, note):
+                    log.warning("skipping object" if rejected else "object uses unsupported fields",
+                                **fields(kind=kind, object=f"{ns}/{name}", prometheus="/".join(_key(prom)),
+                                         note=note))
 
     # ---- deletion -------------------------------------------------------------------------
 
@@ -479,62 +255,30 @@ class Syncer:
         ns, _, name = key.partition("/")
         self.metrics.forget(ns, name)
         self.last_report.pop(key, None)
-        with self._lock:
-            mine = [m for m in self._memo
-                    if m[-1] == key or (m[0] == "sts" and m[1] == ns and m[2].startswith(f"prometheus-{name}"))]
-            for memo in mine:
-                del self._memo[memo]
-            for content_key in [k for k in self._content if k[1] == ns and k[2].startswith(f"prometheus-{name}")]:
-                del self._content[content_key]
+        self.writer.forget(ns, name)
         with self._lock:
             self.references.pop(key, None)
             self._synced.pop(key, None)
             self.last_result.pop(key, None)
             self._render_caches.pop(key, None)
-        ghost = {"metadata": {"namespace": ns, "name": name}}
-        now = self.now()
-        conflicts = 0
-        for kind, store in self.stores.monitors.items():
-            for obj in store.list():
-                conflicts += not self._write_bindings(kind, obj, ghost, None, now)
-        if conflicts:
-            raise RetryLater(f"removing bindings of deleted Prometheus {key}: {conflicts} conflicts; retrying")
-
-
-_NOTHING = object()
+        self.reporter.forget_prometheus(ns, name)
 
 
 def _identity(prom: Mapping[str, Any]) -> tuple:
     """What a status-only refresh needs unchanged since the last full sync: the same object, spec
     generation, labels and annotations, and not being deleted."""
     md = prom.get("metadata") or {}
-    return (md.get("uid"), md.get("generation"), _fingerprint(md.get("labels") or {}),
-            _fingerprint(md.get("annotations") or {}), bool(md.get("deletionTimestamp")))
+    return (md.get("uid"), md.get("generation"), fingerprint(md.get("labels") or {}),
+            fingerprint(md.get("annotations") or {}), bool(md.get("deletionTimestamp")))
 
 
-def _fingerprint(obj: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def _rv(obj: Mapping[str, Any] | None) -> str:
-    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
-
-
-def _owned_by(obj: Mapping[str, Any], prom: Mapping[str, Any]) -> bool:
-    uid = (prom.get("metadata") or {}).get("uid")
-    return any(r.get("uid") == uid and r.get("kind") == "Prometheus"
-               for r in (obj.get("metadata") or {}).get("ownerReferences") or [])
-
-
-def _count_selected(result: RenderResult) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for kind in MONITOR_RESOURCES:
-        out[kind] = len(result.accepted(kind))
-    return out
-
-
-def _count_rejected(result: RenderResult) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for p in {(p.kind, p.namespace, p.name) for p in result.rejected}:
-        out[p[0]] = out.get(p[0], 0) + 1
-    return out
+def _counts(result: RenderResult) -> tuple[dict[str, int], dict[str, int]]:
+    """Selected and rejected objects per kind, in one pass (a sync may see thousands)."""
+    selected = dict.fromkeys(MONITOR_RESOURCES, 0)
+    for d in result.selection:
+        if d.selected and d.kind in selected:
+            selected[d.kind] += 1
+    rejected: dict[str, int] = {}
+    for kind, _, _ in {(p.kind, p.namespace, p.name) for p in result.rejected}:
+        rejected[kind] = rejected.get(kind, 0) + 1
+    return selected, rejected

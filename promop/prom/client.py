@@ -17,12 +17,13 @@ import threading
 import time as _time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import orjson
 import requests
 from requests.adapters import HTTPAdapter
 
+from promop.prom.stream import StreamDecodeError, iter_data_batches
 from promop.prom.results import Matrix, QueryResult, Sample, Scalar, Vector, decode_result
 
 log = logging.getLogger("promop.prom")
@@ -127,8 +128,12 @@ class PrometheusClient:
         self._session.headers.update(options.headers)
         if options.basic_auth:
             self._session.auth = tuple(options.basic_auth)
-        # Passed on every request: a request-level value beats REQUESTS_CA_BUNDLE, a session's does not.
-        self._verify: bool | str = False if options.insecure_skip_verify else (options.ca_file or True)
+        # The environment (proxies, CA bundle) is read once here rather than on every request, which
+        # costs requests ~1 ms with a large environment; the values are then passed per request.
+        self._session.trust_env = False
+        self._proxies = requests.utils.get_environ_proxies(self.base)
+        env_ca = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+        self._verify: bool | str = False if options.insecure_skip_verify else (options.ca_file or env_ca or True)
         if options.cert_file:
             self._session.cert = (options.cert_file, options.key_file)
         self._token_lock = threading.Lock()
@@ -193,6 +198,30 @@ class PrometheusClient:
         what = f"series {matches!r}"
         return self._call("/api/v1/series", params, what, timeout=timeout, verb=self.verb, raw=True)
 
+    def iter_series(self, matches: str | Sequence[str], start: TimeArg = None, end: TimeArg = None, *,
+                    timeout: float | None = None, batch_bytes: int = 1 << 20) -> Iterator[list[dict[str, str]]]:
+        """Label sets matching `matches`, in batches decoded as the answer arrives.
+
+        Memory stays near one batch (about `batch_bytes` of JSON) plus what the
+        caller keeps, whatever the size of the answer.
+        """
+        matches = [matches] if isinstance(matches, str) else list(matches)
+        if not matches:
+            raise ValueError("series needs at least one match[] selector")
+        params: list[tuple[str, str]] = [("match[]", m) for m in matches]
+        params += _time_params(start, end)
+        what = f"series {matches!r}"
+        resp = self._call("/api/v1/series", params, what, timeout=timeout, verb=self.verb, stream=True)
+        try:
+            yield from iter_data_batches(resp.iter_content(chunk_size=256 * 1024), batch_bytes)
+        except StreamDecodeError as exc:
+            raise PromError(what, str(exc), status=200, error_type="bad_response", url=self.base) from None
+        except (requests.exceptions.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+            raise PromConnectionError(what, f"answer cut short: {_transport_message(exc)}",
+                                      error_type="connection", url=self.base) from None
+        finally:
+            resp.close()
+
     def label_values(self, label: str, matches: str | Sequence[str] | None = None,
                      start: TimeArg = None, end: TimeArg = None, *, timeout: float | None = None) -> list[str]:
         """Values of `label`, optionally only on series matching `matches`."""
@@ -241,7 +270,7 @@ class PrometheusClient:
         return {"Authorization": f"Bearer {token}"} if token else {}
 
     def _call(self, path: str, params: Any, what: str, *, timeout: float | None, verb: str,
-              raw: bool = False) -> Any:
+              raw: bool = False, stream: bool = False) -> Any:
         url = self.base + path
         read_timeout = (timeout or self.options.timeout) + 1.0  # let Prometheus' own timeout answer first
         attempts = self.options.retries + 1
@@ -253,10 +282,12 @@ class PrometheusClient:
                 headers = self._auth_header()
                 if verb == "POST":
                     resp = self._session.post(url, data=params, headers=headers, verify=self._verify,
-                                              timeout=(self.options.connect_timeout, read_timeout))
+                                              proxies=self._proxies,
+                                              timeout=(self.options.connect_timeout, read_timeout), stream=stream)
                 else:
                     resp = self._session.get(url, params=params, headers=headers, verify=self._verify,
-                                             timeout=(self.options.connect_timeout, read_timeout))
+                                             proxies=self._proxies,
+                                             timeout=(self.options.connect_timeout, read_timeout), stream=stream)
             except requests.exceptions.ReadTimeout:
                 # The query itself is slow: another attempt would only be as slow.
                 raise PromConnectionError(what, f"no answer within {read_timeout:g}s",
@@ -270,6 +301,8 @@ class PrometheusClient:
             except requests.exceptions.RequestException as exc:
                 raise PromConnectionError(what, str(exc), error_type="connection", url=url) from None
             if resp.status_code == 200:
+                if stream:
+                    return resp
                 if raw:
                     return resp.content
                 try:

@@ -79,7 +79,8 @@ def _alertmanager(ctx: GenContext, scope: Scope, am: Mapping[str, Any], field: s
     rules: list = [{"action": "keep", "source_labels": ["__meta_kubernetes_service_name"], "regex": am["name"]}]
     port = am.get("port")
     if isinstance(port, int) and not isinstance(port, bool):
-        rules.append({"action": "keep", "source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": port})
+        if port:  # upstream: no keep rule for port 0
+            rules.append({"action": "keep", "source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": port})
     elif port:
         rules.append({"action": "keep", "source_labels": [f"{meta}_port_name"], "regex": port})
     rules += relabel.checked(am.get("relabelings") or [], ctx.version, f"{field}.relabelings")

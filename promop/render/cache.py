@@ -35,6 +35,19 @@ def _reads_valid(store: Store, reads: Mapping[tuple[str, str, str, str], str | N
     return all(store.get(*ref) == value for ref, value in reads.items())
 
 
+class _BoundedDict(dict):
+    """A dict that forgets everything when it grows past `limit` (entries are cheap to recompute)."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key: Hashable, value: Any) -> None:
+        if len(self) >= self.limit:
+            self.clear()
+        super().__setitem__(key, value)
+
+
 class RenderCache:
     """An LRU memo of monitor fragments and rule renders; one may serve many Prometheus objects."""
 
@@ -51,6 +64,9 @@ class RenderCache:
         self._memo: OrderedDict[Hashable, Any] = OrderedDict()
         self._renders: OrderedDict[Hashable, Any] = OrderedDict()
         self._gz: tuple[str, bytes] | None = None
+        # Each PrometheusRule's rendered file (or rejection), keyed by everything it depends on, so a
+        # change to one PrometheusRule re-renders that one only (see rules.build_rule_configmaps).
+        self.rule_files: _BoundedDict = _BoundedDict(max_entries)
         # (table id, entry kind, uid) -> the key of that object's latest entry: an older version
         # of an object is never asked for again, so its entry is dropped when a new one is stored.
         self._latest: dict[Hashable, Hashable] = {}
@@ -132,4 +148,4 @@ class RenderCache:
             table.popitem(last=False)
 
     def __len__(self) -> int:
-        return len(self._fragments) + len(self._rules) + len(self._memo) + len(self._renders)
+        return len(self._fragments) + len(self._rules) + len(self._memo) + len(self._renders) + len(self.rule_files)

@@ -12,48 +12,17 @@ import base64
 import gzip
 from typing import Any, Mapping, Sequence
 
-import yaml
-
+from promop.render.emit import emit
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions
 
 CONFIG_KEY = "prometheus.yaml.gz"
 RULES_DIR = "/etc/prometheus/rules"
 
-_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
-_RESOLVED_MAX = 200_000
-
-
-class ConfigDumper(_BaseDumper):  # type: ignore[misc, valid-type]
-    """CSafeDumper without anchors/aliases (configs are plain trees), with memoised tag resolution.
-
-    The emitter asks the (pure Python) resolver twice per scalar whether a
-    plain string would read back as another type; configs repeat the same
-    strings thousands of times, so the answers are memoised. Output is
-    unchanged (tested against a plain CSafeDumper dump).
-    """
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        if kind is not yaml.ScalarNode or not isinstance(value, str):
-            return super().resolve(kind, value, implicit)
-        key = (value, implicit)
-        tag = _RESOLVED.get(key)
-        if tag is None:
-            if len(_RESOLVED) >= _RESOLVED_MAX:
-                _RESOLVED.clear()
-            tag = _RESOLVED[key] = super().resolve(kind, value, implicit)
-        return tag
-
 
 def dump(data: Any) -> str:
-    """YAML text as the renderer writes it everywhere (block style, insertion order)."""
-    return yaml.dump(data, Dumper=ConfigDumper, default_flow_style=False, sort_keys=False, allow_unicode=True)
+    """YAML text as the renderer writes it everywhere (block style, insertion order; promop.render.emit)."""
+    return emit(data)
 
 
 def dump_job(job: Mapping[str, Any]) -> str:

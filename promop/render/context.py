@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from promop.render.model import RenderOptions, obj_meta
 from promop.render.store import Store
-from promop.render.versions import Version, VersionError
+from promop.render.versions import SUPPORTED_MAJORS, Version, VersionError
 
 # Prometheus spec fields that cannot change a monitor's scrape jobs. Everything
 # else (a deny-list, so a forgotten field costs cache hits, never correctness)
@@ -55,8 +55,12 @@ class GenContext:
         if version is not None and not isinstance(version, str):
             raise VersionError(f"spec.version: {version!r} is not a Prometheus version; use a form like v2.42.0 or v3.13.2")
         self.version = Version(version)
-        shards = self.spec.get("shards")
-        self.shards = shards if isinstance(shards, int) and not isinstance(shards, bool) and shards > 1 else 1
+        if self.version.major not in SUPPORTED_MAJORS:
+            raise VersionError(f"spec.version: unsupported Prometheus version {version!r}; promop (like upstream) "
+                               "supports Prometheus 2.x and 3.x")
+        from promop.render.statefulset import shard_count  # the one shard count (status uses it too)
+
+        self.shards = shard_count(self.spec)
         self.scrape_classes = {c.get("name"): c for c in self.spec.get("scrapeClasses") or () if isinstance(c, Mapping)}
         defaults = [c for c in self.scrape_classes.values() if c.get("default")]
         self.default_class = defaults[0] if defaults else None

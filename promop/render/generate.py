@@ -18,7 +18,8 @@ from promop.render.context import GenContext
 from promop.render.globals import global_section, runtime_section, storage_section
 from promop.render.model import Problem, RenderOptions, obj_meta
 from promop.render.podmonitor import pod_monitor_jobs
-from promop.render.remote_write import remote_write_section
+from promop.render.remote_write import remote_read_section, remote_write_section
+from promop.render.schema_check import InvalidPrometheus, merge_problems, schema_problems
 from promop.render.scrape import service_monitor_jobs
 from promop.render.shape import sanitized_prometheus
 from promop.render.store import Reject, Scope, Store
@@ -77,7 +78,7 @@ def monitor_fragment(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> Frag
 def _monitor_fragment(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> Fragment:
     ns, name = obj_meta(obj)
     frag = Fragment(kind, ns, name)
-    frag.rejected = validate_monitor(ctx, kind, obj)
+    frag.rejected = merge_problems(validate_monitor(ctx, kind, obj), schema_problems(kind, obj))
     if frag.rejected:
         return frag
     scope = Scope(ctx.store, kind, ns, name, ctx.version)
@@ -173,6 +174,9 @@ def build_config(
     remote_write = remote_write_section(ctx, prom_scope)
     if remote_write:
         tail["remote_write"] = remote_write
+    remote_read = remote_read_section(ctx, prom_scope)
+    if remote_read:
+        tail["remote_read"] = remote_read
     assets.update(prom_scope.assets)
     warnings += prom_scope.warnings
     config = {**head, "scrape_configs": jobs, **tail}
@@ -201,6 +205,9 @@ def generate_config(
     Invalid monitors are left out and reported in `rejected`.
     """
     options = options or RenderOptions()
+    invalid = schema_problems("Prometheus", prometheus)
+    if invalid:
+        raise InvalidPrometheus(invalid)
     prometheus, malformed = sanitized_prometheus(prometheus)
     ctx, prom_scope = new_context(prometheus, options, Store(secrets, configmaps))
     for f, m in malformed:

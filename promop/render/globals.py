@@ -37,6 +37,10 @@ def _duration(scope: Scope, value: Any, field: str, default: str | None) -> str 
         return default
 
 
+DEFAULT_LOG_DIRECTORY = "/var/log/prometheus"
+NAME_ESCAPING = {"AllowUTF8": "allow-utf-8", "Underscores": "underscores", "Dots": "dots", "Values": "values"}
+
+
 def global_section(ctx: GenContext, scope: Scope) -> dict:
     spec = ctx.spec
     out: dict = {}
@@ -49,18 +53,30 @@ def global_section(ctx: GenContext, scope: Scope) -> dict:
         else:
             out["scrape_timeout"] = timeout
     if spec.get("scrapeProtocols"):
-        scope.put(out, "scrape_protocols", list(spec["scrapeProtocols"]), "2.49.0", "spec.scrapeProtocols")
+        from promop.render.job import scrape_protocols
+
+        scope.put(out, "scrape_protocols", scrape_protocols(scope, spec["scrapeProtocols"], "spec.scrapeProtocols"),
+                  "2.49.0", "spec.scrapeProtocols")
     out["external_labels"] = external_labels(ctx, scope)
     for spec_key, key, enforced_key, minimum in GLOBAL_LIMITS:
         value = _capped(spec.get(spec_key), spec.get(enforced_key), size=spec_key == "bodySizeLimit")
         if value is not None:
             scope.put(out, key, value, minimum, f"spec.{spec_key}")
     _log_file(scope, spec, out, "scrapeFailureLogFile", "scrape_failure_log_file", "2.55.0")
-    # Global histogram toggles: conservative minimum (older versions only know the per-job keys).
-    for spec_key, key in (("scrapeClassicHistograms", "always_scrape_classic_histograms"),
-                          ("convertClassicHistogramsToNHCB", "convert_classic_histograms_to_nhcb")):
+    if spec.get("nameValidationScheme"):
+        value = {"UTF8": "utf8", "Legacy": "legacy"}.get(spec["nameValidationScheme"])
+        if value:
+            scope.put(out, "metric_name_validation_scheme", value, "2.55.0", "spec.nameValidationScheme")
+    if spec.get("nameEscapingScheme"):
+        value = NAME_ESCAPING.get(spec["nameEscapingScheme"])
+        if value:
+            scope.put(out, "metric_name_escaping_scheme", value, "3.4.0", "spec.nameEscapingScheme")
+    # Global histogram toggles, with the minimum versions the CRD documents.
+    for spec_key, key, minimum in (("scrapeNativeHistograms", "scrape_native_histograms", "3.8.0"),
+                                   ("scrapeClassicHistograms", "always_scrape_classic_histograms", "3.5.0"),
+                                   ("convertClassicHistogramsToNHCB", "convert_classic_histograms_to_nhcb", "3.4.0")):
         if spec.get(spec_key) is not None:
-            scope.put(out, key, bool(spec[spec_key]), "3.5.0", f"spec.{spec_key}")
+            scope.put(out, key, bool(spec[spec_key]), minimum, f"spec.{spec_key}")
     out["evaluation_interval"] = _duration(scope, spec.get("evaluationInterval"), "spec.evaluationInterval", "30s")
     if spec.get("ruleQueryOffset"):
         offset = _duration(scope, spec["ruleQueryOffset"], "spec.ruleQueryOffset", None)
@@ -70,16 +86,17 @@ def global_section(ctx: GenContext, scope: Scope) -> dict:
     return out
 
 
+def log_file_path(path: str) -> str:
+    """Upstream's rule: a bare file name lives in DEFAULT_LOG_DIRECTORY (an emptyDir the StatefulSet
+    mounts); any other path is used as given (the user mounts its directory)."""
+    return f"{DEFAULT_LOG_DIRECTORY}/{path}" if path and "/" not in path else path
+
+
 def _log_file(scope: Scope, spec: Any, out: dict, spec_key: str, key: str, minimum: str) -> None:
-    """Absolute paths pass through; upstream puts bare names on an emptyDir at /var/log/prometheus,
-    which promop's StatefulSet does not mount yet, so they are ignored with a warning."""
     path = spec.get(spec_key)
     if not path:
         return
-    if not str(path).startswith("/"):
-        scope.warn(f"spec.{spec_key}", f"ignored: give an absolute path on a volume you mount (spec.volumes/volumeMounts), not {path!r}")
-        return
-    scope.put(out, key, path, minimum, f"spec.{spec_key}")
+    scope.put(out, key, log_file_path(str(path)), minimum, f"spec.{spec_key}")
 
 
 def _capped(user: Any, enforced: Any, size: bool) -> Any:

@@ -56,28 +56,46 @@ class TemplateError(ValueError):
     """A template Go's text/template would refuse to parse."""
 
 
-def _split_actions(text: str) -> list[tuple[int, str]]:
-    """(line, inner text) of each non-comment action; raises on unclosed actions/comments."""
-    actions = []
+_SPACE = " \t\r\n"
+
+
+def scan(text: str, left: str = "{{", right: str = "}}") -> list[tuple[str, int, str]]:
+    """Split a template into ("text", line, literal) and ("action", line, inner) segments.
+
+    Comments are dropped and trim markers (`{{- `, ` -}}`) already applied to the
+    neighbouring text. Raises TemplateError on unclosed actions and comments.
+    The delimiters are configurable, as Go's `Delims` (prometheus-adapter uses `<<`/`>>`).
+    """
+    out: list[tuple[str, int, str]] = []
     pos = 0
+    trim_next = False
     while True:
-        start = text.find("{{", pos)
+        start = text.find(left, pos)
         if start < 0:
-            return actions
+            literal = text[pos:]
+            out.append(("text", text.count("\n", 0, pos) + 1, literal.lstrip(_SPACE) if trim_next else literal))
+            return [seg for seg in out if seg[0] != "text" or seg[2]]
         line = text.count("\n", 0, start) + 1
-        i = start + 2
-        if text.startswith("- ", i) or text.startswith("-\t", i) or text.startswith("-\n", i):
+        literal = text[pos:start]
+        if trim_next:
+            literal = literal.lstrip(_SPACE)
+        i = start + len(left)
+        if text[i : i + 1] == "-" and text[i + 1 : i + 2] in tuple(_SPACE):
+            literal = literal.rstrip(_SPACE)
             i += 2
+        out.append(("text", line, literal))
         if text.startswith("/*", i):
             end = text.find("*/", i + 2)
             if end < 0:
                 raise TemplateError(f"line {line}: unclosed comment")
             rest = text[end + 2 :]
-            trimmed = rest.lstrip(" \t\n") if rest[:1] in (" ", "\t", "\n") else rest
-            if trimmed.startswith("-}}") and rest[:1] in (" ", "\t", "\n"):
-                pos = len(text) - len(trimmed) + 3
-            elif rest.startswith("}}"):
-                pos = end + 4
+            trimmed = rest.lstrip(_SPACE) if rest[:1] in tuple(_SPACE) else rest
+            if trimmed.startswith("-" + right) and rest[:1] in tuple(_SPACE):
+                pos = len(text) - len(trimmed) + 1 + len(right)
+                trim_next = True
+            elif rest.startswith(right):
+                pos = end + 2 + len(right)
+                trim_next = False
             else:
                 raise TemplateError(f"line {line}: comment ends before closing delimiter")
             continue
@@ -97,14 +115,20 @@ def _split_actions(text: str) -> list[tuple[int, str]]:
                     quote = ""
             elif c in "\"'`":
                 quote = c
-            elif text.startswith("}}", j):
+            elif text.startswith(right, j):
                 break
             j += 1
         inner = text[i:j]
-        if inner.endswith((" -", "\t-", "\n-")):
+        trim_next = inner.endswith(tuple(c + "-" for c in _SPACE))
+        if trim_next:
             inner = inner[:-2]
-        actions.append((line, inner))
-        pos = j + 2
+        out.append(("action", line, inner))
+        pos = j + len(right)
+
+
+def _split_actions(text: str, left: str = "{{", right: str = "}}") -> list[tuple[int, str]]:
+    """(line, inner text) of each non-comment action; raises on unclosed actions/comments."""
+    return [(line, value) for kind, line, value in scan(text, left, right) if kind == "action"]
 
 
 def _tokens(line: int, inner: str) -> list[tuple[str, str]]:
@@ -255,11 +279,11 @@ class _Checker:
 
 
 def check_template(text: str, variables: frozenset[str] = PREDEFINED_VARIABLES,
-                   functions: frozenset[str] = KNOWN_FUNCTIONS) -> None:
+                   functions: frozenset[str] = KNOWN_FUNCTIONS, delims: tuple[str, str] = ("{{", "}}")) -> None:
     """Raise TemplateError (with line and action) if Go's text/template would refuse `text`."""
-    if "{{" not in text:
+    if delims[0] not in text:
         return
     checker = _Checker(variables, functions)
-    for line, inner in _split_actions(text):
+    for line, inner in _split_actions(text, *delims):
         checker.check_action(line, inner)
     checker.finish()

@@ -129,18 +129,24 @@ def job_tail(
         value = _limit(ctx, spec.get(spec_key), ctx.spec.get(enforced_key))
         if value is not None:
             scope.put(job, cfg_key, value, minimum, f"spec.{spec_key}")
+    if spec.get("scrapeNativeHistograms") is not None:
+        scope.put(job, "scrape_native_histograms", bool(spec["scrapeNativeHistograms"]), "3.8.0", "spec.scrapeNativeHistograms")
     if spec.get("nativeHistogramBucketLimit") is not None:
         scope.put(job, "native_histogram_bucket_limit", spec["nativeHistogramBucketLimit"], "2.45.0", "spec.nativeHistogramBucketLimit")
     if spec.get("nativeHistogramMinBucketFactor") is not None:
         scope.put(job, "native_histogram_min_bucket_factor", spec["nativeHistogramMinBucketFactor"], "2.50.0", "spec.nativeHistogramMinBucketFactor")
     if spec.get("scrapeClassicHistograms") is not None:
-        # renamed in Prometheus 3.0
-        key = "always_scrape_classic_histograms" if ctx.version.at_least("3.0.0") else "scrape_classic_histograms"
-        scope.put(job, key, bool(spec["scrapeClassicHistograms"]), "2.45.0", "spec.scrapeClassicHistograms")
+        # renamed in Prometheus 3 (upstream keys on the major version, so 3.0.0 pre-releases get the new name)
+        if ctx.version.major >= 3:
+            job["always_scrape_classic_histograms"] = bool(spec["scrapeClassicHistograms"])
+        else:
+            scope.put(job, "scrape_classic_histograms", bool(spec["scrapeClassicHistograms"]), "2.45.0",
+                      "spec.scrapeClassicHistograms")
     if spec.get("convertClassicHistogramsToNHCB") is not None:
         scope.put(job, "convert_classic_histograms_to_nhcb", bool(spec["convertClassicHistogramsToNHCB"]), "3.0.0", "spec.convertClassicHistogramsToNHCB")
     if spec.get("scrapeProtocols"):
-        scope.put(job, "scrape_protocols", list(spec["scrapeProtocols"]), "2.49.0", "spec.scrapeProtocols")
+        scope.put(job, "scrape_protocols", scrape_protocols(scope, spec["scrapeProtocols"], "spec.scrapeProtocols"),
+                  "2.49.0", "spec.scrapeProtocols")
     fallback = spec.get("fallbackScrapeProtocol") or cls.get("fallbackScrapeProtocol")
     if fallback:
         scope.put(job, "fallback_scrape_protocol", fallback, "3.0.0", "spec.fallbackScrapeProtocol")
@@ -154,6 +160,18 @@ def job_tail(
     ]
     if metric:
         job["metric_relabel_configs"] = metric
+
+
+def scrape_protocols(scope: Scope, protocols: Any, field: str) -> list:
+    """The protocols this Prometheus knows: PrometheusText1.0.0 needs 3.0.0-rc.0 (dropped with a warning)."""
+    out = []
+    for i, protocol in enumerate(protocols):
+        if protocol == "PrometheusText1.0.0" and not scope.version.at_least("3.0.0-rc.0"):
+            scope.warn(f"{field}[{i}]", f"ignored: {protocol} needs Prometheus >= 3.0.0-rc.0, but spec.version is "
+                                        f"{scope.version}")
+            continue
+        out.append(protocol)
+    return out
 
 
 def _limit(ctx: GenContext, user: Any, enforced: Any) -> int | None:
@@ -178,13 +196,23 @@ def _body_size_limit(user: Any, enforced: Any, ctx: GenContext) -> str | None:
     return user
 
 
+def endpoint_label(port: Any, target_port: Any) -> str | None:
+    """The `endpoint` label: the port name, else targetPort as upstream prints it (an int-or-string's
+    String(), so 0 gives "0"), else none."""
+    if port:
+        return str(port)
+    if target_port is not None and str(target_port) != "":
+        return str(target_port)
+    return None
+
+
 def relabel_tail(
     ctx: GenContext, endpoint: Any, cls: Mapping[str, Any], ep: Mapping[str, Any], enforced: list[dict]
 ) -> list[dict]:
     """The end of every monitor job's relabel_configs: `endpoint` label, scrape-class and user
     relabelings, the enforced namespace label, then sharding."""
     rules: list[dict] = []
-    if endpoint:
+    if endpoint is not None:
         rules.append({"target_label": "endpoint", "replacement": str(endpoint)})
     rules += relabel.to_prometheus_list(cls.get("relabelings"))
     rules += relabel.to_prometheus_list(ep.get("relabelings"))

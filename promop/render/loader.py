@@ -1,7 +1,10 @@
 """Read Kubernetes objects from YAML files and directories, for the offline CLI.
 
 Directories are read recursively (*.yaml, *.yml, *.json, in sorted order);
-files may hold several documents and `kind: List` objects. Objects without a
+files may hold several documents and `kind: List` objects. One bad document (not a
+mapping, no kind, no metadata.name, an unknown monitoring.coreos.com kind) is listed in
+`Loaded.rejected` and the others are still read; only an unreadable path or a YAML
+syntax error stops the load (LoadError). Objects without a
 namespace get `default` (as kubectl would apply them); objects without a uid
 get a deterministic one derived from kind, namespace and name, so rule file
 names (`<ns>-<name>-<uid>.yaml`) are stable from run to run.
@@ -19,7 +22,11 @@ import yaml
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 EXTENSIONS = (".yaml", ".yml", ".json")
-INPUT_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Secret", "ConfigMap", "Namespace")
+INPUT_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Secret", "ConfigMap", "Namespace",
+               "Alertmanager", "AlertmanagerConfig")
+# monitoring.coreos.com kinds promop render does not read (others are handled by other parts).
+OTHER_MONITORING_KINDS = ("PrometheusAgent", "Probe", "ScrapeConfig", "ThanosRuler")
+MONITORING_GROUP = "monitoring.coreos.com"
 CLUSTER_SCOPED = ("Namespace",)
 DEFAULT_NAMESPACE = "default"
 _UID_NAMESPACE = uuid.UUID("5b0c3a4e-6f1d-4c39-9a55-70726f6d6f70")  # fixed: uids must not change between runs
@@ -41,15 +48,22 @@ class Loaded:
     objects: dict[str, list[dict]] = field(default_factory=lambda: {k: [] for k in INPUT_KINDS})
     sources: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (kind, ns, name) -> file
     skipped: list[str] = field(default_factory=list)
+    # documents that cannot be used: "<Kind> <file>#<document number>: <reason>" (numbers from 1)
+    rejected: list[str] = field(default_factory=list)
 
     def of(self, kind: str) -> list[dict]:
         return self.objects[kind]
 
 
-def _files(path: Path) -> Iterable[Path]:
+def _inside(path: Path, folders: Iterable[Path]) -> bool:
+    resolved = path.resolve()
+    return any(resolved == f or f in resolved.parents for f in folders)
+
+
+def _files(path: Path, exclude: Iterable[Path] = ()) -> Iterable[Path]:
     if path.is_dir():
         for child in sorted(path.rglob("*")):
-            if child.is_file() and child.suffix in EXTENSIONS:
+            if child.is_file() and child.suffix in EXTENSIONS and not _inside(child, exclude):
                 yield child
     elif path.exists():
         yield path
@@ -81,11 +95,9 @@ def _flatten(doc: Any) -> Iterable[Any]:
         yield doc
 
 
-def _normalise(obj: dict, where: str) -> dict:
+def _normalise(obj: dict) -> dict:
     obj = copy.deepcopy(obj)
-    md = obj.get("metadata")
-    if not isinstance(md, dict) or not md.get("name"):
-        raise LoadError(f"{where}: {obj.get('kind')} has no metadata.name")
+    md = obj["metadata"]
     kind = obj["kind"]
     if kind not in CLUSTER_SCOPED:
         md["namespace"] = md.get("namespace") or DEFAULT_NAMESPACE
@@ -93,23 +105,61 @@ def _normalise(obj: dict, where: str) -> dict:
     return obj
 
 
-def load(paths: Iterable[str | Path]) -> Loaded:
-    """Every input object under `paths`; raises LoadError naming the file and line."""
+def _problem(obj: Any) -> str | None:
+    """Why a document cannot be an input object, or None."""
+    if not isinstance(obj, dict):
+        what = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(obj), "value")
+        return f"not a Kubernetes object: a YAML {what}, where a mapping with apiVersion, kind and metadata belongs"
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        return "not a Kubernetes object: no kind"
+    md = obj.get("metadata")
+    if not isinstance(md, dict):
+        return "metadata is missing or not a mapping; set metadata.name"
+    name = md.get("name")
+    if not isinstance(name, str) or not name:
+        return "metadata.name is missing; every object needs a name"
+    if md.get("namespace") is not None and not isinstance(md.get("namespace"), str):
+        return "metadata.namespace must be a string"
+    return None
+
+
+def _unknown_monitoring_kind(obj: dict) -> bool:
+    group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+    return group == MONITORING_GROUP and obj["kind"] not in INPUT_KINDS + OTHER_MONITORING_KINDS
+
+
+def load(paths: Iterable[str | Path], exclude: Iterable[str | Path] = ()) -> Loaded:
+    """Every input object under `paths` (files under `exclude` are not read).
+
+    Raises LoadError naming the file (and line) for an unreadable path or a YAML syntax
+    error; any other bad document is listed in `rejected` and the rest is read.
+    """
     loaded = Loaded()
+    excluded = [Path(e).resolve() for e in exclude]
     for root in paths:
-        for path in _files(Path(root)):
+        for path in _files(Path(root), excluded):
             for index, doc in enumerate(_documents(path)):
                 for obj in _flatten(doc):
-                    where = f"{path} (document {index + 1})"
-                    if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
-                        loaded.skipped.append(f"{where}: not a Kubernetes object (no kind)")
+                    where = f"{path}#{index + 1}"
+                    problem = _problem(obj)
+                    kind = obj.get("kind") if isinstance(obj, dict) and isinstance(obj.get("kind"), str) else ""
+                    if problem is not None:
+                        if kind and kind not in INPUT_KINDS and problem.startswith("metadata"):
+                            loaded.skipped.append(f"{kind} in {where}")  # not ours to judge
+                        else:
+                            loaded.rejected.append(f"{kind or 'document'} {where}: {problem}")
                         continue
-                    kind = obj["kind"]
                     if kind not in INPUT_KINDS:
-                        md = obj.get("metadata") or {}
-                        loaded.skipped.append(f"{kind} {md.get('namespace', '')}/{md.get('name', '')} in {path}")
+                        if _unknown_monitoring_kind(obj):
+                            known = ", ".join(INPUT_KINDS[:4] + INPUT_KINDS[7:] + OTHER_MONITORING_KINDS)
+                            loaded.rejected.append(
+                                f"{kind} {where}: unknown kind in {obj['apiVersion']}; the kinds are {known}")
+                        else:
+                            md = obj["metadata"]
+                            loaded.skipped.append(f"{kind} {md.get('namespace', '')}/{md.get('name', '')} in {path}")
                         continue
-                    obj = _normalise(obj, where)
+                    obj = _normalise(obj)
                     md = obj["metadata"]
                     loaded.objects[kind].append(obj)
                     loaded.sources[(kind, md.get("namespace", ""), md["name"])] = str(path)

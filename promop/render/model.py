@@ -77,6 +77,7 @@ class RenderOptions:
     endpointslice_supported: bool = True  # the cluster serves discovery.k8s.io/v1 EndpointSlices
     shard_retention_policy: bool = True  # upstream's PrometheusShardRetentionPolicy gate (on by default)
     operator_version: str = "0.1.0"
+    fast_reload: bool = False  # --fast-reload: reloaders read through the API (see render/fast_reload.py)
 
 
 @dataclass
@@ -130,6 +131,8 @@ class RenderResult:
     # no scrape selector is set: upstream leaves the config Secret to the user;
     # config_secret then has no data and should only be created if absent
     config_unmanaged: bool = False
+    # fast reload: the Role and RoleBinding that let the pods read their config through the API
+    reloader_rbac: list[dict] = field(default_factory=list)
 
     def objects(self) -> list[dict]:
         return [
@@ -138,6 +141,7 @@ class RenderResult:
             *self.tls_secrets,
             *([self.web_config_secret] if self.web_config_secret else []),
             self.service,
+            *self.reloader_rbac,
             *self.statefulsets,
         ]
 

@@ -10,27 +10,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-import yaml
-
+from promop.render.emit import emit_all
 from promop.render.loader import Loaded
 from promop.render.model import Problem, RenderInputs, RenderOptions, RenderResult, obj_meta
+from promop.render.schema_check import InvalidPrometheus
 from promop.render.unsupported import unsupported_fields
 
 _FIELD_PREFIX = re.compile(r"^((?:spec|metadata)[\w.\[\]-]*): (.+)$", re.S)  # "spec.version: ..." messages
 MONITORING_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule")
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """Plain YAML: no anchors/aliases, even when objects share sub-dicts."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
 def dump_all(objects: Iterable[Any]) -> str:
     """A multi-document YAML stream (field order kept)."""
-    return yaml.dump_all(list(objects), Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                         allow_unicode=True, width=1 << 20)
+    return emit_all(list(objects))
 
 
 @dataclass
@@ -76,6 +68,10 @@ def render_loaded(loaded: Loaded, options: RenderOptions | None = None) -> Rende
     for prometheus in sorted(loaded.of("Prometheus"), key=obj_meta):
         try:
             result = render(inputs_for(prometheus, loaded, options))
+        except InvalidPrometheus as exc:
+            out.failed.append((prometheus, str(exc)))
+            _add_unique(out.rejected, exc.problems, seen)
+            continue
         except Exception as exc:  # noqa: BLE001 - reported per object, as the operator would
             ns, name = obj_meta(prometheus)
             out.failed.append((prometheus, str(exc)))
@@ -109,4 +105,44 @@ def merge_services(objects: list[dict]) -> list[dict]:
         for ref in obj["metadata"].get("ownerReferences") or []:
             if ref not in owners:
                 owners.append(ref)
+    return out
+
+
+LINT_SELECTORS = (
+    "serviceMonitorSelector", "serviceMonitorNamespaceSelector", "podMonitorSelector", "podMonitorNamespaceSelector",
+    "ruleSelector", "ruleNamespaceSelector",
+)
+_MISSING_REF = re.compile(r"^(Secret|ConfigMap) (\S+) not found; create it or fix the reference$")
+
+
+def _linting(prometheus: dict) -> dict:
+    """A copy of `prometheus` that selects every monitor and rule in every namespace."""
+    out = {**prometheus, "spec": dict(prometheus.get("spec") or {})}
+    for name in LINT_SELECTORS:
+        out["spec"][name] = {}
+    return out
+
+
+def lint_loaded(loaded: Loaded, options: RenderOptions | None = None) -> Rendered:
+    """Every rejection and warning for the monitors and rules in `loaded`, as `render` would give.
+
+    Each Prometheus in the files (or, without one, a default Prometheus of promop's default
+    version) is made to select everything, so every object is checked. A reference to a
+    Secret/ConfigMap that is not in the files cannot be checked: that is a warning, not a rejection.
+    """
+    proms = loaded.of("Prometheus") or [{
+        "apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
+        "metadata": {"name": "lint", "namespace": "default", "uid": "lint"}, "spec": {},
+    }]
+    linting = Loaded(objects={**loaded.objects, "Prometheus": [_linting(p) for p in proms]},
+                     sources=loaded.sources, skipped=loaded.skipped, rejected=loaded.rejected)
+    rendered = render_loaded(linting, options)
+    out = Rendered(results=rendered.results, failed=rendered.failed, warnings=list(rendered.warnings))
+    seen = set(out.warnings)
+    for p in rendered.rejected:
+        if _MISSING_REF.match(p.message):
+            _add_unique(out.warnings, [Problem(p.kind, p.namespace, p.name, p.field,
+                                               f"not checked: {p.message.split(';')[0]} in the given files")], seen)
+        else:
+            out.rejected.append(p)
     return out

@@ -17,9 +17,11 @@ from promop.render.config import compress, config_secret
 from promop.render.generate import build_config, monitor_fragments, new_context
 from promop.render.model import Decision, ObjectRef, Problem, RenderInputs, RenderResult, obj_meta
 from promop.render.rules import RulesResult, build_rule_configmaps
+from promop.render.schema_check import InvalidPrometheus, schema_problems
 from promop.render.selection import SELECTOR_FIELDS, select
 from promop.render.shape import sanitized_prometheus
 from promop.render.service import build_service, build_web_config_secret
+from promop.render import fast_reload
 from promop.render.statefulset import build_statefulsets, compute_input_hash
 from promop.render.store import Store
 from promop.render.tls_assets import tls_secrets
@@ -80,7 +82,13 @@ def _inferred_namespaces(inputs: RenderInputs) -> list[dict]:
 
 
 def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResult:
-    """Every object one Prometheus needs. Pure: equal inputs give equal outputs, cache or not."""
+    """Every object one Prometheus needs. Pure: equal inputs give equal outputs, cache or not.
+
+    Raises InvalidPrometheus (with every problem) when the Prometheus violates its CRD schema.
+    """
+    invalid = schema_problems("Prometheus", inputs.prometheus)
+    if invalid:
+        raise InvalidPrometheus(invalid)
     prometheus, malformed = sanitized_prometheus(inputs.prometheus)
     options = inputs.options
     spec = prometheus["spec"]
@@ -101,7 +109,8 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     fragments = monitor_fragments(ctx, sms, pms, cache)
 
     def build_rules() -> RulesResult:
-        return build_rule_configmaps(prometheus, [dict(r) for r in rules], options)
+        memo = cache.rule_files if cache is not None else None
+        return build_rule_configmaps(prometheus, [dict(r) for r in rules], options, memo)
 
     rules_result = cache.rules(prometheus, rules, options, build_rules) if cache is not None else build_rules()
     rule_names = rules_result.names if spec.get("ruleSelector") is not None else None
@@ -120,13 +129,17 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     tls_names = [s["metadata"]["name"] for s in tls]
     cm_names = list(rules_result.names)
     input_hash = compute_input_hash(prometheus, options, cm_names, tls_names)
+    statefulsets = build_statefulsets(prometheus, options, cm_names, tls_names, input_hash)
+    fast = fast_reload.mode(prometheus, options).fast
+    if fast:
+        statefulsets = [fast_reload.adapt_statefulset(s, prometheus, cm_names) for s in statefulsets]
     result = RenderResult(
         config={} if unmanaged else generated.config,
         config_secret=secret,
         tls_secrets=tls,
         rule_configmaps=rules_result.configmaps,
         service=build_service(prometheus, options),
-        statefulsets=build_statefulsets(prometheus, options, cm_names, tls_names, input_hash),
+        statefulsets=statefulsets,
         selection=[d for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule") for d in decisions[kind]],
         rejected=[*generated.rejected, *rules_result.rejected],
         warnings=[*warnings, *generated.warnings, *rules_result.warnings],
@@ -136,6 +149,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
         web_config_secret=build_web_config_secret(prometheus, options),
         config_text="" if unmanaged else generated.text,
         config_unmanaged=unmanaged,
+        reloader_rbac=fast_reload.rbac_objects(prometheus, options, cm_names) if fast else [],
     )
     return result
 

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from promop.render import relabel
 from promop.render.context import GenContext
-from promop.render.job import enforced_namespace_rules, http_part, job_head, job_tail, relabel_tail, scrape_class
+from promop.render.job import endpoint_label, enforced_namespace_rules, http_part, job_head, job_tail, relabel_tail, scrape_class
 from promop.render.model import obj_meta
 from promop.render.scrape import k8s_sd_config
 from promop.render.store import Scope
@@ -78,4 +78,6 @@ def _relabels(
             "source_labels": [f"__meta_kubernetes_pod_label_{san(spec['jobLabel'])}"],
             "target_label": "job", "regex": "(.+)", "replacement": "${1}",
         })
-    return rules + relabel_tail(ctx, port or port_number or target_port, cls, ep, enforced)
+    # upstream: the endpoint label is the port name, else targetPort as a string (even "0"); a
+    # portNumber alone gives no endpoint label
+    return rules + relabel_tail(ctx, endpoint_label(port, target_port), cls, ep, enforced)

@@ -14,12 +14,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, MutableMapping, Sequence
 
-import yaml
-
+from promop.render.emit import emit
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import MONITORING_GROUP, Problem, RenderOptions, obj_meta
 from promop.render.namespace_label import EnforceError, enforce_namespace_label
 from promop.render.rule_validation import validate_rule_spec
+from promop.render.schema_check import merge_problems, schema_problems
 from promop.render.versions import Version, VersionError
 
 KIND = "PrometheusRule"
@@ -40,22 +40,10 @@ class RulesResult:
     rule_files: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (ns, name) -> (cm, key)
 
 
-class _RuleDumper(yaml.CSafeDumper if hasattr(yaml, "CSafeDumper") else yaml.SafeDumper):  # type: ignore[misc]
-    """Block style with `|` for multi-line strings, as rule files are usually written."""
-
-
-def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_RuleDumper.add_representer(str, _str_representer)
-
-
 def dump_rule_file(spec: Mapping[str, Any]) -> str:
-    """A rule file's text: the spec with alphabetically sorted keys (as sigs.k8s.io/yaml does)."""
-    return yaml.dump(dict(spec), Dumper=_RuleDumper, sort_keys=True, default_flow_style=False,
-                     allow_unicode=True, width=1 << 30)
+    """A rule file's text: the spec with alphabetically sorted keys (as sigs.k8s.io/yaml does),
+    multi-line strings as `|` blocks, as rule files are usually written."""
+    return emit(dict(spec), sort_keys=True, literal=True)
 
 
 def rule_file_key(rule: Mapping[str, Any]) -> str:
@@ -132,9 +120,10 @@ def _render_one(prometheus: Mapping[str, Any], rule: Mapping[str, Any], version:
     spec = json.loads(json.dumps(rule.get("spec")))  # a private copy (faster than deepcopy)
     if spec is None:
         spec = {}
-    issues = validate_rule_spec(spec, version)
-    if issues:
-        return None, [Problem(KIND, ns, name, path, msg) for path, msg in issues], warnings
+    own = [Problem(KIND, ns, name, path, msg) for path, msg in validate_rule_spec(spec, version)]
+    problems = merge_problems(own, schema_problems(KIND, rule))
+    if problems:
+        return None, problems, warnings
     spec = _sanitize(spec, version, ns, name, warnings)
     label = (prometheus.get("spec") or {}).get("enforcedNamespaceLabel")
     if label and not _excluded_from_enforcement(prometheus, ns, name):

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from promop.kube.selector import parse_selector
 from promop.render import relabel
 from promop.render.context import GenContext
-from promop.render.job import enforced_namespace_rules, http_part, job_head, job_tail, relabel_tail, scrape_class
+from promop.render.job import endpoint_label, enforced_namespace_rules, http_part, job_head, job_tail, relabel_tail, scrape_class
 from promop.render.model import obj_meta
 from promop.render.store import Scope
 
@@ -134,4 +134,4 @@ def _relabels(
             "source_labels": [f"__meta_kubernetes_service_label_{san(spec['jobLabel'])}"],
             "target_label": "job", "regex": "(.+)", "replacement": "${1}",
         })
-    return rules + relabel_tail(ctx, port or target_port, cls, ep, enforced)
+    return rules + relabel_tail(ctx, endpoint_label(port, target_port), cls, ep, enforced)

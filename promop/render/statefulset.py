@@ -17,6 +17,7 @@ import posixpath
 import re
 from typing import Any, Mapping
 
+from promop.render.globals import DEFAULT_LOG_DIRECTORY
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions
 from promop.render.service import GOVERNING_SERVICE_NAME, build_service  # noqa: F401 (part of this module's interface)
@@ -47,11 +48,9 @@ LOCALHOST = "localhost"
 
 RETENTION_IN_CONFIG_SINCE = "3.11.0"  # from 3.11 retention lives in the config file
 WEB_CONFIG_SINCE = "2.24.0"
-CONSOLE_FLAGS_BEFORE = "3.0.0"
 REMOTE_WRITE_RECEIVER_FLAG_SINCE = "2.33.0"
 WAL_COMPRESSION_FLAG_SINCE = "2.11.0"
 OTLP_RECEIVER_SINCE = "2.47.0"  # as the feature flag otlp-write-receiver
-OTLP_RECEIVER_FLAG_SINCE = "3.0.0"
 
 SECURITY_CONTEXT = {
     "allowPrivilegeEscalation": False,
@@ -59,6 +58,9 @@ SECURITY_CONTEXT = {
     "readOnlyRootFilesystem": True,
 }
 _INVALID_VOLUME_CHARS = re.compile(r"[^-a-z0-9]+")
+
+
+LOG_FILE_VOLUME = "query-log-file"
 
 
 def sanitize_volume_name(name: str) -> str:
@@ -79,8 +81,11 @@ def statefulset_name(prometheus: Mapping[str, Any], shard: int) -> str:
 
 
 def shard_count(spec: Mapping[str, Any]) -> int:
+    """The one answer to "how many shards" (config relabelling, StatefulSets, status): an integer
+    above 1, else 1. The CRD types `shards` as an integer; anything else (a string "3", a bool)
+    counts as unset, as upstream's typed decode would refuse it."""
     shards = spec.get("shards")
-    return shards if isinstance(shards, int) and shards > 1 else 1
+    return shards if isinstance(shards, int) and not isinstance(shards, bool) and shards > 1 else 1
 
 
 def image(spec: Mapping[str, Any], options: RenderOptions) -> str:
@@ -117,7 +122,7 @@ def _web_config_enabled(version: Version) -> bool:
 def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
     """The prometheus container's flags, in upstream's order, then spec.additionalArgs."""
     args = [f"--config.file={CONFIG_ENVSUBST_FILE}"]
-    if not version.at_least(CONSOLE_FLAGS_BEFORE):
+    if version.major == 2:  # upstream keys on the major version: no console flags for 3.0.0 pre-releases
         args += ["--web.console.templates=/etc/prometheus/consoles",
                  "--web.console.libraries=/etc/prometheus/console_libraries"]
     if spec.get("reloadStrategy", "HTTP") != "ProcessSignal":
@@ -130,8 +135,12 @@ def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
     if spec.get("enableRemoteWriteReceiver") and version.at_least(REMOTE_WRITE_RECEIVER_FLAG_SINCE):
         args.append("--web.enable-remote-write-receiver")
     features = [f for f in spec.get("enableFeatures") or [] if f]
+    # Remote write 2.0 needs metadata in the WAL, which Prometheus stores by default from 3.4.0.
+    if (version.at_least("2.54.0") and not version.at_least("3.4.0") and "metadata-wal-records" not in features
+            and any(isinstance(rw, Mapping) and rw.get("messageVersion") == "V2.0" for rw in spec.get("remoteWrite") or [])):
+        features.insert(0, "metadata-wal-records")
     if spec.get("enableOTLPReceiver") and version.at_least(OTLP_RECEIVER_SINCE):
-        if version.at_least(OTLP_RECEIVER_FLAG_SINCE):
+        if version.major >= 3:
             args.append("--web.enable-otlp-receiver")
         elif "otlp-write-receiver" not in features:
             features.append("otlp-write-receiver")
@@ -276,6 +285,10 @@ def _volumes_and_mounts(prometheus: Mapping[str, Any], rule_cms: list[str], tls_
             source = {"secret": {"secretName": item}} if kind == "secret" else {"configMap": {"name": item}}
             volumes.append({"name": vol, **source})
             prom_mounts.append({"mountPath": f"{dir_}/{item}", "name": vol, "readOnly": True})
+    if any(spec.get(k) and "/" not in str(spec[k]) for k in ("queryLogFile", "scrapeFailureLogFile")):
+        # upstream: a bare log file name lives on an emptyDir at /var/log/prometheus
+        volumes.append({"name": LOG_FILE_VOLUME, "emptyDir": {}})
+        prom_mounts.append({"mountPath": DEFAULT_LOG_DIRECTORY, "name": LOG_FILE_VOLUME})
     reloader_mounts: list[dict] = [
         {"mountPath": CONFIG_DIR, "name": "config"},
         {"mountPath": CONFIG_OUT_DIR, "name": "config-out"},
@@ -500,5 +513,7 @@ def compute_input_hash(
         "rule_configmap_names": sorted(set(rule_configmap_names)),
         "tls_shards": len(tls_secret_names),
     }
+    if options.fast_reload:  # only when on, so turning the feature out does not roll every StatefulSet
+        payload["options"]["fast_reload"] = True
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).digest()
     return str(int.from_bytes(digest[:8], "big"))

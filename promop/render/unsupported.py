@@ -44,6 +44,7 @@ _MONITOR_COMMON = {
     "bodySizeLimit": ALL, "attachMetadata": ALL, "scrapeClass": ALL, "scrapeProtocols": ALL,
     "fallbackScrapeProtocol": ALL, "selectorMechanism": ALL, "scrapeClassicHistograms": ALL,
     "nativeHistogramBucketLimit": ALL, "nativeHistogramMinBucketFactor": ALL, "convertClassicHistogramsToNHCB": ALL,
+    "scrapeNativeHistograms": ALL,
 }
 
 _ALERTMANAGER_ENDPOINT = {
@@ -57,6 +58,12 @@ _REMOTE_WRITE = {
     "tlsConfig": _TLS,
     "queueConfig": ALL, "followRedirects": ALL, "enableHTTP2": ALL, "sendExemplars": ALL,
     "sendNativeHistograms": ALL, "metadataConfig": ALL, "messageVersion": ALL, "roundRobinDNS": ALL,
+    "bearerToken": ALL,
+}
+_REMOTE_READ = {
+    "url": ALL, "name": ALL, "remoteTimeout": ALL, "headers": ALL, "requiredMatchers": ALL, "readRecent": ALL,
+    "filterExternalLabels": ALL, "basicAuth": _BASIC_AUTH, "bearerToken": ALL, "bearerTokenFile": ALL,
+    "authorization": ALL, "oauth2": _OAUTH2, **_PROXY, "tlsConfig": _TLS, "followRedirects": ALL,
 }
 
 SUPPORTED: dict[str, Mapping[str, Any]] = {
@@ -79,7 +86,8 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "bodySizeLimit": ALL, "scrapeClasses": ALL, "serviceDiscoveryRole": ALL, "apiserverConfig": ALL,
         "arbitraryFSAccessThroughSMs": ALL, "podTargetLabels": ALL, "additionalScrapeConfigs": ALL, "additionalAlertRelabelConfigs": ALL,
         "additionalAlertManagerConfigs": ALL, "alerting": {"alertmanagers": _ALERTMANAGER_ENDPOINT},
-        "remoteWrite": _REMOTE_WRITE, "tsdb": {"outOfOrderTimeWindow": ALL}, "exemplars": ALL, "ruleQueryOffset": ALL, "runtime": ALL,
+        "remoteWrite": _REMOTE_WRITE, "remoteRead": _REMOTE_READ, "nameValidationScheme": ALL,
+        "nameEscapingScheme": ALL, "scrapeNativeHistograms": ALL, "tsdb": {"outOfOrderTimeWindow": ALL}, "exemplars": ALL, "ruleQueryOffset": ALL, "runtime": ALL,
         "queryLogFile": ALL, "scrapeFailureLogFile": ALL, "scrapeClassicHistograms": ALL,
         "convertClassicHistogramsToNHCB": ALL,
         # StatefulSet and rules (promop/render/statefulset.py, rules.py)

@@ -1,4 +1,11 @@
-"""Prometheus version comparisons: much of the generated config depends on the version."""
+"""Prometheus version comparisons: much of the generated config depends on the version.
+
+Semantic versions as upstream parses them (blang/semver ParseTolerant): a leading `v`, a
+missing patch (`2.45` = `2.45.0`), and pre-releases that sort *before* their release
+(`v3.0.0-rc.0` < `v3.0.0`), so a pre-release gets a feature only where upstream's
+minimum is itself that pre-release (e.g. `PrometheusText1.0.0` needs `3.0.0-rc.0`).
+Build metadata (`+...`) is ignored.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +14,29 @@ from functools import total_ordering
 
 from promop.render.model import DEFAULT_PROMETHEUS_VERSION
 
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?$")
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]*)?$")
+SUPPORTED_MAJORS = (2, 3)
 
 
 class VersionError(ValueError):
-    """spec.version is not a semantic version."""
+    """spec.version is not a semantic version (or not Prometheus 2.x/3.x)."""
+
+
+def _pre_key(pre: str | None) -> tuple:
+    """Semver precedence of a pre-release: none sorts last; numeric ids before alphanumeric ones."""
+    if not pre:
+        return (1,)
+    ids = []
+    for part in pre.split("."):
+        ids.append((0, int(part), "") if part.isdigit() else (1, 0, part))
+    return (0, tuple(ids))
 
 
 @total_ordering
 class Version:
-    """A parsed `vMAJOR.MINOR.PATCH`; compares with other Versions or strings."""
+    """A parsed `vMAJOR.MINOR.PATCH[-PRERELEASE]`; compares with other Versions or strings."""
 
-    __slots__ = ("parts", "text")
+    __slots__ = ("parts", "pre", "text", "_key")
 
     def __init__(self, text: str | None):
         self.text = text or DEFAULT_PROMETHEUS_VERSION
@@ -28,27 +46,34 @@ class Version:
                 f"spec.version: {self.text!r} is not a Prometheus version; use a form like v2.42.0 or v3.13.2"
             )
         self.parts = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+        self.pre = m.group(4) or ""
+        self._key = (self.parts, _pre_key(self.pre))
 
     @staticmethod
-    def _coerce(other: "Version | str") -> tuple[int, int, int]:
-        return (other if isinstance(other, Version) else Version(other)).parts
+    def _coerce(other: "Version | str") -> tuple:
+        return (other if isinstance(other, Version) else Version(other))._key
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, (Version, str)):
             return NotImplemented
-        return self.parts == self._coerce(other)
+        return self._key == self._coerce(other)
 
     def __lt__(self, other: "Version | str") -> bool:
-        return self.parts < self._coerce(other)
+        return self._key < self._coerce(other)
 
     def __hash__(self) -> int:
-        return hash(self.parts)
+        return hash(self._key)
+
+    @property
+    def major(self) -> int:
+        return self.parts[0]
 
     def at_least(self, minimum: str) -> bool:
-        return self.parts >= self._coerce(minimum)
+        return self._key >= self._coerce(minimum)
 
     def __str__(self) -> str:
-        return "v%d.%d.%d" % self.parts
+        base = "v%d.%d.%d" % self.parts
+        return f"{base}-{self.pre}" if self.pre else base
 
     def __repr__(self) -> str:
         return f"Version({str(self)!r})"

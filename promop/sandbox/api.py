@@ -10,21 +10,29 @@ import copy
 import json
 import random
 import string
+import threading
 import uuid
 from dataclasses import dataclass
 
-from promop.sandbox import fields
+from promop.sandbox import apply as applying
+from promop.sandbox import builtin_schema, fields, kinds, structural
 from promop.sandbox import patch as patching
 from promop.sandbox.discovery import Registry
-from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, invalid,
-                                   not_found, success_status)
-from promop.sandbox.gc import NAMESPACES, POLICIES, Collector, now
+from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, expired,
+                                   invalid, not_found, success_status)
+from promop.sandbox.background import Background
+from promop.sandbox.gc import NAMESPACE_FINALIZER, NAMESPACES, POLICIES, Collector, now
+
+NAME_LABEL = "kubernetes.io/metadata.name"  # the namespace controller's label, always set
 from promop.sandbox.resources import ResourceType, crd_types
+from promop.sandbox.scale import selector_text
 from promop.sandbox.selectors import Predicate
 from promop.sandbox.store import Store
 from promop.sandbox.validation import check_crd, check_metadata, check_statefulset_update
 
 CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+CONFIGMAPS = ("", "configmaps")
+SERVICES = ("", "services")
 STATEFULSETS = ("apps", "statefulsets")
 SECRETS = ("", "secrets")
 # metadata the server owns: kept from the stored object on every update
@@ -80,12 +88,71 @@ def _ownable(rt: ResourceType, owned: dict, subresource: str) -> dict:
 _first, _second = itemgetter(0), itemgetter(1)
 
 
+def _page(entries: list, after: tuple | None, predicate: Predicate | None,
+          limit: int) -> tuple[list, bool, int | None]:
+    """Store.page over an explicit (snapshot) entry list."""
+    if after is not None:
+        entries = [e for e in entries
+                   if (e[0]["metadata"].get("namespace", ""), e[0]["metadata"]["name"]) > after]
+    if predicate is not None:
+        entries = [e for e in entries if predicate(e[0])]
+    if limit and len(entries) > limit:
+        rest = len(entries) - limit
+        return entries[:limit], True, rest if predicate is None else None
+    return entries, False, None
+
+
 class Api:
-    def __init__(self, store: Store, registry: Registry, simulate_statefulsets: bool = False):
+    def __init__(self, store: Store, registry: Registry, simulate_statefulsets: bool = False,
+                 background: Background | None = None, gc_delay: float = 0.05,
+                 controller_delay: float = 0.05):
         self.store = store
         self.registry = registry
         self.simulate_statefulsets = simulate_statefulsets
-        self.collector = Collector(store, self._removed)
+        self.background = background or Background()
+        self.controller_delay = controller_delay  # before the StatefulSet controller reacts
+        self.collector = Collector(store, self._removed, self.background, gc_delay)
+        self.cluster_ips = kinds.ClusterIPs()
+        self._request = threading.local()  # per HTTP request: fieldValidation and warnings
+
+    # -- per-request options -------------------------------------------------------------------
+    def begin_request(self, field_validation: str = "Warn") -> None:
+        self._request.field_validation = field_validation
+        self._request.warnings = []
+        self._request.created = False
+
+    def took_create(self) -> bool:
+        """Whether this request's apply created the object (answered 201)."""
+        return getattr(self._request, "created", False)
+
+    def take_warnings(self) -> list[str]:
+        warnings = getattr(self._request, "warnings", [])
+        self._request.warnings = []
+        return warnings
+
+    def _pruned(self, rt: ResourceType, paths: list[str]) -> None:
+        """Unknown fields of a built-in kind were dropped: warn, or under Strict refuse."""
+        if not paths:
+            return
+        if not hasattr(self._request, "warnings"):
+            self.begin_request()
+        mode = getattr(self._request, "field_validation", "Warn")
+        if mode == "Strict":
+            listed = ", ".join(f'unknown field "{p}"' for p in paths)
+            raise bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a '
+                              f"{rt.kind}: strict decoding error: {listed}")
+        if mode == "Warn":
+            self._request.warnings += [f'unknown field "{p}"' for p in paths]
+
+    def _admit_custom(self, rt: ResourceType, obj: dict) -> None:
+        """Custom resources: prune, default and validate against the served version's schema."""
+        if rt.builtin:
+            return
+        if not hasattr(self._request, "warnings"):
+            self.begin_request()
+        structural.admit(rt.kind, rt.group, obj, rt.extra.get("schema"),
+                         getattr(self._request, "field_validation", "Warn"),
+                         self._request.warnings)
 
     # -- helpers -------------------------------------------------------------------------------
     def _existing(self, rt: ResourceType, namespace: str, name: str) -> dict:
@@ -105,6 +172,10 @@ class Api:
             raise bad_request(f'the apiVersion "{body["apiVersion"]}" does not match the '
                               f"resource {rt.qualified} ({rt.api_version})")
         obj = copy.deepcopy(body)
+        if rt.builtin:
+            model = builtin_schema.model_for(rt.key, rt.kind, rt.version)
+            if model is not None:
+                self._pruned(rt, builtin_schema.prune(obj, model))
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}
@@ -119,6 +190,10 @@ class Api:
             meta.pop("namespace", None)
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
         meta.pop("managedFields", None)
+        if rt.key == SECRETS:
+            kinds.decode_base64_fields(rt.kind, obj, "data")
+        elif rt.key == CONFIGMAPS:
+            kinds.decode_base64_fields(rt.kind, obj, "binaryData")
         return obj
 
     def _track(self, rt: ResourceType, old: dict | None, new: dict, manager: str | None,
@@ -142,35 +217,70 @@ class Api:
         else:
             new["metadata"].pop("managedFields", None)
 
-    def _normalise(self, rt: ResourceType, obj: dict) -> None:
-        """Per-kind defaulting the real apiserver does on every write."""
-        if rt.key == SECRETS:
-            string_data = obj.pop("stringData", None) or {}
-            if string_data:
-                data = dict(obj.get("data") or {})
-                for key, value in string_data.items():
-                    data[key] = base64.b64encode(str(value).encode()).decode()
-                obj["data"] = data
-            obj.setdefault("type", "Opaque")
-        if rt.key == STATEFULSETS and self.simulate_statefulsets:
-            spec = obj.setdefault("spec", {})
-            replicas = spec.get("replicas", 1)
-            status = dict(obj.get("status") or {})
-            status.update(replicas=replicas, readyReplicas=replicas,
-                          availableReplicas=replicas, updatedReplicas=replicas,
-                          currentReplicas=replicas,
-                          observedGeneration=obj["metadata"].get("generation", 1))
-            obj["status"] = status
+    def _normalise(self, rt: ResourceType, obj: dict, old: dict | None = None) -> None:
+        """Per-kind defaulting the real apiserver does on every write (kinds.RULES)."""
+        found = kinds.rules(rt.key)
+        if found is not None and found.default is not None:
+            found.default(obj, old)
+        if rt.key == SERVICES:
+            kinds.default_service(obj, old, self.cluster_ips)
 
-    def _ensure_namespace(self, rt: ResourceType, namespace: str) -> None:
+    def _simulate(self, rt: ResourceType, obj: dict) -> None:
+        """With simulate_statefulsets, the StatefulSet controller (and kubelet) report every
+        replica ready shortly after a write, through /status, as on a cluster: the
+        resourceVersion a create or update returned is then stale."""
+        if rt.key != STATEFULSETS or not self.simulate_statefulsets:
+            return
+        where = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+        def report() -> None:
+            with self.store.lock:
+                current = self.store.get(STATEFULSETS, *where)
+                if current is None or current["metadata"].get("deletionTimestamp"):
+                    return
+                spec = current.get("spec") or {}
+                replicas = spec.get("replicas", 1)
+                template = json.dumps(spec.get("template") or {}, sort_keys=True)
+                revision = f"{where[1]}-{uuid.uuid5(uuid.NAMESPACE_OID, template).hex[:10]}"
+                status = dict(current.get("status") or {})
+                status.update(replicas=replicas, readyReplicas=replicas,
+                              availableReplicas=replicas, updatedReplicas=replicas,
+                              currentReplicas=replicas, currentRevision=revision,
+                              updateRevision=revision, collisionCount=0,
+                              observedGeneration=current["metadata"].get("generation", 1))
+                self._write(rt, current, dict(current, status=status), "status",
+                            manager="kube-controller-manager")
+
+        self.background.after(self.controller_delay, report)
+
+    def _validate(self, rt: ResourceType, obj: dict, old: dict | None) -> None:
+        """The kind's own validation (422 with upstream's causes), after defaulting."""
+        found = kinds.rules(rt.key)
+        if found is None:
+            return
+        causes = list(found.validate(obj)) if found.validate else []
+        if old is not None and found.validate_update is not None:
+            causes += found.validate_update(old, obj)
+        if causes:
+            raise invalid(rt.kind, rt.group, obj["metadata"].get("name", ""), causes)
+
+    def _ensure_namespace(self, rt: ResourceType, namespace: str, name: str = "") -> None:
         if not rt.namespaced:
             return
         ns = self.store.get(NAMESPACES, "", namespace)
         if ns is None:
             raise not_found("namespaces", "", namespace)
         if ns["metadata"].get("deletionTimestamp"):
-            raise ApiError(403, f'unable to create new content in namespace {namespace} because '
-                                "it is being terminated", details={"name": namespace})
+            message = (f"unable to create new content in namespace {namespace} because it is "
+                       "being terminated")
+            raise ApiError(403, f'{rt.qualified} "{name}" is forbidden: {message}',
+                           reason="Forbidden", details={
+                               "name": name, "kind": rt.plural, **(
+                                   {"group": rt.group} if rt.group else {}),
+                               "causes": [{"reason": "NamespaceTerminating",
+                                           "message": f"namespace {namespace} is being "
+                                                      "terminated",
+                                           "field": "metadata.namespace"}]})
 
     # -- create --------------------------------------------------------------------------------
     def create(self, rt: ResourceType, namespace: str, body, dry_run: bool = False,
@@ -183,8 +293,12 @@ class Api:
             meta["name"] = meta["generateName"] + "".join(
                 random.choices(string.ascii_lowercase + string.digits, k=5))
         check_metadata(rt, obj)
+        if meta.get("resourceVersion") and not applied:
+            # etcd3 storage refuses it; the apiserver answers 500 with no reason
+            raise ApiError(500, "resourceVersion should not be set on objects to be created",
+                           reason="")
         with self.store.lock:
-            self._ensure_namespace(rt, namespace)
+            self._ensure_namespace(rt, namespace, meta.get("name", ""))
             if self.store.get(rt.key, meta.get("namespace", ""), meta["name"]) is not None:
                 raise already_exists(rt.plural, rt.group, meta["name"])
             for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
@@ -199,17 +313,28 @@ class Api:
                 obj.pop("status", None)
             if rt.key == NAMESPACES:
                 obj["status"] = {"phase": "Active"}
+                obj["spec"] = {"finalizers": [NAMESPACE_FINALIZER]}
+                meta.setdefault("labels", {})[NAME_LABEL] = meta["name"]
             elif rt.key == ("", "pods"):
                 obj["status"] = {"phase": "Pending"}
             elif rt.key == CRDS:
                 check_crd(obj)
                 if not dry_run:
                     self._serve_crd(obj)
+            self._admit_custom(rt, obj)
             self._normalise(rt, obj)
+            self._validate(rt, obj, None)
+            if rt.key == SERVICES and not dry_run:
+                causes = kinds.allocate_service_ip(obj, self.cluster_ips)
+                if causes:
+                    raise invalid(rt.kind, rt.group, meta["name"], causes)
             self._track(rt, None, obj, manager, body if applied else None, "")
             if dry_run:
                 return obj
-            return self.store.put(rt.key, obj, None)
+            stored = self.store.put(rt.key, obj, None)
+            self.collector.written(rt.key, stored, None)
+            self._simulate(rt, stored)
+            return stored
 
     def _serve_crd(self, crd: dict) -> None:
         """Serve the CRD's versions now and report it Established (transition times kept, so
@@ -235,6 +360,8 @@ class Api:
             self.registry.add(rt)
 
     def _removed(self, key: tuple[str, str], gone: dict) -> None:
+        if key == SERVICES:
+            self.cluster_ips.release((gone.get("spec") or {}).get("clusterIP"))
         if key == CRDS:
             served = self.registry.remove_crd(gone["metadata"]["name"])
             for rt in served[:1]:
@@ -247,21 +374,61 @@ class Api:
         return self._existing(rt, namespace, name)
 
     def list(self, rt: ResourceType, namespace: str | None, predicate: Predicate | None,
-             limit: int = 0, continue_token: str = "") -> ListResult:
+             limit: int = 0, continue_token: str = "", resource_version: str = "",
+             match: str = "") -> ListResult:
         """One page: the objects after the continue token's key, in (namespace, name) order.
-        Like the apiserver, remainingItemCount is given only when no selector filters."""
-        start = None
+        A continue token is a snapshot: later pages show the list as of the first page's
+        resourceVersion (410 once compaction dropped it); `resourceVersionMatch=Exact` lists
+        as of `resource_version`. Like the apiserver, remainingItemCount is given only when no
+        selector filters."""
+        start, at = None, None
         if continue_token:
             try:
-                start = tuple(json.loads(base64.urlsafe_b64decode(continue_token))["start"])
+                decoded = json.loads(base64.urlsafe_b64decode(continue_token))
+                start, at = tuple(decoded["start"]), int(decoded["rv"])
             except (ValueError, KeyError, TypeError):
                 start = None
             if start is None or len(start) != 2 or not all(isinstance(s, str) for s in start):
                 raise bad_request(f'invalid continue token "{continue_token}"')
+        elif match:
+            if match not in ("Exact", "NotOlderThan"):
+                raise bad_request(f'resourceVersionMatch: Unsupported value: "{match}": '
+                                  'supported values: "Exact", "NotOlderThan"')
+            if not resource_version:
+                raise ApiError(422, "resourceVersionMatch is forbidden unless resourceVersion "
+                                    "is provided", reason="Invalid")
+        if resource_version and resource_version != "0":
+            try:
+                wanted = int(resource_version)
+            except ValueError:
+                raise bad_request(f'invalid resourceVersion "{resource_version}"') from None
+            if wanted > self.store.rv:
+                raise ApiError(504, f"Timeout: Too large resource version: {wanted}, current: "
+                                    f"{self.store.rv}", reason="Timeout", details={
+                                        "causes": [{"reason": "ResourceVersionTooLarge",
+                                                    "message": "Too large resource version"}],
+                                        "retryAfterSeconds": 1})
+            if match == "Exact" and not continue_token:
+                at = wanted
+        scope = namespace if rt.namespaced else None
         with self.store.lock:
-            entries, more, remaining = self.store.page(
-                rt.key, namespace if rt.namespaced else None, start, predicate, limit)
             rv = self.store.rv
+            if at is not None and at < self.store.compacted_rv:
+                if continue_token:
+                    raise expired(
+                        "The provided continue parameter is too old to display a consistent "
+                        "list result. You can start a new list without the continue "
+                        "parameter.")
+                raise expired(f"too old resource version: {at} ({self.store.compacted_rv + 1})")
+            if at is not None and at < rv and self.store.changed_since(rt.key, at):
+                entries, more, remaining = _page(self.store.snapshot(rt.key, scope, at), start,
+                                                 predicate, limit)
+                rv = at
+            else:
+                entries, more, remaining = self.store.page(rt.key, scope, start, predicate,
+                                                           limit)
+                if at is not None:
+                    rv = at
         token = ""
         if more:
             last = entries[-1][0]["metadata"]
@@ -291,17 +458,33 @@ class Api:
 
     def patch(self, rt: ResourceType, namespace: str, name: str, content_type: str, body,
               subresource: str = "", dry_run: bool = False,
-              manager: str | None = None) -> dict:
+              manager: str | None = None, force: bool = False) -> dict:
         applying = content_type.startswith(patching.APPLY_PATCH)
+        if force and not applying:
+            raise ApiError(422, f'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may '
+                                "not be specified for non-apply patch", reason="Invalid")
+        if applying:
+            if not isinstance(body, dict):
+                raise bad_request("apply patch body must be an object")
+            if not body.get("apiVersion") or not body.get("kind"):
+                missing = "apiVersion" if not body.get("apiVersion") else "kind"
+                raise bad_request(f"error decoding YAML: Object '{missing[0].upper()}"
+                                  f"{missing[1:]}' is missing in an apply patch: apply bodies "
+                                  "must set apiVersion and kind")
         with self.store.lock:
             try:
                 old = self._existing(rt, namespace, name)
             except ApiError:
-                if applying and not subresource:  # apply creates
-                    return self.create(rt, namespace, body, dry_run, manager, applied=True)
+                if applying and not subresource:  # apply creates: 201
+                    created = self.create(rt, namespace, body, dry_run, manager, applied=True)
+                    self._request.created = True
+                    return created
                 raise
-            patched = patching.apply_patch(content_type, _without_rv(old) if not isinstance(
-                body, list) else old, body, rt.builtin)
+            if applying and manager is not None:
+                patched = self._apply(rt, old, body, manager, force, subresource)
+            else:
+                patched = patching.apply_patch(content_type, _without_rv(old) if not isinstance(
+                    body, list) else old, body, rt.builtin)
             wanted = (patched.get("metadata") or {}).get("resourceVersion")
             if wanted and wanted != old["metadata"]["resourceVersion"]:
                 raise conflict(rt.plural, rt.group, name)
@@ -311,12 +494,36 @@ class Api:
             return self._write(rt, old, obj, subresource, dry_run, manager,
                                body if applying else None)
 
+    def _apply(self, rt: ResourceType, old: dict, config: dict, manager: str, force: bool,
+               subresource: str) -> dict:
+        """Server-side apply of `config` by `manager` onto `old`: 409 on conflicts with other
+        managers unless forced; fields this manager applied before and no longer applies go,
+        unless another manager owns them."""
+        entries = old["metadata"].get("managedFields")
+        applied = _ownable(rt, fields.apply_set(config), subresource)
+        found = applying.conflicts(entries, manager, old, config, applied)
+        if found and not force:
+            raise applying.conflict_error(found)
+        base = _without_rv(old)
+        if rt.builtin:
+            merged = patching.strategic_merge(base, config)
+        else:
+            merged = applying.schema_merge(base, config, rt.extra.get("schema"))
+        applying.drop_unapplied(merged, entries, manager, applied)
+        return merged
+
     def _write(self, rt: ResourceType, old: dict, new: dict, subresource: str,
                dry_run: bool = False, manager: str | None = None,
                config: dict | None = None, tracked_as: str | None = None) -> dict:
         """The common end of update and patch: the status/main split, server-owned metadata,
         generation, immutability, field managers, no-op detection and finalizer release.
         `tracked_as` names the subresource in managedFields when it is not `subresource`."""
+        uid = (new.get("metadata") or {}).get("uid")
+        if uid and uid != old["metadata"]["uid"]:
+            raise ApiError(409, f"Precondition failed: UID in precondition: {uid}, UID in "
+                                f"object meta: {old['metadata']['uid']}", reason="Conflict",
+                           details={"name": old["metadata"]["name"], "kind": rt.plural,
+                                    **({"group": rt.group} if rt.group else {})})
         if subresource == "status":
             status = new.get("status")
             new = copy.deepcopy(old)
@@ -324,6 +531,13 @@ class Api:
                 new.pop("status", None)
             else:
                 new["status"] = status
+            self._admit_custom(rt, new)
+        elif subresource == "finalize" and rt.key == NAMESPACES:
+            finalizers = (new.get("spec") or {}).get("finalizers")
+            new = copy.deepcopy(old)
+            new["spec"] = dict(new.get("spec") or {}, finalizers=finalizers or [])
+            if not finalizers:
+                del new["spec"]["finalizers"]
         elif subresource:
             raise not_found(f"{rt.plural}/{subresource}", rt.group, old["metadata"]["name"])
         else:
@@ -332,6 +546,7 @@ class Api:
                     new["status"] = copy.deepcopy(old["status"])
                 else:
                     new.pop("status", None)
+            self._admit_custom(rt, new)
             meta = new["metadata"]
             for field in SERVER_METADATA:
                 if field in old["metadata"]:
@@ -346,15 +561,22 @@ class Api:
                     raise ApiError(422, f'{rt.kind} "{meta["name"]}" is invalid: '
                                         "metadata.finalizers: Forbidden: no new finalizers can "
                                         "be added if the object is being deleted")
-            if rt.key == STATEFULSETS:
-                check_statefulset_update(old, new)
             if rt.key == CRDS:
                 check_crd(new)
                 if not dry_run:
                     self._serve_crd(new)
+            self._normalise(rt, new, old)
+            if rt.key == STATEFULSETS:
+                check_statefulset_update(old, new)
+            self._validate(rt, new, old)
             if rt.generation and _spec_part(rt, new) != _spec_part(rt, old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
-            self._normalise(rt, new)
+            if rt.key == NAMESPACES:  # spec.finalizers change only through /finalize
+                meta.setdefault("labels", {})[NAME_LABEL] = meta["name"]
+                if "spec" in old:
+                    new["spec"] = copy.deepcopy(old["spec"])
+                else:
+                    new.pop("spec", None)
         new["metadata"].pop("resourceVersion", None)
         self._track(rt, old, new, manager, config,
                     subresource if tracked_as is None else tracked_as)
@@ -365,7 +587,11 @@ class Api:
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             return new
         stored = self.store.put(rt.key, new, old)
-        self.collector.finish_if_released(rt.key, stored)  # finalizers gone: now it goes
+        if self.collector.finish_if_released(rt.key, stored):  # finalizers gone: now it goes
+            return stored
+        self.collector.written(rt.key, stored, old)
+        if not subresource:
+            self._simulate(rt, stored)
         return stored
 
     # -- delete --------------------------------------------------------------------------------
@@ -415,6 +641,8 @@ class Api:
                  "spec": {"replicas": _path_get(obj, paths.get("specReplicasPath", "")) or 0},
                  "status": {"replicas": _path_get(obj, paths.get("statusReplicasPath", "")) or 0}}
         selector = _path_get(obj, paths.get("labelSelectorPath") or ".status.selector")
+        if isinstance(selector, dict):  # built-in workloads: spec.selector, served as a string
+            selector = selector_text(selector)
         if selector:
             scale["status"]["selector"] = selector
         return scale

@@ -92,6 +92,11 @@ class Registry:
                 resources.append({"name": f"{rt.plural}/status", "singularName": "",
                                   "namespaced": rt.namespaced, "kind": rt.kind,
                                   "verbs": ["get", "patch", "update"]})
+            if rt.key == ("", "serviceaccounts"):
+                resources.append({"name": "serviceaccounts/token", "singularName": "",
+                                  "namespaced": True, "kind": "TokenRequest",
+                                  "group": "authentication.k8s.io", "version": "v1",
+                                  "verbs": ["create"]})
             if rt.scale is not None:
                 resources.append({"name": f"{rt.plural}/scale", "singularName": "",
                                   "namespaced": rt.namespaced, "kind": "Scale",

@@ -28,7 +28,7 @@ class ApiError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-        self.reason = reason or REASONS.get(code, "Unknown")
+        self.reason = reason if reason is not None else REASONS.get(code, "Unknown")
         self.details = details
         self.headers = headers or {}
 
@@ -46,6 +46,8 @@ def status_object(code: int, reason: str, message: str, details: dict | None = N
         "reason": reason,
         "code": code,
     }
+    if not reason:
+        del body["reason"]  # as the apiserver's errors that are not StatusErrors
     if details:
         body["details"] = details
     return body
@@ -80,13 +82,34 @@ def conflict(resource: str, group: str, name: str) -> ApiError:
                     details={"name": name, "group": group, "kind": resource})
 
 
+# field.Error types by the start of their message, as apimachinery words them
+CAUSE_REASONS = (
+    ("Required value", "FieldValueRequired"), ("Forbidden", "FieldValueForbidden"),
+    ("Too long", "FieldValueTooLong"), ("Too many", "FieldValueTooMany"),
+    ("Duplicate value", "FieldValueDuplicate"), ("Unsupported value", "FieldValueNotSupported"),
+    ("Not found", "FieldValueNotFound"), ("Invalid value", "FieldValueInvalid"),
+    ("Internal error", "InternalError"),
+)
+
+
+def cause_reason(message: str) -> str:
+    return next((reason for prefix, reason in CAUSE_REASONS if message.startswith(prefix)),
+                "FieldValueInvalid")
+
+
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
-    """422 Invalid; `causes` are (field, message) pairs."""
-    text = "; ".join(f"{field}: {msg}" for field, msg in causes)
-    return ApiError(422, f'{kind} "{name}" is invalid: {text}',
-                    details={"name": name, "group": group, "kind": kind,
-                             "causes": [{"reason": "FieldValueInvalid", "message": msg,
-                                         "field": field} for field, msg in causes]})
+    """422 Invalid; `causes` are (field, message) pairs, each message starting as upstream's
+    (`Required value`, `Invalid value: ...`, `Forbidden: ...`), which gives its reason. The
+    message aggregates as apimachinery's: one cause alone, several in brackets."""
+    parts = [f"{field}: {msg}" if field else msg for field, msg in causes]
+    text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    details = {"name": name, "group": group, "kind": kind,
+               "causes": [{"reason": cause_reason(msg), "message": msg, "field": field}
+                          for field, msg in causes]}
+    if not group:
+        del details["group"]
+    qualified = f"{kind}.{group}" if group else kind
+    return ApiError(422, f'{qualified} "{name}" is invalid: {text}', details=details)
 
 
 def bad_request(message: str) -> ApiError:

@@ -54,7 +54,9 @@ def _core(plural: str, kind: str, namespaced: bool = True, **kw) -> ResourceType
 
 def builtin_types() -> list[ResourceType]:
     """Built-ins: what an operator and its tests touch, plus kubectl's everyday kinds."""
-    return [
+    from promop.sandbox.scale import with_scale  # /scale on workloads, ReplicaSets served
+
+    return with_scale([
         _core("namespaces", "Namespace", False, short_names=("ns",), status_subresource=True),
         _core("configmaps", "ConfigMap", short_names=("cm",)),
         _core("secrets", "Secret"),
@@ -86,7 +88,7 @@ def builtin_types() -> list[ResourceType]:
         ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                      "CustomResourceDefinition", False, short_names=("crd", "crds"),
                      status_subresource=True, categories=("api-extensions",), generation=True),
-    ]
+    ])
 
 
 def crd_types(crd: dict) -> list[ResourceType]:
@@ -108,6 +110,7 @@ def crd_types(crd: dict) -> list[ResourceType]:
             scale=subresources.get("scale"), builtin=False, crd_name=crd["metadata"]["name"],
             storage_version=storage, generation=True,
             extra={"listKind": names.get("listKind") or names["kind"] + "List",
-                   "printerColumns": version.get("additionalPrinterColumns") or []},
+                   "printerColumns": version.get("additionalPrinterColumns") or [],
+                   "schema": (version.get("schema") or {}).get("openAPIV3Schema")},
         ))
     return types

@@ -9,6 +9,8 @@ import time
 from typing import TYPE_CHECKING
 
 from promop.sandbox.api import Api
+from promop.sandbox.auth import ADMIN_TOKEN, Authenticator
+from promop.sandbox.background import Background
 from promop.sandbox.discovery import Registry
 from promop.sandbox.faults import Faults
 from promop.sandbox.kubeconfig import write_kubeconfig
@@ -25,20 +27,44 @@ class Sandbox:
     """An in-process Kubernetes API server on 127.0.0.1.
 
     `history_size` bounds the watch event history (older resumes get 410);
-    `bookmark_interval` is the seconds between BOOKMARK events on watches that allow them;
-    `simulate_statefulsets` makes every StatefulSet report all its replicas ready."""
+    `bookmark_interval` is the seconds between BOOKMARK events on watches that allow them,
+    sent only while the store changes (a real apiserver: about a minute; tests shorten it);
+    `bookmark_before_timeout`: a last bookmark this many seconds before a watch's
+    `timeoutSeconds` ends (the apiserver's 2 s);
+    `simulate_statefulsets` makes every StatefulSet report all its replicas ready, written
+    through /status `controller_delay` seconds after each write (as a controller would);
+    `gc_delay`: how long after a DELETE the garbage collector and namespace controller act.
+    `background.pause()`/`wait_idle()` hold or await that work in tests.
+    `authorization="rbac"`: bearer tokens are checked (401) and RBAC decides (403); the
+    sandbox's own token (kubeconfig, api_client()) is in system:masters."""
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", history_size: int = 10000,
-                 bookmark_interval: float = 1.0, simulate_statefulsets: bool = False,
-                 default_watch_timeout: float = 1800.0) -> None:
+                 bookmark_interval: float = 60.0, bookmark_before_timeout: float = 2.0,
+                 simulate_statefulsets: bool = False,
+                 default_watch_timeout: float = 1800.0, gc_delay: float = 0.05,
+                 controller_delay: float = 0.05, authorization: str = "none") -> None:
+        if authorization not in ("none", "rbac"):
+            raise ValueError(f'authorization must be "none" or "rbac", not {authorization!r}')
+        self.authorization = authorization
+        self.authenticator = Authenticator()
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
+        self.bookmark_before_timeout = bookmark_before_timeout
         self.default_watch_timeout = default_watch_timeout
         self.store = Store(history_size)
         self.registry = Registry()
-        self.api = Api(self.store, self.registry, simulate_statefulsets)
+        self.background = Background()
+        self.api = Api(self.store, self.registry, simulate_statefulsets, self.background,
+                       gc_delay, controller_delay)
         self.faults = Faults(self.store)
+        # extension points for other modules (aggregated APIs, more subresources):
+        # request_hooks: hook(handler, method, path_parts, params, raw_body, record) -> True
+        #   when it answered the request itself (it must set record.code and send a response);
+        # subresources[(group, plural, name)] = handler(api, verb, route, params, body,
+        #   content_type, manager) -> (code, object); the route is then served and dispatched
+        self.request_hooks: list = []
+        self.subresources: dict = {}
         self._requests: list[RequestRecord] = []
         self._requests_lock = threading.Lock()
         self._server: SandboxHTTPServer | None = None
@@ -46,6 +72,9 @@ class Sandbox:
         for name in INITIAL_NAMESPACES:
             self.api.create(self.registry.lookup("", "v1", "namespaces"), "",
                             {"metadata": {"name": name}})
+        from promop.sandbox import aggregation  # APIService objects and the aggregation proxy
+
+        aggregation.install(self)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> "Sandbox":
@@ -107,20 +136,48 @@ class Sandbox:
     def write_kubeconfig(self, path: str | os.PathLike) -> str:
         return write_kubeconfig(path, self.url)
 
-    def client_configuration(self) -> "Configuration":
+    def client_configuration(self, token: str | None = None) -> "Configuration":
         from kubernetes import client
 
         configuration = client.Configuration()
         configuration.host = self.url
-        configuration.api_key = {"BearerToken": "sandbox"}
+        configuration.api_key = {"BearerToken": token or ADMIN_TOKEN}
         configuration.api_key_prefix = {"BearerToken": "Bearer"}
         return configuration
 
-    def api_client(self) -> "ApiClient":
-        """A new kubernetes ApiClient pointed at this sandbox (callers close it)."""
+    def api_client(self, token: str | None = None) -> "ApiClient":
+        """A new kubernetes ApiClient pointed at this sandbox (callers close it); with `token`
+        (e.g. from service_account_token) it acts as that identity, else as the admin."""
         from kubernetes import client
 
-        return client.ApiClient(self.client_configuration())
+        return client.ApiClient(self.client_configuration(token))
+
+    # -- identities ----------------------------------------------------------------------------
+    def service_account_token(self, namespace: str, name: str) -> str:
+        """A bearer token for the ServiceAccount (which must exist), as the TokenRequest API
+        gives one."""
+        return self.request_token(namespace, name, {})["status"]["token"]
+
+    def request_token(self, namespace: str, name: str, body: dict) -> dict:
+        """The `serviceaccounts/<name>/token` subresource: a TokenRequest answered with a
+        token valid while the ServiceAccount exists."""
+        from promop.sandbox.errors import not_found
+
+        with self.store.lock:
+            account = self.store.get(("", "serviceaccounts"), namespace, name)
+            if account is None:
+                raise not_found("serviceaccounts", "", name)
+            uid = account["metadata"]["uid"]
+        spec = dict((body or {}).get("spec") or {})
+        seconds = int(spec.get("expirationSeconds") or 3600)
+        spec.setdefault("audiences", ["https://kubernetes.default.svc.cluster.local"])
+        spec["expirationSeconds"] = seconds
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + seconds))
+        return {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
+                "metadata": {"name": name, "namespace": namespace, "creationTimestamp": None},
+                "spec": spec,
+                "status": {"token": self.authenticator.issue(namespace, name, uid),
+                           "expirationTimestamp": expires}}
 
     # -- request accounting --------------------------------------------------------------------
     def record(self, record: RequestRecord) -> None:

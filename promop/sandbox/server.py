@@ -8,14 +8,14 @@ import logging
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from promop.sandbox import negotiate, openapi, protobuf
+from promop.sandbox import auth, kinds, negotiate, openapi, protobuf
 from promop.sandbox.errors import ApiError, bad_request
 from promop.sandbox.fields import FIELD_MANAGER_MAX_LENGTH, manager_from_user_agent
 from promop.sandbox.discovery import VERSION_INFO
@@ -131,6 +131,30 @@ def _flag(params: dict, name: str) -> bool:
     return (_first(params, name) or "").lower() in ("true", "1")
 
 
+def warning_headers(warnings: list[str]) -> list[tuple[str, str]]:
+    """RFC 7234 warnings as the apiserver sends them: `299 - "<text>"`, one header each."""
+    return [("Warning", "299 - " + json.dumps(text)) for text in warnings]
+
+
+def supported_fields(rt: ResourceType, requirements: list) -> list:
+    """Only the field labels the real apiserver supports for the kind (kinds.RULES; custom
+    resources: metadata.name and metadata.namespace); others are 400, worded as upstream."""
+    allowed = kinds.selectable_fields(rt.key) if rt.builtin else \
+        ("metadata.name", "metadata.namespace")
+    checked = []
+    for requirement in requirements:
+        label = ".".join(requirement.path)
+        if label not in allowed:
+            if rt.builtin:
+                raise bad_request(f"field label not supported: {label}")
+            raise bad_request(f'"{label}" is not a known field selector: only '
+                              + ", ".join(f'"{a}"' for a in allowed))
+        if label == "source" and rt.key == ("", "events"):  # the component, as upstream
+            requirement = replace(requirement, path=("source", "component"))
+        checked.append(requirement)
+    return checked
+
+
 def parse_route(sandbox: "Sandbox", parts: list[str]) -> Route | None:
     if parts[0] == "api" and len(parts) >= 3:
         group, version, rest = "", parts[1], parts[2:]
@@ -157,6 +181,8 @@ def parse_route(sandbox: "Sandbox", parts: list[str]) -> Route | None:
     if rt is None or (namespace is not None and not rt.namespaced):
         return None
     if sub and not ((sub == "status" and rt.status_subresource) or
+                    (rt.group, rt.plural, sub) in sandbox.subresources or
+                    (sub == "token" and rt.key == ("", "serviceaccounts")) or
                     (sub == "scale" and rt.scale is not None) or
                     (sub == "finalize" and plural == "namespaces")):
         return None
@@ -201,18 +227,18 @@ class Handler(BaseHTTPRequestHandler):
         self._handle("DELETE")
 
     # -- plumbing ------------------------------------------------------------------------------
-    def _send(self, code: int, body: bytes, headers: dict | None = None,
+    def _send(self, code: int, body: bytes, headers: dict | list | None = None,
               content_type: str = JSON) -> None:
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-cache, private")
-        for key, value in (headers or {}).items():
+        for key, value in (headers.items() if isinstance(headers, dict) else headers or []):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(body)
 
-    def _send_json(self, code: int, obj: dict, headers: dict | None = None) -> None:
+    def _send_json(self, code: int, obj: dict, headers: dict | list | None = None) -> None:
         self._send(code, encode(obj), headers)
 
     def _read_body(self) -> bytes:
@@ -257,7 +283,19 @@ class Handler(BaseHTTPRequestHandler):
         parts = [unquote(p) for p in url.path.strip("/").split("/")] or [""]
         record = RequestRecord(method, method.lower(), None, None, None, None, None, None, 0,
                                self.headers.get("User-Agent", ""), self.path)
+        from promop.sandbox import aggregation  # aggregated API groups go to their backends
+
         try:
+            user = None
+            if sandbox.authorization == "rbac":  # authenticated before any proxying
+                user = sandbox.authenticator.authenticate(self.headers.get("Authorization"),
+                                                          sandbox.store)
+            if aggregation.handle(self, method, url, parts, raw):
+                record.recorded = True  # proxied: the backend's request, not the sandbox's
+                return
+            for hook in list(sandbox.request_hooks):
+                if hook(self, method, parts, params, raw, record):
+                    return  # answered by an extension (e.g. an aggregated API's proxy)
             route = parse_route(sandbox, parts)
             if route is None:
                 record.verb = "get" if method == "GET" else method.lower()
@@ -268,6 +306,14 @@ class Handler(BaseHTTPRequestHandler):
             record.namespace, record.name, record.subresource = route.namespace, route.name, \
                 route.subresource
             record.verb = self._verb(method, route, params)
+            if user is not None:
+                attrs = auth.Attributes(record.verb, route.group, route.rt.plural,
+                                        route.subresource or "", route.namespace or "",
+                                        route.name or _selected_name(record.verb, params))
+                with sandbox.store.lock:
+                    permitted = auth.allowed(sandbox.store, user, attrs)
+                if not permitted:
+                    raise auth.forbidden(user, attrs)
             delay = sandbox.faults.latency(record.verb, route.rt.plural)
             if delay:
                 time.sleep(delay)
@@ -275,13 +321,21 @@ class Handler(BaseHTTPRequestHandler):
             if failure is not None:
                 raise failure
             content_type = (self.headers.get("Content-Type") or JSON).lower()
+            if route.subresource == "token" and content_type.startswith(PROTOBUF):
+                raw = b""  # a TokenRequest's options are optional: serve the defaults
             body = self._decode(raw, content_type)
             if record.verb == "watch":
                 self._watch(route, params, record)
                 return
+            field_validation = _first(params, "fieldValidation") or "Warn"
+            if field_validation not in ("Ignore", "Warn", "Strict"):
+                raise bad_request(f'fieldValidation: Unsupported value: "{field_validation}": '
+                                  'supported values: "Ignore", "Strict", "Warn"')
+            sandbox.api.begin_request(field_validation)
             code, obj = self._resource(route, record.verb, params, body, content_type)
             record.code = code
-            self._answer(route, code, obj)
+            warnings = sandbox.api.take_warnings()
+            self._answer(route, code, obj, warning_headers(warnings))
         except ApiError as error:
             record.code = error.code
             self._send_json(error.code, error.status(), error.headers)
@@ -350,6 +404,13 @@ class Handler(BaseHTTPRequestHandler):
         rt, ns, name, sub = route.rt, route.namespace or "", route.name, route.subresource
         dry_run = bool(_first(params, "dryRun"))
         manager = self._field_manager(verb, params, content_type)
+        extension = self.server.sandbox.subresources.get((rt.group, rt.plural, sub))
+        if extension is not None:
+            return extension(api, verb, route, params, body, content_type, manager)
+        if sub == "token":
+            if verb != "create":
+                raise ApiError(405, f"{verb} is not supported on serviceaccounts/token")
+            return 201, self.server.sandbox.request_token(ns, name, body or {})
         if sub == "scale":
             if verb == "get":
                 return 200, api.get_scale(rt, ns, name)
@@ -364,10 +425,12 @@ class Handler(BaseHTTPRequestHandler):
         if verb == "get":
             return 200, api.get(rt, ns, name)
         if verb == "list":
-            predicate = self._predicate(params)
+            predicate = self._predicate(rt, params)
             limit = int(_number(params, "limit", 0))
             result = api.list(rt, route.namespace, predicate, limit,
-                              _first(params, "continue", "") or "")
+                              _first(params, "continue", "") or "",
+                              _first(params, "resourceVersion", "") or "",
+                              _first(params, "resourceVersionMatch", "") or "")
             return 200, result
         if verb == "create":
             if body is None:
@@ -380,8 +443,9 @@ class Handler(BaseHTTPRequestHandler):
         if verb == "patch":
             if body is None:
                 raise bad_request("a patch needs a request body")
-            return 200, api.patch(rt, ns, name, content_type, body, sub or "", dry_run,
-                                  manager)
+            patched = api.patch(rt, ns, name, content_type, body, sub or "", dry_run, manager,
+                                _flag(params, "force"))
+            return (201 if api.took_create() else 200), patched
         options = dict(body or {}) if isinstance(body, dict) else {}
         for param in ("propagationPolicy", "orphanDependents"):
             if _first(params, param) is not None:
@@ -389,7 +453,7 @@ class Handler(BaseHTTPRequestHandler):
                 options[param] = value if param == "propagationPolicy" else value == "true"
         if verb == "delete":
             return 200, api.delete(rt, ns, name, options, dry_run)
-        return 200, api.delete_collection(rt, route.namespace, self._predicate(params), options)
+        return 200, api.delete_collection(rt, route.namespace, self._predicate(rt, params), options)
 
     def _field_manager(self, verb: str, params: dict, content_type: str) -> str | None:
         """Who a write's fields belong to: `fieldManager`, else the User-Agent's product
@@ -415,9 +479,11 @@ class Handler(BaseHTTPRequestHandler):
         return manager or manager_from_user_agent(self.headers.get("User-Agent") or "")
 
     @staticmethod
-    def _predicate(params: dict):
+    def _predicate(rt: ResourceType, params: dict, field_selector: str | None = None):
+        if field_selector is None:
+            field_selector = _first(params, "fieldSelector")
         return object_predicate(parse_label_selector(_first(params, "labelSelector")),
-                                parse_field_selector(_first(params, "fieldSelector")))
+                                supported_fields(rt, parse_field_selector(field_selector)))
 
     def _present(self, rt: ResourceType, obj: dict, shape: str) -> dict:
         if shape == negotiate.PARTIAL and obj.get("kind") != "Status":
@@ -426,14 +492,14 @@ class Handler(BaseHTTPRequestHandler):
             return dict(obj, apiVersion=rt.api_version)
         return obj
 
-    def _answer(self, route: Route, code: int, result) -> None:
+    def _answer(self, route: Route, code: int, result, headers: list | None = None) -> None:
         shape = negotiate.response_format(self.headers.get("Accept"))
         rt = route.rt
         if not hasattr(result, "raws"):
             if shape == negotiate.TABLE and result.get("kind") == rt.kind:
                 result = table([result], result["metadata"].get("resourceVersion", ""),
-                               columns=rt.extra.get("printerColumns"))
-            self._send_json(code, self._present(rt, result, shape))
+                               columns=rt.extra.get("printerColumns"), key=rt.key)
+            self._send_json(code, self._present(rt, result, shape), headers)
             return
         metadata = {"resourceVersion": str(result.resource_version)}
         if result.continue_token:
@@ -442,7 +508,8 @@ class Handler(BaseHTTPRequestHandler):
             metadata["remainingItemCount"] = result.remaining
         if shape == negotiate.TABLE:
             self._send_json(code, table(result.objects, metadata["resourceVersion"],
-                                        result.continue_token, rt.extra.get("printerColumns")))
+                                        result.continue_token, rt.extra.get("printerColumns"),
+                                        rt.key))
             return
         if shape == negotiate.PARTIAL:
             head = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1"}
@@ -489,8 +556,7 @@ class Handler(BaseHTTPRequestHandler):
         if route.name:  # legacy /watch/.../<name> paths
             field_selector = ",".join(filter(None, [field_selector,
                                                     f"metadata.name={route.name}"]))
-        predicate = object_predicate(parse_label_selector(_first(params, "labelSelector")),
-                                     parse_field_selector(field_selector))
+        predicate = self._predicate(rt, params, field_selector)
         shape = negotiate.response_format(self.headers.get("Accept"))
         watcher = Watcher(rt.key, route.namespace, predicate, shape == negotiate.PARTIAL,
                           rt.api_version, rt.kind)
@@ -539,12 +605,22 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _stream(self, watcher: Watcher, timeout: float, bookmarks: bool) -> None:
+        """Deliver the watcher's queue until the timeout, a close or a server stop.
+
+        Bookmarks follow the real apiserver's watch cache: none while nothing changes; while
+        the store moves, one per `bookmark_interval` (a minute by default) carrying the latest
+        resourceVersion; and one `bookmark_before_timeout` seconds before `timeoutSeconds`
+        ends, so a client re-watches from a fresh RV."""
         sandbox = self.server.sandbox
         faults = sandbox.faults
         started = time.monotonic()
         deadline = started + timeout
+        never = float("inf")
         interval = sandbox.bookmark_interval
-        next_bookmark = started + interval
+        next_tick = started + interval if bookmarks else never
+        pre_timeout = deadline - sandbox.bookmark_before_timeout if bookmarks else never
+        if pre_timeout <= started:
+            pre_timeout = never
         while True:
             with watcher.cond:
                 # `stopping` is checked here, not only after a wake-up: a watch registered
@@ -552,8 +628,8 @@ class Handler(BaseHTTPRequestHandler):
                 while not watcher.closed and not self.server.stopping and \
                         (not watcher.queue or faults.stalled):
                     wait_until = deadline
-                    if bookmarks and not faults.stalled:
-                        wait_until = min(wait_until, next_bookmark)
+                    if not faults.stalled:
+                        wait_until = min(wait_until, next_tick, pre_timeout)
                     remaining = wait_until - time.monotonic()
                     if remaining <= 0:
                         break
@@ -570,12 +646,34 @@ class Handler(BaseHTTPRequestHandler):
             current = time.monotonic()
             if current >= deadline:
                 break
-            if bookmarks and not faults.stalled and current >= next_bookmark:
-                next_bookmark = current + interval
-                with sandbox.store.lock:
-                    rv = sandbox.store.rv
-                    with watcher.cond:
-                        due = not watcher.queue
-                if due:
-                    self._chunk(watcher.bookmark_line(rv))
+            if faults.stalled or current < min(next_tick, pre_timeout):
+                continue
+            final = current >= pre_timeout
+            if final:
+                pre_timeout = next_tick = never
+            else:
+                next_tick = current + interval
+            with sandbox.store.lock:
+                rv = sandbox.store.rv
+                with watcher.cond:
+                    due = not watcher.queue and (final or rv > watcher.told_rv)
+                    if due:
+                        watcher.told_rv = rv
+            if due:
+                self._chunk(watcher.bookmark_line(rv))
         self._chunk(b"")
+
+
+def _selected_name(verb: str, params: dict) -> str:
+    """As the apiserver's request info: a list or watch narrowed to one object by
+    `fieldSelector=metadata.name=X` is authorized as a request for X (so a Role's
+    `resourceNames` can allow watching one object)."""
+    if verb not in ("list", "watch"):
+        return ""
+    terms = [t.strip() for t in (_first(params, "fieldSelector") or "").split(",") if t.strip()]
+    for term in terms:
+        for op in ("==", "="):
+            key, sep, value = term.partition(op)
+            if sep and key.strip() == "metadata.name":
+                return value.strip()
+    return ""

@@ -79,6 +79,35 @@ class Store:
                 entries.append(entry)
         return entries, False, None
 
+    def changed_since(self, key: tuple[str, str], rv: int) -> bool:
+        """Whether any event of resource `key` is newer than `rv` (scans back from the end)."""
+        for event in reversed(self.history):
+            if event.rv <= rv:
+                return False
+            if event.key == key:
+                return True
+        return False
+
+    def snapshot(self, key: tuple[str, str], namespace: str | None, rv: int) -> list[Entry]:
+        """The resource's entries as they were at `rv`, in list order: the current ones with
+        every later event of the resource rolled back. Caller checks `rv >= compacted_rv`."""
+        state = {(e[0]["metadata"].get("namespace", ""), e[0]["metadata"]["name"]): e
+                 for e in self.items(key, namespace)}
+        for event in reversed(self.history):
+            if event.rv <= rv:
+                break
+            if event.key != key:
+                continue
+            meta = event.obj["metadata"]
+            where = (meta.get("namespace", ""), meta["name"])
+            if namespace is not None and where[0] != namespace:
+                continue
+            if event.type == "ADDED":
+                state.pop(where, None)
+            elif event.old is not None:
+                state[where] = (event.old, encode(event.old))
+        return [state[k] for k in sorted(state)]
+
     def namespace_is_empty(self, namespace: str) -> bool:
         """No object of any resource left in `namespace`."""
         for key in self.sorted_keys:
@@ -175,6 +204,8 @@ class Store:
                 for event in self.history:
                     if event.rv > since and event.key == watcher.key:
                         watcher.offer(event)
+            if since is not None:  # what the client knows; replayed events raise it
+                watcher.told_rv = max(watcher.told_rv, since)
             self.watchers.setdefault(watcher.key, set()).add(watcher)
 
     def remove_watcher(self, watcher: Watcher) -> None:

@@ -75,6 +75,9 @@ class Watcher:
         self.queue: deque[bytes] = deque()
         self.cond = threading.Condition(threading.Lock())
         self.closed = False
+        # the newest resourceVersion this stream has been told (by an event or a bookmark):
+        # a periodic bookmark is due only when the store has moved past it
+        self.told_rv = 0
 
     def _visible(self, obj: dict | None) -> bool:
         if obj is None:
@@ -107,6 +110,7 @@ class Watcher:
         with self.cond:
             if not self.closed:
                 self.queue.append(line)
+                self.told_rv = max(self.told_rv, event.rv)
                 self.cond.notify()
 
     def push_raw(self, line: bytes) -> None:

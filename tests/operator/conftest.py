@@ -19,7 +19,9 @@ from promop.sandbox import Sandbox
 @pytest.fixture
 def cluster():
     """A sandbox (StatefulSets report ready) with the monitoring.coreos.com CRDs installed."""
-    with Sandbox(port=0, simulate_statefulsets=True) as sb:
+    # bookmarks as a real apiserver sends them, but every 0.5 s instead of every minute while
+    # the store changes: settle() waits for every informer to reach the latest resourceVersion
+    with Sandbox(port=0, simulate_statefulsets=True, bookmark_interval=0.5) as sb:
         client = KubeClient(sb.api_client())
         install_crds(client, ROOT / "crds")
         yield sb

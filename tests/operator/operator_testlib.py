@@ -79,7 +79,7 @@ class Running:
             return False
         done = all(k in ctl.syncer.last_report for k in ctl.prometheuses.store.keys())
         return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and ctl.queue.waiting() == 0 and all(
-            inf.pending() == 0 for inf in ctl.informers)
+            inf.pending() == 0 for inf in ctl.informers) and ctl.reporter.idle()
 
     def settle(self, sb: Sandbox, timeout: float = 20.0) -> None:
         """Wait until every informer has seen the API as it is now (the sandbox's bookmarks carry

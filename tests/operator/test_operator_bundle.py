@@ -26,7 +26,7 @@ def test_component_manifests_dirs_are_the_default_rendering(component):
 
 def test_unknown_component_is_a_usage_error(capsys):
     assert main(["manifests", "--component", "nope"]) == 2
-    assert "unknown --component 'nope'" in capsys.readouterr().err
+    assert "promop manifests: --component nope: unknown" in capsys.readouterr().err
 
 
 def test_cli_renders_namespace_and_image(capsys):
@@ -86,7 +86,7 @@ def test_examples_are_attributed_and_parse():
         if text.startswith("# Copied from prometheus-operator/kube-prometheus"):
             assert "Apache-2.0, Copyright The Prometheus Operator Authors" in text
             copied += 1
-    assert copied == 22
+    assert copied == 23  # 22 + the kube-prometheus Alertmanager (alertmanager-alertmanager.yaml)
 
 
 def test_kubectl_installs_the_bundle_and_the_example_prometheus_is_reconciled(kubectl, kube, start_operator):

@@ -100,7 +100,7 @@ class DictStore(dict):
         return list(self.values())
 
 
-def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube):
+def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube, cluster):
     from prometheus_client import CollectorRegistry
 
     from promop.operator.metrics import OperatorMetrics
@@ -118,6 +118,7 @@ def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube):
 
     assert syncer.sync_status(key).skipped == ""  # never synced: a full sync
     assert syncs._value.get() == 1
+    assert cluster.background.wait_idle()  # the simulated StatefulSet controller wrote status
     stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
     proms[key] = kube.get(PROMETHEUSES, "p", NS)
     assert syncer.sync(key).skipped == ""
@@ -130,10 +131,37 @@ def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube):
     assert syncs._value.get() == 3
 
 
-def test_a_status_change_is_not_lost_while_the_cache_lags_behind_our_last_status_write(kube):
+def test_a_sync_ends_when_config_is_written_and_feedback_waits_in_its_own_queue(kube, cluster):
+    """No status or bindings write happens inside sync(); the reporter writes them later."""
     from prometheus_client import CollectorRegistry
 
-    from promop.operator.apply import RetryLater
+    from promop.operator.metrics import OperatorMetrics
+    from promop.operator.sync import Stores, Syncer
+    from promop.render.model import RenderOptions
+
+    kube.create(NAMESPACES, {"metadata": {"name": NS}})
+    key = f"{NS}/p"
+    proms = DictStore({key: kube.create(PROMETHEUSES, prom())})
+    sms = DictStore({f"{NS}/a": kube.create(SERVICEMONITORS, sm("a")), f"{NS}/b": kube.create(SERVICEMONITORS, sm("b"))})
+    stss = DictStore()
+    stores = Stores(proms, sms, DictStore(), DictStore(), DictStore(), stss, DictStore(), DictStore())
+    syncer = Syncer(kube, stores, RenderOptions(), OperatorMetrics(CollectorRegistry()), fake_render, fake_references)
+    syncer.sync(key)
+    assert jobs(kube) == ["serviceMonitor/mon/a/0", "serviceMonitor/mon/b/0"]
+    assert cluster.background.wait_idle()  # the simulated StatefulSet controller wrote status
+    stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
+    assert "status" not in kube.get(PROMETHEUSES, "p", NS)
+    assert "status" not in kube.get(SERVICEMONITORS, "a", NS)
+    syncer.sync(key)  # a second sync before the feedback is written: still one write per object
+    assert syncer.reporter.run_pending() == 0
+    assert syncer.reporter.written == 3  # two bindings and the status, each once
+    assert kube.get(SERVICEMONITORS, "a", NS)["status"]["bindings"][0]["conditions"][0]["status"] == "True"
+    assert kube.get(PROMETHEUSES, "p", NS)["status"]["conditions"]
+
+
+def test_a_status_change_is_not_lost_while_the_cache_lags_behind_our_last_status_write(kube, cluster):
+    from prometheus_client import CollectorRegistry
+
     from promop.operator.metrics import OperatorMetrics
     from promop.operator.sync import Stores, Syncer
     from promop.render.model import RenderOptions
@@ -150,25 +178,53 @@ def test_a_status_change_is_not_lost_while_the_cache_lags_behind_our_last_status
         return fake_render(inputs, cache)
     stores = Stores(proms, DictStore(), DictStore(), DictStore(), DictStore(), stss, DictStore(), DictStore())
     syncer = Syncer(kube, stores, RenderOptions(), OperatorMetrics(CollectorRegistry()), render, fake_references)
+    feedback = syncer.reporter
 
     def reconciled() -> str:
         conds = kube.get(PROMETHEUSES, "p", NS)["status"]["conditions"]
         return next(c["status"] for c in conds if c["type"] == "Reconciled")
 
     syncer.sync(key)
+    feedback.run_pending()
+    assert cluster.background.wait_idle()  # the simulated StatefulSet controller wrote status
     stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
     proms[key] = kube.get(PROMETHEUSES, "p", NS)
     syncer.sync(key)  # now with its StatefulSet: Available
+    feedback.run_pending()
     proms[key] = kube.get(PROMETHEUSES, "p", NS)  # the cache shows Available=True, Reconciled=True
     assert reconciled() == "True"
     broken.append(1)
     with pytest.raises(RuntimeError):
         syncer.sync(key)
+    assert feedback.run_pending() == 0
     assert reconciled() == "False"  # written; the cache still shows True
     broken.clear()
-    with pytest.raises(RetryLater) as caught:  # True again equals the stale cache, but not what we wrote last
-        syncer.sync(key)
-    print("CAUGHT", caught.value)
-    proms[key] = kube.get(PROMETHEUSES, "p", NS)  # the cache catches up
     syncer.sync(key)
+    # True again equals the stale cache, but not what we wrote last: written over our own write
+    assert feedback.run_pending() == 0
     assert reconciled() == "True"
+    proms[key] = kube.get(PROMETHEUSES, "p", NS)  # the cache catches up: nothing more to write
+    syncer.sync(key)
+    written = feedback.written
+    feedback.run_pending()
+    assert feedback.written == written
+
+
+def test_the_echo_of_our_own_statefulset_create_still_refreshes_the_status(kube):
+    """The status is written from the cache, possibly before the cache has the StatefulSet just
+    created (Available=False, StatefulSetNotFound): the create's own watch event must not be
+    skipped altogether, but refresh the status (no full sync)."""
+    from promop.operator.controller import STATUS, SYNC, Controller
+    from promop.operator.options import Options
+
+    ctl = Controller(kube, Options(), render=fake_render, references=fake_references)
+    add = ctl.statefulsets._listeners[0].calls["add"]  # the controller's handler, not started
+    owner = {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus", "name": "p", "uid": "u",
+             "controller": True}
+    sts = {"metadata": {"namespace": NS, "name": "prometheus-p", "resourceVersion": "7",
+                        "labels": {"operator.prometheus.io/name": "p"}, "ownerReferences": [owner]}}
+    ctl.syncer.writelog.wrote(("StatefulSet", NS, "prometheus-p"), None, sts, "hash")
+    add(sts, False)
+    assert ctl._work_for(f"{NS}/p")[0] == STATUS
+    add({**sts, "metadata": {**sts["metadata"], "resourceVersion": "8"}}, False)  # not our write
+    assert ctl._work_for(f"{NS}/p")[0] == SYNC

@@ -19,7 +19,7 @@ def test_demo_once(tmp_path):
                           capture_output=True, text=True, timeout=180, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    assert f"installed {len(list((ROOT / 'crds').glob('*.yaml')))} CRDs" in out  # every CRD in crds/
+    assert f"installed {len(list((ROOT / 'crds').glob('*.yaml')))} CRDs" in out
     assert re.search(r"ServiceMonitors\s+selected\s+14, accepted\s+13", out), out
     assert re.search(r"PrometheusRules\s+selected\s+8, accepted\s+8", out), out
     assert "rejected: ServiceMonitor monitoring/broken-example" in out and "scrapeTimeout" in out
@@ -31,6 +31,19 @@ def test_demo_once(tmp_path):
     assert len(jobs) == 22 and "serviceMonitor/monitoring/node-exporter/0" in jobs
     assert not any("broken-example" in j for j in jobs)
     assert len(config["rule_files"]) >= 3
+    # it says it simulates kubelet, and how to turn that off
+    assert "kubelet is simulated" in out and "--no-simulate-kubelet" in out
+    # logs at info: one line per sync, saying what triggered it and what it wrote
+    synced = [line for line in proc.stderr.splitlines() if "msg=synced" in line]
+    assert synced and 'cause="Prometheus monitoring/k8s add"' in synced[0], proc.stderr
+    assert "created Secret prometheus-k8s" in synced[0] and "writes=" in synced[0]
+
+
+def test_demo_without_simulated_kubelet_says_so(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "promop", "demo", "--once", "--no-simulate-kubelet",
+                           "--output-dir", str(tmp_path)], capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "kubelet is not simulated" in proc.stdout
 
 
 def test_demo_once_against_a_cluster_kubeconfig(tmp_path):
@@ -77,6 +90,12 @@ def test_demo_keeps_running_reacts_to_kubectl_and_stops_on_ctrl_c(tmp_path):
                                  check=True, timeout=60).stdout
             return "serviceMonitor/monitoring/mine/0" in gzip.decompress(base64.b64decode(out)).decode()
         eventually(config_has_my_job, 20, "the operator to add the applied ServiceMonitor's job")
+        # the decoded prometheus.yaml it printed stays current, and the sync is logged in one line
+        path = Path(next(re.search(r"decoded prometheus.yaml: (\S+)", line).group(1) for line in lines
+                         if "decoded prometheus.yaml:" in line))
+        eventually(lambda: "serviceMonitor/monitoring/mine/0" in path.read_text(), 20, "the decoded file rewritten")
+        eventually(lambda: any(f"changed: rewrote {path}" in line for line in lines), 20, "the rewrite announced")
+        assert any("msg=synced" in line and "ServiceMonitor monitoring/mine add" in line for line in lines), lines
         proc.send_signal(signal.SIGINT)
         assert proc.wait(60) == 0, "".join(lines)
     finally:

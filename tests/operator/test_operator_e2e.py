@@ -306,6 +306,7 @@ def test_statefulset_status_change_refreshes_only_the_prometheus_status(cluster,
 
     syncs = ctl.metrics.reconcile_operations.labels("prometheus")._value.get()
     # the pods go down: the StatefulSet controller reports it in status only
+    assert cluster.background.wait_idle()  # the simulated controller's own status write is done
     cluster.reset_requests()
     sts = kube.get(STATEFULSETS, "prometheus-p", NS)
     sts["status"].update(readyReplicas=0, availableReplicas=0)

@@ -264,3 +264,36 @@ def test_logs_are_structured(fmt):
         assert 'msg="synced it"' in line and "key=ns/name" in line and "n=3" in line and line.startswith("level=info")
 
 
+
+
+@pytest.mark.parametrize("shards,expected", [(3, 3), ("3", 1), (True, 1), (None, 1), (0, 1), (-2, 1)])
+def test_one_shard_count_for_status_and_statefulsets(shards, expected):
+    """Status and StatefulSets ask the same function, so they never disagree (a string "3" used to
+    give 3 shards in status and 1 StatefulSet)."""
+    from promop.render.statefulset import shard_count as render_shard_count
+
+    prom = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"shards": shards}}
+    assert render_shard_count(prom["spec"]) == expected
+    assert status.shard_count(prom) == expected
+    st = status.prometheus_status(prom, {}, now="2026-01-01T00:00:00Z")
+    assert st["shards"] == expected and len(st["shardStatuses"]) == expected
+
+
+def test_writelog_one_record_per_object():
+    from promop.operator.writelog import NOTHING, WriteLog
+
+    log = WriteLog()
+    key = ("Secret", "ns", "s")
+    v = lambda rv: {"metadata": {"resourceVersion": rv}}  # noqa: E731
+    assert not log.matches(key, v("1")) and log.pending(key, v("1")) is NOTHING
+    log.wrote(key, v("1"), v("2"), "A")
+    assert log.matches(key, v("2")) and log.matches(key, v("2"), "A") and not log.matches(key, v("2"), "B")
+    assert not log.matches(key, v("1"))  # a foreign version is no echo of ours
+    assert log.pending(key, v("1")) == "A"  # the cache still shows what our write replaced
+    assert log.pending(key, v("3")) is NOTHING  # the cache moved on
+    log.wrote(key, None, v("4"), "C")  # a create is never "pending": absent is no unique version
+    assert log.pending(key, None) is NOTHING
+    log.matched(key, v("5"), "D")
+    assert log.matches(key, v("5"), "D") and log.pending(key, v("5")) is NOTHING
+    log.forget(lambda k: k == key)
+    assert log.get(key) is None and len(log) == 0

@@ -17,7 +17,7 @@ import time
 from operator_testlib import NS, OPERATOR_AGENT, eventually, jobs, modify, names, prometheus, rule, service_monitor
 
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
-                                   SECRETS, SERVICEMONITORS, SERVICES, STATEFULSETS)
+                                   ROLEBINDINGS, ROLES, SECRETS, SERVICEMONITORS, SERVICES, STATEFULSETS)
 from promop.operator.bundle import render_bundle
 from promop.operator.rbac import granted
 
@@ -72,7 +72,23 @@ def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_ope
     eventually(lambda: kube.get(SERVICES, "prometheus-operated", NS)["spec"]["ports"][0]["port"] == 9090, 20,
                "Service restored")
     eventually(lambda: "extra" not in kube.get(SECRETS, "prometheus-p", NS)["data"], 20, "Secret restored")
+
+    # fast reload on (a Role and RoleBinding), a foreign edit of the Role restored, then off (both deleted)
+    kube.patch(PROMETHEUSES, "p", {"metadata": {"annotations": {"promop.dev/fast-reload": "true"}}}, NS)
+    eventually(lambda: names(kube, ROLEBINDINGS) == ["prometheus-p-config-reader"], 20, "the reloader's Role")
+    modify(kube, ROLES, "prometheus-p-config-reader", NS, lambda role: role["rules"][0]["verbs"].append("list"))
+    modify(kube, ROLEBINDINGS, "prometheus-p-config-reader", NS,
+           lambda binding: binding["subjects"].append({"kind": "ServiceAccount", "name": "x", "namespace": NS}))
+    # Roles are not watched (no informer for them): the next sync of the Prometheus restores it
+    kube.patch(PROMETHEUSES, "p", {"metadata": {"labels": {"touched": "again"}}}, NS)
+    eventually(lambda: kube.get(ROLES, "prometheus-p-config-reader", NS)["rules"][0]["verbs"] == ["get", "watch"],
+               20, "Role restored")
+    eventually(lambda: len(kube.get(ROLEBINDINGS, "prometheus-p-config-reader", NS)["subjects"]) == 1, 20,
+               "RoleBinding restored")
+    kube.patch(PROMETHEUSES, "p", {"metadata": {"annotations": {"promop.dev/fast-reload": "false"}}}, NS)
+    eventually(lambda: names(kube, ROLES) == [] and names(kube, ROLEBINDINGS) == [], 20, "the Role deleted")
     eventually(op.idle, 20)
+    _alertmanager_scenario(kube)  # the Alertmanager controller's permissions
 
     last_close = [0.0]
 
@@ -95,3 +111,18 @@ def test_bundle_cluster_role_is_the_rbac_table():
     triples = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
                for v in rule["verbs"]}
     assert triples == granted()
+
+
+def _alertmanager_scenario(kube) -> None:
+    """An Alertmanager with a good and a rejected AlertmanagerConfig: StatefulSet, status, bindings."""
+    from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS
+
+    kube.create(ALERTMANAGERS, {"apiVersion": "monitoring.coreos.com/v1", "kind": "Alertmanager",
+                                "metadata": {"name": "am", "namespace": NS}, "spec": {"alertmanagerConfigSelector": {}}})
+    for name, receiver in (("good", "r"), ("bad", "missing")):
+        kube.create(ALERTMANAGERCONFIGS, {"apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "AlertmanagerConfig",
+                                          "metadata": {"name": name, "namespace": NS},
+                                          "spec": {"route": {"receiver": receiver}, "receivers": [{"name": "r"}]}})
+    eventually(lambda: "alertmanager-am" in names(kube, STATEFULSETS), 20, "the Alertmanager StatefulSet")
+    eventually(lambda: kube.get(ALERTMANAGERCONFIGS, "bad", NS).get("status", {}).get("bindings"), 20, "AMC binding")
+    eventually(lambda: kube.get(ALERTMANAGERS, "am", NS).get("status", {}).get("conditions"), 20, "AM status")

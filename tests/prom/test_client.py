@@ -363,3 +363,45 @@ def test_scraped_exporter_values(prometheus_factory, exporter_factory) -> None: 
     e.set("queue_depth", {"namespace": "ns1", "pod": "worker-1"}, 9)
     from prom.prom_fixtures import wait_for
     wait_for(lambda: c.query_vector('queue_depth{pod="worker-1"}')[0].value == 9.0, 10, "the new value")
+
+
+def test_iter_series_streams_the_same_label_sets(prom: PrometheusServer) -> None:
+    c = PrometheusClient(prom.url)
+    whole = c.series('{__name__=~".+"}', T0, T1)
+    batches = list(c.iter_series('{__name__=~".+"}', T0, T1, batch_bytes=64))
+    assert len(batches) > 1
+    assert [s for b in batches for s in b] == whole and len(whole) == 7
+    with pytest.raises(PromError) as e:
+        list(c.iter_series("{}"))
+    assert e.value.error_type == "bad_data"
+
+
+def test_prometheus_auth_config_kubeconfig_format(tls_prom, tmp_path: Path) -> None:
+    """upstream's --prometheus-auth-config: a kubeconfig-format file gives CA and credentials."""
+    import base64
+
+    from promop.adapter.promauth import AuthConfigError, options_from_kubeconfig
+
+    server, crt = tls_prom
+    try:
+        cfg = tmp_path / "prom-auth.yaml"
+        cfg.write_text(yaml_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "prom",
+            "contexts": [{"name": "prom", "context": {"cluster": "c", "user": "u"}}],
+            "clusters": [{"name": "c", "cluster": {"server": server.url,
+                          "certificate-authority-data": base64.b64encode(Path(crt).read_bytes()).decode()}}],
+            "users": [{"name": "u", "user": {"username": "alice", "password": "s3cret"}}]}))
+        kw = options_from_kubeconfig(str(cfg))
+        assert kw["basic_auth"] == ("alice", "s3cret") and Path(kw["ca_file"]).read_bytes() == Path(crt).read_bytes()
+        assert PrometheusClient(server.url, **kw).query("scalar(vector(5))").value == 5.0
+        with pytest.raises(AuthConfigError, match="no context named 'nope'"):
+            cfg.write_text(yaml_dump({"current-context": "nope", "contexts": [{"name": "x", "context": {}}]}))
+            options_from_kubeconfig(str(cfg))
+    finally:
+        server.stop()
+
+
+def yaml_dump(doc: dict) -> str:
+    import yaml
+
+    return yaml.safe_dump(doc)

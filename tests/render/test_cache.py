@@ -152,3 +152,31 @@ def test_older_versions_of_a_monitor_are_dropped():
         sms[0]["spec"]["endpoints"][0]["interval"] = f"{rv}s"
         _same(render(_inputs(sms), cache), render(_inputs(sms)))
     assert (len(cache._fragments), len(cache._memo)) == sizes
+
+
+def test_one_changed_prometheus_rule_re_renders_only_that_rule(monkeypatch):
+    from promop.render import rules as rules_module
+
+    def rule(i: int, expr: str = "up == 0") -> dict:
+        return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+                "metadata": {"name": f"r{i}", "namespace": "apps", "uid": f"u{i}", "resourceVersion": "1",
+                             "labels": {}},
+                "spec": {"groups": [{"name": "g", "rules": [{"alert": "A", "expr": expr}]}]}}
+
+    calls = []
+    real = rules_module._render_one
+    monkeypatch.setattr(rules_module, "_render_one", lambda *a: calls.append(a[1]["metadata"]["name"]) or real(*a))
+    inputs = _inputs(_sms(1))
+    inputs.prometheus["spec"]["ruleSelector"] = {}
+    inputs.prometheus_rules = [rule(i) for i in range(5)]
+    cache = RenderCache()
+    render(inputs, cache)
+    assert sorted(calls) == ["r0", "r1", "r2", "r3", "r4"]
+    calls.clear()
+    changed = rule(2, "up == 1")
+    changed["metadata"]["resourceVersion"] = "2"
+    inputs.prometheus_rules = [*inputs.prometheus_rules[:2], changed, *inputs.prometheus_rules[3:]]
+    result = render(inputs, cache)
+    assert calls == ["r2"]
+    monkeypatch.setattr(rules_module, "_render_one", real)
+    _same(result, render(inputs))

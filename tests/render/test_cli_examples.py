@@ -25,7 +25,7 @@ from .helpers import _walk_files, promtool_path, without_kubernetes_sd
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-README = REPO / "README.md"
+README = REPO / "docs" / "render.md"  # the walkthrough moved from README.md (issue 12 §6)
 
 
 def _env(bin_dir: Path) -> dict:
@@ -128,7 +128,8 @@ def test_readme_walkthrough_runs_as_written(clone):
     render = results["promop render -f examples/ > rendered.yaml"]
     assert render.stderr.splitlines() == _readme_stderr_block()
     kinds = [d["kind"] for d in yaml.safe_load_all((clone / "rendered.yaml").read_text())]
-    assert kinds.count("StatefulSet") == 1 and "ConfigMap" in kinds
+    # Prometheus monitoring/k8s and the kube-prometheus Alertmanager monitoring/main
+    assert kinds.count("StatefulSet") == 2 and "ConfigMap" in kinds
     explained = results["promop explain smon monitoring/broken-example -f examples/"].stdout
     assert explained in _readme_section(), explained
     assert "scrape jobs: serviceMonitor/monitoring/node-exporter/0" in \

@@ -51,18 +51,53 @@ def test_syntax_error_names_file_line_and_column(tmp_path):
         load([bad])
 
 
-def test_documents_that_are_not_objects_are_skipped(tmp_path):
+def test_documents_that_are_not_objects_are_rejected_and_the_rest_is_read(tmp_path):
     path = tmp_path / "values.yaml"
-    path.write_text("- just\n- a list\n---\nreplicas: 3\n")
-    assert load([path]).skipped == [f"{path} (document 1): not a Kubernetes object (no kind)",
-                                    f"{path} (document 2): not a Kubernetes object (no kind)"]
+    path.write_text("- just\n- a list\n---\nreplicas: 3\n---\nhello\n---\n"
+                    "kind: ServiceMonitor\nmetadata: {name: ok}\nspec: {}\n")
+    loaded = load([path])
+    assert loaded.rejected == [
+        f"document {path}#1: not a Kubernetes object: a YAML list, where a mapping with apiVersion, kind and "
+        "metadata belongs",
+        f"document {path}#2: not a Kubernetes object: no kind",
+        f"document {path}#3: not a Kubernetes object: a YAML string, where a mapping with apiVersion, kind and "
+        "metadata belongs",
+    ]
+    assert [o["metadata"]["name"] for o in loaded.of("ServiceMonitor")] == ["ok"]
 
 
-def test_input_object_without_a_name_is_an_error(tmp_path):
+def test_input_object_without_a_name_is_rejected_alone(tmp_path):
     path = tmp_path / "x.yaml"
-    path.write_text("kind: ServiceMonitor\nspec: {}\n")
-    with pytest.raises(LoadError, match=re.escape(f"{path} (document 1): ServiceMonitor has no metadata.name")):
-        load([path])
+    path.write_text("kind: ServiceMonitor\nspec: {}\n---\nkind: ServiceMonitor\nmetadata: {namespace: a}\n---\n"
+                    "kind: Deployment\nspec: {}\n---\nkind: PodMonitor\nmetadata: {name: p}\n")
+    loaded = load([path])
+    assert loaded.rejected == [
+        f"ServiceMonitor {path}#1: metadata is missing or not a mapping; set metadata.name",
+        f"ServiceMonitor {path}#2: metadata.name is missing; every object needs a name",
+    ]
+    assert loaded.skipped == [f"Deployment in {path}#3"]
+    assert [o["metadata"]["name"] for o in loaded.of("PodMonitor")] == ["p"]
+
+
+def test_unknown_monitoring_kind_is_rejected_other_kinds_are_skipped(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitr\nmetadata: {name: a}\n---\n"
+                    "apiVersion: monitoring.coreos.com/v1\nkind: ThanosRuler\nmetadata: {name: b}\n---\n"
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: c}\n")
+    loaded = load([path])
+    [line] = loaded.rejected
+    assert line.startswith(f"ServiceMonitr {path}#1: unknown kind in monitoring.coreos.com/v1; the kinds are "
+                           "Prometheus, ServiceMonitor, PodMonitor, PrometheusRule, Alertmanager, "
+                           "AlertmanagerConfig, PrometheusAgent")
+    assert loaded.skipped == [f"ThanosRuler /b in {path}", f"Deployment /c in {path}"]
+
+
+def test_excluded_folders_are_not_read(tmp_path):
+    (tmp_path / "out" / "x").mkdir(parents=True)
+    (tmp_path / "sm.yaml").write_text("kind: ServiceMonitor\nmetadata: {name: a}\n")
+    (tmp_path / "out" / "x" / "sm.yaml").write_text("kind: ServiceMonitor\nmetadata: {name: b}\n")
+    assert len(load([tmp_path]).of("ServiceMonitor")) == 2
+    assert [o["metadata"]["name"] for o in load([tmp_path], exclude=[tmp_path / "out"]).of("ServiceMonitor")] == ["a"]
 
 
 def test_unreadable_and_missing_files(tmp_path):

@@ -188,13 +188,120 @@ def test_yaml_syntax_error_exits_2_naming_file_and_line(tmp_path):
     assert "YAML syntax error" in proc.stderr
 
 
-def test_missing_file_and_no_prometheus_exit_2(tmp_path):
+def test_missing_file_exits_2_and_no_prometheus_exits_1(tmp_path):
     proc = promop("render", "-f", str(tmp_path / "nope.yaml"))
     assert proc.returncode == 2
     assert proc.stderr == f"error: {tmp_path / 'nope.yaml'}: no such file or directory\n"
     (tmp_path / "m.yaml").write_text(MONITORS)
     proc = promop("render", "-f", str(tmp_path / "m.yaml"))
-    assert proc.returncode == 2 and "no Prometheus object found" in proc.stderr
+    assert proc.returncode == 1 and "no Prometheus object found" in proc.stderr and "--lint" in proc.stderr
+
+
+def test_one_bad_document_never_stops_the_others(tmp_path):
+    f = tmp_path / "all.yaml"
+    f.write_text(PROMETHEUS.replace("{matchLabels: {team: web}}", "{}").replace(
+        "{matchLabels: {monitored: \"true\"}}", "{}") + textwrap.dedent("""
+        ---
+        apiVersion: monitoring.coreos.com/v1
+        kind: ServiceMonitor
+        metadata: {namespace: apps}
+        spec: {selector: {}, endpoints: [{port: web}]}
+        ---
+        - not
+        - a mapping
+        ---
+        apiVersion: monitoring.coreos.com/v1
+        kind: ServiceMonitr
+        metadata: {name: typo, namespace: apps}
+        ---
+        apiVersion: monitoring.coreos.com/v1
+        kind: ServiceMonitor
+        metadata: {name: fine, namespace: apps}
+        spec: {selector: {}, endpoints: [{port: web}]}
+        """))
+    proc = promop("render", "-f", str(f))
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("rejected")]
+    assert lines == [
+        f"rejected ServiceMonitor {f}#2: metadata.name is missing; every object needs a name",
+        f"rejected document {f}#3: not a Kubernetes object: a YAML list, where a mapping with apiVersion, kind "
+        "and metadata belongs",
+        lines[2],
+    ]
+    assert lines[2].startswith(f"rejected ServiceMonitr {f}#4: unknown kind in monitoring.coreos.com/v1")
+    config = next(o for o in yaml.safe_load_all(proc.stdout) if o["kind"] == "Secret" and
+                  o["metadata"]["name"] == "prometheus-main")
+    assert config["data"]["prometheus.yaml.gz"]
+    assert promop("render", "--strict", "-f", str(f)).returncode == 1
+
+
+def test_exit_1_with_reasons_when_no_prometheus_renders(tmp_path):
+    (tmp_path / "p.yaml").write_text(PROMETHEUS.replace("v2.42.0", "banana") + "---\n" + PROMETHEUS.replace(
+        "name: main", "name: two").replace("version: v2.42.0", "version: v2.42.0\n  scrapeInterval: 30 s"))
+    proc = promop("render", "-f", str(tmp_path / "p.yaml"))
+    assert proc.returncode == 1
+    assert "rejected Prometheus monitoring/main: spec.version: 'banana' is not a Prometheus version" in proc.stderr
+    assert "rejected Prometheus monitoring/two: spec.scrapeInterval: Invalid value: \"30 s\"" in proc.stderr
+    assert "error: none of the 2 Prometheus object(s) could be rendered" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_out_inside_an_input_directory_is_never_read_back(inputs):
+    out = inputs / "rendered"
+    first = promop("render", "-f", str(inputs), "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    assert (out / "monitoring" / "main" / "manifests.yaml").exists()
+    second = promop("render", "-f", str(inputs), "--out", str(out))
+    assert second.returncode == 0, second.stderr
+    assert second.stderr == first.stderr
+    assert not [line for line in second.stderr.splitlines()
+                if str(out) in line and not line.startswith("rendered Prometheus")]
+
+
+def test_out_to_a_file_is_a_one_line_error(tmp_path, inputs):
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    for out in (target, target / "sub"):
+        proc = promop("render", "-f", str(inputs), "--out", str(out))
+        assert proc.returncode == 2, proc.stderr
+        assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith(f"error: --out {out}:"), proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_lint_checks_monitors_and_rules_without_a_prometheus(tmp_path):
+    (tmp_path / "m.yaml").write_text(MONITORS + RULES.join(["---\n", ""]) + textwrap.dedent("""
+        ---
+        apiVersion: monitoring.coreos.com/v1
+        kind: ServiceMonitor
+        metadata: {name: proxied, namespace: apps}
+        spec:
+          selector: {}
+          endpoints: [{port: web, proxyUrl: "::not a url::"}]
+        ---
+        apiVersion: monitoring.coreos.com/v1
+        kind: ServiceMonitor
+        metadata: {name: authed, namespace: apps}
+        spec:
+          selector: {}
+          endpoints: [{port: web, bearerTokenSecret: {name: token, key: t}}]
+        """))
+    proc = promop("render", "--lint", "-f", str(tmp_path / "m.yaml"))
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    rejected = sorted(line for line in proc.stderr.splitlines() if line.startswith("rejected"))
+    assert rejected == [
+        "rejected PrometheusRule default/bad: spec.groups[0].rules[0].expr: PromQL does not parse: "
+        "unclosed left parenthesis",
+        "rejected ServiceMonitor apps/proxied: spec.endpoints[0].proxyUrl: Invalid value: \"::not a url::\": "
+        "should match '^(http|https|socks5)://.+$': use a URL starting with http://, https:// or socks5:// "
+        "(CRD schema)",
+    ]
+    # a Secret that is not in the files cannot be checked: a warning, not a rejection
+    assert ("warning ServiceMonitor apps/authed: spec.endpoints[0].bearerTokenSecret: not checked: "
+            "Secret apps/token not found in the given files") in proc.stderr
+    (tmp_path / "ok.yaml").write_text(MONITORS)
+    proc = promop("render", "--lint", "-f", str(tmp_path / "ok.yaml"))
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_explain_selected_monitor_lists_its_jobs(inputs):

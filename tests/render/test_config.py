@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from promop.render import RenderInputs, generate_config, render
-from promop.render.config import ConfigDumper
+from promop.render.emit import emit
 
 from .helpers import lay_out, pod_monitor, prometheus_obj, promtool_check_config, secret, service_monitor
 
@@ -47,13 +47,13 @@ def _full_inputs():
 
 def test_assembled_text_equals_dumping_the_whole_config():
     result = render(_full_inputs())
-    whole = yaml.dump(result.config, Dumper=ConfigDumper, default_flow_style=False, sort_keys=False, allow_unicode=True)
-    assert result.config_text == whole
+    assert result.config_text == emit(result.config)  # the per-job assembly is the whole dump
+    assert yaml.safe_load(result.config_text) == result.config
     assert list(result.config) == ["global", "rule_files", "scrape_configs", "storage", "alerting", "remote_write"]
 
 
-def test_text_equals_a_plain_csafedumper_dump_without_shared_objects():
-    """No anchors/aliases would appear with a stock dumper, and memoised resolution changes nothing."""
+def test_text_loads_back_equal_to_a_plain_csafedumper_dump():
+    """promop's emitter and PyYAML's give the same data, and neither writes anchors/aliases."""
     inputs = _full_inputs()
     inputs.prometheus["spec"].update(enforcedNamespaceLabel="namespace", shards=2,
                                      apiserverConfig={"host": "https://k8s", "basicAuth": {
@@ -66,8 +66,8 @@ def test_text_equals_a_plain_csafedumper_dump_without_shared_objects():
     assert result.config["scrape_configs"][0]["kubernetes_sd_configs"][0]["basic_auth"] == {"username": "u", "password": "p"}
     plain = yaml.dump(result.config, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
                       default_flow_style=False, sort_keys=False, allow_unicode=True)
-    assert "&id" not in plain
-    assert plain == result.config_text
+    assert "&id" not in plain and "&id" not in result.config_text
+    assert yaml.safe_load(plain) == yaml.safe_load(result.config_text) == result.config
 
 
 def test_empty_scrape_configs_text():
@@ -124,7 +124,7 @@ def test_global_external_labels_alerting_remote_write_additional():
     assert rw["basic_auth"] == {"username": "u", "password": "p"}
     assert rw["write_relabel_configs"] == [{"source_labels": ["__name__"], "regex": "go_.*", "action": "drop"}]
     assert rw["queue_config"] == {"max_shards": 10, "batch_send_deadline": "5s"}
-    assert rw["remote_timeout"] == "30s"  # upstream's default, always written
+    assert "remote_timeout" not in rw  # upstream has no default: Prometheus' own applies
     assert cfg["scrape_configs"][-1]["job_name"] == "static"
     assert [j["job_name"] for j in cfg["scrape_configs"]] == [
         "serviceMonitor/monitoring/a/0", "podMonitor/monitoring/p/0", "static"]
@@ -221,9 +221,8 @@ def _refused_items_result():
         externalLabels={"bad-name": "x", "good_name": "y"},
         remoteWrite=[{"url": "https://ok.example.com/w"},
                      {"url": "https://h.example.com/w", "headers": {"Authorization": "Bearer x"}},
-                     {"url": "not a url"}],
-        alerting={"alertmanagers": [{"name": "am", "namespace": "monitoring", "port": "web", "timeout": "5 s"},
-                                    {"name": "am2", "namespace": "monitoring", "port": "web", "timeout": "10s"}]},
+                     {"url": "http://bad host/w"}],
+        alerting={"alertmanagers": [{"name": "am2", "namespace": "monitoring", "port": "web", "timeout": "10s"}]},
     )
     return render(RenderInputs(prometheus=prom, service_monitors=[service_monitor("a")]))
 
@@ -235,8 +234,25 @@ def test_prometheus_level_items_prometheus_would_refuse_are_dropped():
     assert [rw["url"] for rw in cfg["remote_write"]] == ["https://ok.example.com/w"]
     assert [am["timeout"] for am in cfg["alerting"]["alertmanagers"]] == ["10s"]
     fields = {w.field for w in result.warnings}
-    assert {"spec.externalLabels.bad-name", "spec.remoteWrite[1].headers.Authorization", "spec.remoteWrite[2].url",
-            "spec.alerting.alertmanagers[0].timeout"} <= fields
+    assert {"spec.externalLabels.bad-name", "spec.remoteWrite[1].headers.Authorization", "spec.remoteWrite[2].url"} <= fields
+
+
+def test_prometheus_violating_its_crd_schema_is_rejected_with_every_field():
+    """What the apiserver would refuse is refused here too, before anything is rendered."""
+    from promop.render.schema_check import InvalidPrometheus
+
+    prom = prometheus_obj(
+        version="v2.42.0",
+        remoteWrite=[{"url": "not a url"}],
+        alerting={"alertmanagers": [{"name": "am", "namespace": "monitoring", "port": "web", "timeout": "5 s"}]},
+    )
+    with pytest.raises(InvalidPrometheus) as info:
+        render(RenderInputs(prometheus=prom, service_monitors=[service_monitor("a")]))
+    assert [(p.field, p.message.split(":")[0]) for p in info.value.problems] == [
+        ("spec.alerting.alertmanagers[0].timeout", "Invalid value"),
+        ("spec.remoteWrite[0].url", "Invalid value"),
+    ]
+    assert "should match '^(http|https)://.+$'" in info.value.problems[1].message
 
 
 @pytest.mark.prometheus

@@ -159,4 +159,4 @@ def test_kubectl_client_side_apply(sandbox_kubeconfig, tmp_path):
     again = subprocess.run([*base, "apply", "--validate=false", "-f", str(CRDS)], capture_output=True, text=True,
                            timeout=120)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.count("unchanged") == len(list(CRDS.glob("*.yaml"))), again.stdout  # every CRD in crds/
+    assert again.stdout.count("unchanged") == len(list(CRDS.glob("*.yaml"))), again.stdout  # every file in crds/

@@ -34,6 +34,14 @@ regex_piece = st.sampled_from(["foo", "(.+)", ".*", "[a-z]+", "\\d+", "(a|b)", "
 regex = st.lists(regex_piece, min_size=1, max_size=3).map("".join)
 
 
+# The CRD's enum spells each action in lower case or CamelCase (HashMod, not Hashmod).
+CAMEL_ACTIONS = {
+    "replace": "Replace", "keep": "Keep", "drop": "Drop", "hashmod": "HashMod", "labelmap": "LabelMap",
+    "labeldrop": "LabelDrop", "labelkeep": "LabelKeep", "lowercase": "Lowercase", "uppercase": "Uppercase",
+    "keepequal": "KeepEqual", "dropequal": "DropEqual",
+}
+
+
 @st.composite
 def relabel(draw):
     action = draw(st.sampled_from(["replace", "keep", "drop", "hashmod", "labelmap", "labeldrop", "labelkeep",
@@ -53,7 +61,7 @@ def relabel(draw):
     else:
         rc = {"sourceLabels": src, "targetLabel": target}
     if action:
-        rc["action"] = draw(st.sampled_from([action, action.capitalize()]))
+        rc["action"] = draw(st.sampled_from([action, CAMEL_ACTIONS[action]]))
     return rc
 
 
@@ -166,3 +174,80 @@ def test_valid_monitors_render_to_a_config_promtool_accepts(tmp_path_factory, mo
         len(m["spec"].get("endpoints") or m["spec"].get("podMetricsEndpoints")) for _, m in monitors)
     proc = promtool_check_config(lay_out(result, tmp_path_factory.mktemp("cfg")))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# -- schema-accepted and renderer-accepted => promtool accepts ------------------------------------
+# Values a user could write, valid or not: the CRD schema or the renderer must reject every one
+# that Prometheus would refuse.
+WILD = {
+    "interval": st.sampled_from(["30s", "1m", "0", "30x", "5 minutes", "", "1h30m", "-1s"]),
+    "scrapeTimeout": st.sampled_from(["10s", "2m", "0s", "abc"]),
+    "proxyUrl": st.sampled_from(["http://proxy:3128", "socks5://p:1080", "::not a url::", "ftp://x", "http://"]),
+    "scheme": st.sampled_from(["http", "HTTPS", "ftp", ""]),
+    "path": st.sampled_from(["/metrics", "metrics", "/a b", ""]),
+    "port": st.sampled_from(["web", "", "a b", "http-metrics"]),
+    "targetPort": st.one_of(st.sampled_from([0, 8080, 70000, -1, "", "web"])),
+    "honorLabels": st.sampled_from([True, False, "yes"]),
+    "bearerTokenFile": st.sampled_from(["/var/run/token", ""]),
+    "enableHttp2": st.booleans(),
+    "noProxy": st.sampled_from(["localhost", "*.svc"]),
+}
+WILD_SPEC = {
+    "sampleLimit": st.sampled_from([0, 100, -5, 2**40]),
+    "bodySizeLimit": st.sampled_from(["10MB", "1GiB", "ten", "0"]),
+    "scrapeProtocols": st.lists(st.sampled_from(["PrometheusProto", "OpenMetricsText1.0.0", "PrometheusText0.0.4",
+                                                 "PrometheusText1.0.0", "Bogus"]), max_size=3),
+    "jobLabel": st.sampled_from(["app", "", "app.kubernetes.io/name"]),
+    "labelLimit": st.sampled_from([10, -1]),
+}
+
+
+@st.composite
+def wild_monitor(draw, index):
+    endpoints = []
+    for _ in range(draw(st.integers(1, 2))):
+        keys = draw(st.lists(st.sampled_from(sorted(WILD)), max_size=5, unique=True))
+        endpoints.append({k: draw(WILD[k]) for k in keys})
+    spec_keys = draw(st.lists(st.sampled_from(sorted(WILD_SPEC)), max_size=2, unique=True))
+    spec = {"selector": {"matchLabels": {"app": "x"}}, **{k: draw(WILD_SPEC[k]) for k in spec_keys}}
+    if draw(st.booleans()):
+        spec["podMetricsEndpoints"] = endpoints
+        return pod_monitor(f"w{index}", **spec)
+    spec["endpoints"] = endpoints
+    return service_monitor(f"w{index}", **spec)
+
+
+@pytest.mark.prometheus
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+          phases=[Phase.explicit, Phase.generate],
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(monitors=st.lists(st.integers(0, 10**6), min_size=2, max_size=6).flatmap(
+    lambda seeds: st.tuples(*[wild_monitor(i) for i in range(len(seeds))])))
+def test_schema_and_renderer_accepted_monitors_give_a_config_promtool_accepts(tmp_path_factory, monitors):
+    promtool_path()
+    version = "v2.42.0"  # the Prometheus whose promtool is installed here
+    monitors = list(monitors)
+    inputs = RenderInputs(
+        prometheus=prometheus_obj(version=version),
+        service_monitors=[m for m in monitors if m["kind"] == "ServiceMonitor"],
+        pod_monitors=[m for m in monitors if m["kind"] == "PodMonitor"],
+    )
+    result = render(inputs)
+    rejected = {(p.kind, p.name) for p in result.rejected}
+    for m in monitors:
+        accepted = (m["kind"], m["metadata"]["name"]) not in rejected
+        assert accepted == ((m["kind"], "monitoring", m["metadata"]["name"]) in result.jobs)
+    WILD_SEEN["accepted"] += len(result.jobs)
+    WILD_SEEN["rejected"] += len(rejected)
+    proc = promtool_check_config(lay_out(result, tmp_path_factory.mktemp("cfg")))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+WILD_SEEN = {"accepted": 0, "rejected": 0}
+
+
+def test_wild_monitors_were_both_accepted_and_rejected():
+    """The property above is not vacuous (runs after it in file order, same process)."""
+    if WILD_SEEN == {"accepted": 0, "rejected": 0}:
+        pytest.skip("the property test did not run in this process")
+    assert WILD_SEEN["accepted"] > 5 and WILD_SEEN["rejected"] > 5, WILD_SEEN

@@ -235,3 +235,14 @@ def test_credentials_come_only_from_the_monitors_own_namespace(endpoint, field):
     assert "Secret apps/creds not found" in problem.message
     assert "t0k3n" not in result.config_text and "alice" not in result.config_text
     assert [j["job_name"] for j in result.config["scrape_configs"]] == ["serviceMonitor/monitoring/good/0"]
+
+
+def test_schema_rejections_say_what_to_write_for_common_patterns():
+    from promop.render.schema_check import schema_problems
+
+    sm = {"metadata": {"name": "a", "namespace": "b"},
+          "spec": {"selector": {}, "bodySizeLimit": "ten", "endpoints": [{"interval": "5 min", "proxyUrl": "x"}]}}
+    hints = {p.field: p.message for p in schema_problems("ServiceMonitor", sm)}
+    assert hints["spec.bodySizeLimit"].endswith("use a size such as 512MB or 1GiB (CRD schema)")
+    assert hints["spec.endpoints[0].interval"].endswith("use a duration such as 30s, 5m or 1h30m (CRD schema)")
+    assert "use a URL starting with http://" in hints["spec.endpoints[0].proxyUrl"]

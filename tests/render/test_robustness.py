@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,20 +64,32 @@ PROMETHEUS_FIELDS = [
 @settings(max_examples=150, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(extra=st.dictionaries(st.sampled_from(PROMETHEUS_FIELDS), junk, max_size=3))
-def test_malformed_prometheus_fields_are_ignored_with_a_warning(extra):
+def test_malformed_prometheus_is_rejected_by_its_schema_or_rendered(extra):
+    """Never a crash: either the CRD schema refuses the Prometheus (naming fields it was given),
+    or it renders, with the good monitor (or a reason it could not)."""
     from promop.render import references
+    from promop.render.schema_check import InvalidPrometheus
 
     inputs = RenderInputs(prometheus=prometheus_obj(**extra), service_monitors=[service_monitor("good")])
-    references(inputs)
-    result = render(inputs)
+    try:
+        references(inputs)
+        result = render(inputs)
+    except InvalidPrometheus as exc:
+        assert exc.problems
+        for p in exc.problems:
+            assert any(p.field == f"spec.{k}" or p.field.startswith((f"spec.{k}.", f"spec.{k}[")) for k in extra), p
+        return
     names = [j["job_name"] for j in result.config["scrape_configs"]]
     assert "serviceMonitor/monitoring/good/0" in names or result.rejected
 
 
-def test_malformed_prometheus_field_warning_names_it():
-    result = render(RenderInputs(prometheus=prometheus_obj(remoteWrite={"url": "x"}, externalLabels={"a": ["b"]}),
-                                 service_monitors=[service_monitor("good")]))
-    fields = {w.field: w.message for w in result.warnings}
-    assert fields["spec.remoteWrite"].startswith("must be a list")
-    assert "spec.externalLabels is ignored" in fields["spec.externalLabels.a"]
-    assert "remote_write" not in result.config
+def test_malformed_prometheus_is_rejected_naming_each_field():
+    from promop.render.schema_check import InvalidPrometheus
+
+    with pytest.raises(InvalidPrometheus) as info:
+        render(RenderInputs(prometheus=prometheus_obj(remoteWrite={"url": "x"}, externalLabels={"a": ["b"]}),
+                            service_monitors=[service_monitor("good")]))
+    assert {p.field: p.message for p in info.value.problems} == {
+        "spec.externalLabels[a]": 'Invalid value: "array": must be of type string (CRD schema)',
+        "spec.remoteWrite": 'Invalid value: "object": must be of type array (CRD schema)',
+    }

@@ -13,6 +13,7 @@ from promop.render.rules import (
     MAX_CONFIGMAP_DATA_SIZE,
     build_rule_configmaps,
     configmap_names,
+    dump_rule_file,
     shard_rule_files,
 )
 from .helpers import promtool_path as promtool
@@ -182,9 +183,61 @@ def test_holt_winters_is_accepted_for_prometheus_2(tmp_path):
     assert check_rules_with_promtool(res.configmaps, tmp_path) == 1
 
 
-def test_rule_without_spec_renders_an_empty_file(tmp_path):
+def test_rule_without_spec_is_rejected_as_the_apiserver_would(tmp_path):
     empty = {"kind": "PrometheusRule", "metadata": {"name": "e", "namespace": "apps", "uid": "u"}}
+    res = build_rule_configmaps(prom({"enforcedNamespaceLabel": "namespace"}), [empty], RenderOptions())
+    assert [(p.field, p.message) for p in res.rejected] == [("spec", "Required value (CRD schema)")]
+    assert res.configmaps[0]["data"] == {}
+
+
+def test_rule_with_empty_spec_renders_an_empty_file(tmp_path):
+    empty = {"kind": "PrometheusRule", "metadata": {"name": "e", "namespace": "apps", "uid": "u"}, "spec": {}}
     res = build_rule_configmaps(prom({"enforcedNamespaceLabel": "namespace"}), [empty], RenderOptions())
     assert not res.rejected
     assert res.configmaps[0]["data"] == {"apps-e-u.yaml": "{}\n"}
     assert check_rules_with_promtool(res.configmaps, tmp_path) == 1
+
+
+# Upstream's own limit, written out here on purpose (not imported from promop): pkg/operator/rules.go
+# MaxConfigMapDataSize = MaxSecretSize * 0.5 = 1048576 / 2 bytes of ConfigMap data, counted as the
+# byte length of each rule file's content (reference s2).
+UPSTREAM_MAX_CONFIGMAP_DATA = 524288
+
+
+def _rule_of_size(name: str, size: int) -> dict:
+    """A PrometheusRule whose rendered rule file is exactly `size` bytes (UTF-8): the padding is one
+    ASCII byte per character, so the size is the size with no padding plus the padding."""
+    [base] = build_rule_configmaps(prom(), [_big_rule(name, 1)], RenderOptions()).configmaps[0]["data"].values()
+    obj = _big_rule(name, size - len(base.encode()) + 1)
+    assert len(dump_rule_file(obj["spec"]).encode()) == size
+    return obj
+
+
+def _configmap_sizes(res) -> list[int]:
+    return [sum(len(v.encode()) for v in cm["data"].values()) for cm in res.configmaps]
+
+
+@pytest.mark.parametrize("total,expected_configmaps", [
+    (UPSTREAM_MAX_CONFIGMAP_DATA - 1, 1),  # just under the limit: one ConfigMap
+    (UPSTREAM_MAX_CONFIGMAP_DATA, 1),      # exactly at the limit still fits (upstream starts a new one only when >)
+    (UPSTREAM_MAX_CONFIGMAP_DATA + 1, 2),  # one byte over: the second file goes to a second ConfigMap
+])
+def test_rule_configmap_sharding_at_upstreams_limit(total, expected_configmaps):
+    first = _rule_of_size("a-first", 400_000)
+    second = _rule_of_size("b-second", total - 400_000)
+    res = build_rule_configmaps(prom(), [second, first], RenderOptions())
+    assert not res.rejected
+    assert len(res.configmaps) == expected_configmaps
+    assert sum(_configmap_sizes(res)) == total
+    assert all(size <= UPSTREAM_MAX_CONFIGMAP_DATA for size in _configmap_sizes(res))
+    # files are taken in name order, so the first file always opens the first ConfigMap
+    assert list(res.configmaps[0]["data"])[0].startswith("apps-a-first-")
+
+
+def test_single_rule_file_over_upstreams_limit_is_rejected_and_at_it_accepted():
+    at_limit = _rule_of_size("fits", UPSTREAM_MAX_CONFIGMAP_DATA)
+    over = _rule_of_size("too-big", UPSTREAM_MAX_CONFIGMAP_DATA + 1)
+    res = build_rule_configmaps(prom(), [at_limit, over], RenderOptions())
+    assert [(p.name, p.field) for p in res.rejected] == [("too-big", "spec")]
+    assert "524289 bytes, over the 524288-byte ConfigMap limit" in res.rejected[0].message
+    assert _configmap_sizes(res) == [UPSTREAM_MAX_CONFIGMAP_DATA]

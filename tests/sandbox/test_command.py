@@ -47,6 +47,44 @@ def test_default_kubeconfig_goes_to_a_temp_dir(tmp_path):
 def test_busy_port_is_a_clear_error(sandbox):
     proc = subprocess.run([sys.executable, "-m", "promop", "sandbox", "--port",
                            str(sandbox.port)], capture_output=True, text=True, timeout=30)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert f"cannot listen on 127.0.0.1:{sandbox.port}" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--port", "99999"], "--port 99999 is out of range; give 0-65535"),
+    (["--port", "-1"], "--port -1 is out of range"),
+    (["--port", "http"], '--port "http" is not a number'),
+    (["--bookmark-interval", "0"], '--bookmark-interval "0" must be a positive number'),
+    (["--kubeconfig", "{tmp}"], "is a directory; give a file path"),
+    (["--kubeconfig", "{tmp}/file/kubeconfig"], "cannot write the kubeconfig to"),
+])
+def test_bad_flags_are_one_line_and_exit_2(tmp_path, args, message):
+    (tmp_path / "file").write_text("")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    proc = subprocess.run([sys.executable, "-m", "promop", "sandbox", *args],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stdout == ""
+
+
+def test_rbac_flag_enforces_tokens(tmp_path):
+    path = tmp_path / "kc"
+    proc = subprocess.Popen([sys.executable, "-m", "promop", "sandbox", "--authorization", "rbac",
+                             "--kubeconfig", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        url = first.split()[3].rstrip(";")
+        import requests
+
+        assert requests.get(f"{url}/api/v1/namespaces").status_code == 401
+        api = config.new_client_from_config(config_file=str(path))
+        assert client.CoreV1Api(api).list_namespace().items  # the kubeconfig's token: admin
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+    assert proc.returncode == 0

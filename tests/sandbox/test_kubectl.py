@@ -3,6 +3,8 @@ back as YAML, update, describe and delete."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import yaml
 
@@ -80,10 +82,44 @@ def test_imperative_create_generators_send_protobuf(kubectl, core):
             "--from-literal=password=hunter2")
     kubectl("create", "serviceaccount", "bot", "-n", "monitoring")
     ns = core.read_namespace("monitoring")
-    assert ns.metadata.labels == {"team": "obs"} and ns.metadata.generate_name is None
+    assert ns.metadata.labels == {"team": "obs", "kubernetes.io/metadata.name": "monitoring"} and ns.metadata.generate_name is None
     assert core.read_namespaced_config_map("cfg", "monitoring").data == {"a": "b"}
     secret = core.read_namespaced_secret("creds", "monitoring")
     assert secret.data == {"password": "aHVudGVyMg=="} and secret.type == "Opaque"
     assert core.read_namespaced_service_account("bot", "monitoring").metadata.name == "bot"
     proc = kubectl("create", "deployment", "web", "--image=nginx", check=False)
     assert proc.returncode != 0 and "protobuf" in proc.stderr
+
+
+def test_get_events_shows_the_apiservers_columns(kubectl, core, api_client):
+    """`kubectl get events` prints LAST SEEN, TYPE, REASON, OBJECT, MESSAGE, as against a
+    real apiserver (issue 12), for core/v1 and events.k8s.io/v1 Events."""
+    from kubernetes import client
+
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 180))
+    core.create_namespaced_event("default", {
+        "metadata": {"name": "web.1"}, "type": "Warning", "reason": "BackOff",
+        "message": "Back-off restarting failed container", "count": 4,
+        "involvedObject": {"kind": "Pod", "name": "web", "namespace": "default"},
+        "source": {"component": "kubelet", "host": "node-1"},
+        "firstTimestamp": stamp, "lastTimestamp": stamp})
+    client.EventsV1Api(api_client).create_namespaced_event("default", {
+        "metadata": {"name": "sm.2"}, "type": "Normal", "reason": "Synced",
+        "note": "config written", "action": "Sync", "reportingController": "promop",
+        "reportingInstance": "promop-0",
+        "eventTime": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime()),
+        "regarding": {"kind": "ServiceMonitor", "name": "web", "namespace": "default"}})
+    lines = kubectl("get", "events", "-n", "default").stdout.splitlines()
+    assert lines[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert lines[1].split()[:4] == ["3m", "Warning", "BackOff", "pod/web"]
+    assert lines[1].endswith("Back-off restarting failed container")
+    wide = kubectl("get", "events.v1.events.k8s.io", "-n", "default", "-o", "wide").stdout
+    header, row = wide.splitlines()[:2]
+    assert header.split()[:6] == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "SUBOBJECT"]
+    assert "servicemonitor/web" in row and "config written" in row and "promop" in row
+
+
+def test_kubectl_create_token(kubectl, core):
+    core.create_namespaced_service_account("default", {"metadata": {"name": "robot"}})
+    token = kubectl("create", "token", "robot").stdout.strip()
+    assert token.startswith("sandbox-sa-")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 from kubernetes.client import ApiException
@@ -51,7 +52,8 @@ def test_field_selectors(core, labelled):
     core.create_namespace({"metadata": {"name": "other"}})
     core.create_namespaced_config_map("other", configmap("a"))
     core.create_namespaced_secret("default", {"metadata": {"name": "tls"}, "type":
-                                              "kubernetes.io/tls"})
+                                              "kubernetes.io/tls", "stringData": {
+                                                  "tls.crt": "c", "tls.key": "k"}})
     core.create_namespaced_secret("default", {"metadata": {"name": "helm"},
                                               "type": "helm.sh/release.v1"})
     everywhere = core.list_config_map_for_all_namespaces(field_selector="metadata.name=a")
@@ -143,7 +145,9 @@ def _page_all(list_page, **kwargs) -> list:
             between(seen)
 
 
-def test_paging_while_objects_come_and_go_returns_each_once_in_order(core):
+def test_paging_while_objects_come_and_go_shows_the_first_pages_snapshot(core):
+    """A continue token is a snapshot (issue 18 §4): writes between pages do not show, every
+    page carries the first page's resourceVersion."""
     for ns in ("a-before", "z-after"):
         core.create_namespace({"metadata": {"name": ns}})
         core.create_namespaced_config_map(ns, configmap("cm-050"))
@@ -169,11 +173,8 @@ def test_paging_while_objects_come_and_go_returns_each_once_in_order(core):
                       between=churn)
     names = [i.metadata.name for i in items]
     assert {i.metadata.namespace for i in items} == {"default"}
-    assert names == sorted(set(names)), "duplicates or out of order"
-    listed_before_deletion = {n for n in deleted if n in names}
-    assert set(existing) - deleted <= set(names), "a pre-existing object was skipped"
-    assert set(names) - set(existing) == created_ahead  # new ones after the cursor only
-    assert len(deleted) > 10 and listed_before_deletion  # the churn did happen both ways
+    assert names == existing  # as of the first page: deleted ones included, new ones not
+    assert len(deleted) > 10 and created_ahead  # the churn did happen
 
 
 def test_cluster_wide_paging_crosses_namespaces_in_order(core):
@@ -241,3 +242,53 @@ def test_pages_show_every_write_after_random_creates_updates_and_deletes(core):
         if not token:
             break
     assert seen == sorted(live.items())
+
+
+def test_pages_carry_the_first_pages_resource_version(core):
+    for n in range(5):
+        core.create_namespaced_config_map("default", configmap(f"cm-{n}"))
+    first = core.list_namespaced_config_map("default", limit=2)
+    core.patch_namespaced_config_map("cm-3", "default", {"data": {"changed": "yes"}})
+    core.delete_namespaced_config_map("cm-4", "default")
+    second = core.list_namespaced_config_map("default", limit=10,
+                                             _continue=first.metadata._continue)
+    assert second.metadata.resource_version == first.metadata.resource_version
+    assert [i.metadata.name for i in second.items] == ["cm-2", "cm-3", "cm-4"]
+    assert not second.items[1].data  # the patch came later
+
+
+def test_resource_version_match_exact(core):
+    made = core.create_namespaced_config_map("default", configmap("a", v="1"))
+    rv = made.metadata.resource_version
+    core.patch_namespaced_config_map("a", "default", {"data": {"v": "2"}})
+    core.create_namespaced_config_map("default", configmap("b"))
+    exact = core.list_namespaced_config_map("default", resource_version=rv,
+                                            resource_version_match="Exact")
+    assert exact.metadata.resource_version == rv
+    assert [(i.metadata.name, i.data["v"]) for i in exact.items] == [("a", "1")]
+    newer = core.list_namespaced_config_map("default", resource_version=rv,
+                                            resource_version_match="NotOlderThan")
+    assert [i.metadata.name for i in newer.items] == ["a", "b"]
+    with pytest.raises(ApiException) as excinfo:
+        core.list_namespaced_config_map("default", resource_version="99999",
+                                        resource_version_match="Exact")
+    assert excinfo.value.status == 504
+    assert json.loads(excinfo.value.body)["details"]["causes"][0]["reason"] == \
+        "ResourceVersionTooLarge"
+
+
+def test_compaction_expires_continue_tokens_and_old_versions(core, sandbox):
+    for n in range(4):
+        core.create_namespaced_config_map("default", configmap(f"cm-{n}"))
+    first = core.list_namespaced_config_map("default", limit=2)
+    rv = first.metadata.resource_version
+    core.create_namespaced_config_map("default", configmap("later"))
+    sandbox.faults.compact()
+    with pytest.raises(ApiException) as excinfo:
+        core.list_namespaced_config_map("default", limit=2, _continue=first.metadata._continue)
+    assert excinfo.value.status == 410
+    assert json.loads(excinfo.value.body)["reason"] == "Expired"
+    with pytest.raises(ApiException) as excinfo:
+        core.list_namespaced_config_map("default", resource_version=rv,
+                                        resource_version_match="Exact")
+    assert excinfo.value.status == 410

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from kubernetes import client
@@ -55,14 +56,37 @@ def test_changing_an_immutable_field_is_invalid(apps):
     assert updated.spec.template.spec.containers[0].image == "prom:v2"
 
 
-def test_simulated_statefulsets_report_ready():
+def _eventually(check, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_simulated_statefulsets_report_ready_asynchronously():
+    """The controller writes status through /status after the create: the create response has
+    none, and its resourceVersion is stale once the status is written (as on a cluster)."""
     with Sandbox(simulate_statefulsets=True) as sb:
         apps = client.AppsV1Api(sb.api_client())
         made = apps.create_namespaced_stateful_set("default", statefulset(replicas=2))
-        assert made.status.ready_replicas == 2 and made.status.available_replicas == 2
-        scaled = apps.patch_namespaced_stateful_set("prom", "default", {"spec": {"replicas": 4}})
-        assert scaled.status.ready_replicas == 4 and scaled.status.updated_replicas == 4
-        assert scaled.status.observed_generation == scaled.metadata.generation
+        assert made.status is None or not made.status.ready_replicas
+        _eventually(lambda: getattr(apps.read_namespaced_stateful_set(
+            "prom", "default").status, "ready_replicas", None) == 2)
+        current = apps.read_namespaced_stateful_set("prom", "default")
+        assert current.metadata.resource_version != made.metadata.resource_version
+        assert current.status.observed_generation == 1
+        assert "kube-controller-manager" in [m.manager for m in current.metadata.managed_fields]
+        stale = dict(statefulset(replicas=3))
+        stale["metadata"]["resourceVersion"] = made.metadata.resource_version
+        with pytest.raises(ApiException) as excinfo:
+            apps.replace_namespaced_stateful_set("prom", "default", stale)
+        assert excinfo.value.status == 409
+        apps.patch_namespaced_stateful_set("prom", "default", {"spec": {"replicas": 4}})
+        _eventually(lambda: apps.read_namespaced_stateful_set(
+            "prom", "default").status.ready_replicas == 4)
+        scaled = apps.read_namespaced_stateful_set("prom", "default")
+        assert scaled.status.updated_replicas == 4
+        assert scaled.status.observed_generation == scaled.metadata.generation == 2
 
 
 def test_without_simulation_status_stays_empty(apps):

@@ -131,17 +131,63 @@ def test_bookmarks_carry_the_current_resource_version(sandbox, core):
     made = core.create_namespaced_config_map("default", configmap("a"))
     core.create_namespace({"metadata": {"name": "elsewhere"}})  # bumps the global RV
     response = raw_stream(core, resource_version=made.metadata.resource_version,
-                          allow_watch_bookmarks=True, timeout_seconds=5)
+                          allow_watch_bookmarks=True, timeout_seconds=30)
     events = iter_events(response)
-    first, second = next(events), next(events)  # periodic: more than one
-    assert first["type"] == second["type"] == "BOOKMARK"
+    first = next(events)  # the store moved past what the watch was told: a bookmark is due
+    assert first["type"] == "BOOKMARK"
     assert first["object"]["kind"] == "ConfigMap"
     assert int(first["object"]["metadata"]["resourceVersion"]) == sandbox.store.rv
     core.create_namespace({"metadata": {"name": "later"}})
     newer = str(sandbox.store.rv)
-    # later bookmarks (until the stream's timeout) move on to the newer RV
-    assert any(e["type"] == "BOOKMARK" and e["object"]["metadata"]["resourceVersion"] == newer
-               for e in events)
+    # while the store changes, the next tick's bookmark moves on to the newer RV
+    second = next(events)
+    assert second["type"] == "BOOKMARK"
+    assert second["object"]["metadata"]["resourceVersion"] == newer
+    response.close()
+
+
+def test_no_bookmarks_on_an_idle_watch(sandbox, core):
+    """A real apiserver sends none while nothing changes (clients must not treat silence as a
+    dead stream); the interval here is 20 ticks of the test's wait."""
+    sandbox.bookmark_interval = 0.05
+    rv = core.list_namespaced_config_map("default").metadata.resource_version
+    response = raw_stream(core, resource_version=rv, allow_watch_bookmarks=True,
+                          timeout_seconds=60)
+    assert not _readable(response, 1.0)
+    core.create_namespaced_config_map("default", configmap("wakes"))
+    events = iter_events(response)
+    event = next(events)
+    assert event["type"] == "ADDED"  # the event itself, then silence again: nothing new
+    assert not _readable(response, 0.5)
+    response.close()
+
+
+def test_a_bookmark_shortly_before_the_timeout(sandbox, core):
+    """The apiserver sends one 2 s before `timeoutSeconds` ends, even on an idle watch, so the
+    client re-watches from a fresh resourceVersion."""
+    sandbox.bookmark_before_timeout = 0.5
+    rv = core.list_namespaced_config_map("default").metadata.resource_version
+    started = time.monotonic()
+    response = raw_stream(core, resource_version=rv, allow_watch_bookmarks=True,
+                          timeout_seconds=2)
+    events = read_events(response, 5)
+    elapsed = time.monotonic() - started
+    assert [e["type"] for e in events] == ["BOOKMARK"]
+    assert events[0]["object"]["metadata"]["resourceVersion"] == str(sandbox.store.rv)
+    assert 1.9 <= elapsed < 10  # the stream itself still ends at the timeout
+
+
+def test_default_bookmark_interval_is_a_minute():
+    from promop.sandbox import Sandbox
+
+    sandbox = Sandbox()
+    assert sandbox.bookmark_interval == 60.0 and sandbox.bookmark_before_timeout == 2.0
+
+
+def _readable(response, seconds: float) -> bool:
+    import select
+
+    return bool(select.select([response.connection.sock], [], [], seconds)[0])
 
 
 def test_no_bookmarks_unless_allowed(sandbox, core):

@@ -1,0 +1,124 @@
+"""The objects metrics describe, read from the API server.
+
+A `*` request needs the names of the objects matching a label selector;
+metrics.k8s.io needs pods and nodes. Upstream lists through the API on every
+request; here a metadata-only informer per resource is started on first use
+and answers from memory once synced (a direct LIST answers until then), so
+a request costs no API round trip.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from promop.adapter.resources import ResourceInfo
+from promop.adapter.selector import Requirement
+from promop.kube.client import KubeClient
+from promop.kube.informer import Informer
+from promop.kube.resources import Resource
+
+log = logging.getLogger("promop.adapter")
+
+
+def _keep_metadata(obj: dict) -> dict:
+    meta = obj.get("metadata") or {}
+    out = {"metadata": {k: meta[k] for k in ("name", "namespace", "labels", "resourceVersion") if k in meta}}
+    phase = (obj.get("status") or {}).get("phase")
+    if phase:
+        out["status"] = {"phase": phase}
+    return out
+
+
+def _matches(obj: dict, namespace: str | None, selector: list[Requirement]) -> bool:
+    meta = obj.get("metadata") or {}
+    if namespace is not None and meta.get("namespace") != namespace:
+        return False
+    labels = meta.get("labels") or {}
+    return all(r.matches(labels) for r in selector)
+
+
+def _order(objs: list[dict]) -> list[dict]:
+    return sorted(objs, key=lambda o: ((o.get("metadata") or {}).get("namespace", ""),
+                                       (o.get("metadata") or {}).get("name", "")))
+
+
+class KubeLister:
+    """Informer-backed object metadata; pods need their phase, so pods are read whole."""
+
+    def __init__(self, client: KubeClient, sync_timeout: float = 5.0, use_informers: bool = True) -> None:
+        self.client = client
+        self.sync_timeout = sync_timeout
+        self.use_informers = use_informers
+        self._informers: dict[tuple[str, str], Informer] = {}
+        self._lock = threading.Lock()
+
+    def _resource(self, info: ResourceInfo) -> Resource:
+        return Resource(info.group, info.version, info.resource, info.namespaced, info.kind)
+
+    def _informer(self, info: ResourceInfo) -> Informer | None:
+        if not self.use_informers:
+            return None
+        key = (info.group, info.resource)
+        with self._lock:
+            inf = self._informers.get(key)
+            if inf is None:
+                inf = Informer(self.client, self._resource(info), metadata_only=info.resource != "pods",
+                               transform=_keep_metadata, name=f"adapter-{info.resource}")
+                inf.start()
+                self._informers[key] = inf
+        return inf if inf.has_synced() or inf.wait_for_sync(0.0) else None
+
+    def list(self, info: ResourceInfo, namespace: str | None, selector: list[Requirement],
+             selector_text: str) -> list[dict]:
+        inf = self._informer(info)
+        if inf is not None:
+            return _order([o for o in inf.store.list() if _matches(o, namespace, selector)])
+        page = self.client.list(self._resource(info), namespace if info.namespaced else None,
+                                label_selector=selector_text or None, metadata_only=info.resource != "pods")
+        return _order([_keep_metadata(o) for o in page.get("items") or []])
+
+    def get(self, info: ResourceInfo, namespace: str | None, name: str) -> dict | None:
+        inf = self._informer(info)
+        if inf is not None:
+            key = f"{namespace}/{name}" if info.namespaced and namespace else name
+            obj = inf.store.get_by_key(key)
+            return obj
+        from promop.kube.errors import NotFound
+
+        try:
+            return _keep_metadata(self.client.get(self._resource(info), name,
+                                                  namespace if info.namespaced else None))
+        except NotFound:
+            return None
+
+    def stop(self) -> None:
+        with self._lock:
+            informers = list(self._informers.values())
+            self._informers.clear()
+        for inf in informers:
+            inf.stop()
+
+
+class StaticLister:
+    """Objects given up front: for tests and `explain`."""
+
+    def __init__(self, objects: dict[str, list[dict]] | None = None) -> None:
+        self.objects = objects or {}   # resource plural → objects
+
+    def list(self, info: ResourceInfo, namespace: str | None, selector: list[Requirement],
+             selector_text: str) -> list[dict]:
+        return _order([o for o in self.objects.get(info.resource, []) if _matches(o, namespace, selector)])
+
+    def get(self, info: ResourceInfo, namespace: str | None, name: str) -> dict | None:
+        for o in self.objects.get(info.resource, []):
+            meta = o.get("metadata") or {}
+            if meta.get("name") == name and (not info.namespaced or meta.get("namespace") == namespace):
+                return o
+        return None
+
+
+def get_json(client: KubeClient, path: str) -> Any:
+    """GET a non-resource path (discovery) through the client's one request path."""
+    return client._request("GET", path, endpoint=path)  # noqa: SLF001 - the client's single request path

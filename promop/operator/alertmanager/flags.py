@@ -1,0 +1,120 @@
+"""Flags of the Alertmanager controller, the kubelet endpoints sync and CRD management (upstream's names)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from promop.kube.selector import SelectorError, parse_selector
+from promop.render.alertmanager.common import DEFAULT_ALERTMANAGER_BASE_IMAGE
+
+
+class FlagError(ValueError):
+    """A flag value that cannot be used; the message names the flag."""
+
+
+@dataclass(frozen=True)
+class AMOptions:
+    enabled: bool = True  # run the Alertmanager controller (when its CRDs are installed)
+    manage_crds: bool = False  # create/update the CRDs in crds/ at start and wait until Established
+    default_base_image: str = DEFAULT_ALERTMANAGER_BASE_IMAGE
+    cluster_domain: str = ""
+    kubelet_service: str = ""  # namespace/name; empty: no kubelet endpoints sync
+    kubelet_selector: str = ""
+    kubelet_node_address_priority: str = "internal"
+    kubelet_endpoints: bool = True
+    kubelet_endpointslice: bool = False
+    kubelet_sync_period: float = 180.0
+    kubelet_http_metrics: bool = True
+
+    def kubelet_object(self) -> tuple[str, str]:
+        ns, _, name = self.kubelet_service.partition("/")
+        return ns, name
+
+
+def _bool(text: str) -> bool:
+    low = str(text).lower()
+    if low in ("true", "1", "yes"):
+        return True
+    if low in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    am = parser.add_argument_group("alertmanager, kubelet, CRDs")
+    am.add_argument("--alertmanager-controller", type=_bool, default=True, metavar="BOOL",
+                    help="run the Alertmanager controller when its CRDs are installed (default true)")
+    am.add_argument("--alertmanager-default-base-image", default=DEFAULT_ALERTMANAGER_BASE_IMAGE,
+                    help="Alertmanager image (without tag) when spec.image is not set")
+    am.add_argument("--cluster-domain", default="",
+                    help="cluster domain for fully qualified Alertmanager peer addresses (default: short names)")
+    am.add_argument("--manage-crds", action="store_true",
+                    help="create or update the CRDs at start and wait until they are established")
+    am.add_argument("--kubelet-service", default="", metavar="NAMESPACE/NAME",
+                    help="keep this Service and its Endpoints listing every node's kubelet (e.g. kube-system/kubelet)")
+    am.add_argument("--kubelet-selector", default="", help="label selector of the nodes to list")
+    am.add_argument("--kubelet-node-address-priority", choices=("internal", "external"), default="internal")
+    am.add_argument("--kubelet-endpoints", type=_bool, default=True, metavar="BOOL",
+                    help="manage the kubelet Endpoints object (default true)")
+    am.add_argument("--kubelet-endpointslice", type=_bool, nargs="?", const=True, default=False, metavar="BOOL",
+                    help="manage kubelet EndpointSlices too (default false)")
+    am.add_argument("--kubelet-sync-period", type=float, default=180.0, help="seconds between kubelet syncs (default 180)")
+    am.add_argument("--kubelet-http-metrics", type=_bool, default=True, metavar="BOOL",
+                    help="include the http-metrics port 10255 (default true)")
+
+
+def from_args(args: argparse.Namespace) -> AMOptions:
+    service = args.kubelet_service or ""
+    if service and (service.count("/") != 1 or not all(service.split("/"))):
+        raise FlagError(f"--kubelet-service: {service!r} is not namespace/name, e.g. kube-system/kubelet")
+    if args.kubelet_selector:
+        try:
+            parse_selector(_selector_spec(args.kubelet_selector))
+        except SelectorError as exc:
+            raise FlagError(f"--kubelet-selector: {exc}") from None
+    if service and not (args.kubelet_endpoints or args.kubelet_endpointslice):
+        raise FlagError("--kubelet-endpoints=false needs --kubelet-endpointslice: at least one must be managed")
+    if args.kubelet_sync_period <= 0:
+        raise FlagError(f"--kubelet-sync-period must be positive, got {args.kubelet_sync_period}")
+    return AMOptions(
+        enabled=args.alertmanager_controller, manage_crds=args.manage_crds,
+        default_base_image=args.alertmanager_default_base_image, cluster_domain=args.cluster_domain,
+        kubelet_service=service, kubelet_selector=args.kubelet_selector,
+        kubelet_node_address_priority=args.kubelet_node_address_priority, kubelet_endpoints=args.kubelet_endpoints,
+        kubelet_endpointslice=args.kubelet_endpointslice, kubelet_sync_period=args.kubelet_sync_period,
+        kubelet_http_metrics=args.kubelet_http_metrics)
+
+
+def _selector_spec(text: str) -> dict:
+    """`a=b,c!=d,e in (x,y),!f,g` -> a metav1.LabelSelector dict."""
+    import re
+
+    exprs, labels = [], {}
+    for part in re.findall(r"[^,(]+(?:\([^)]*\))?", text):
+        part = part.strip()
+        if not part:
+            continue
+        m = re.match(r"^([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)$", part)
+        if m:
+            values = [v.strip() for v in m.group(3).split(",") if v.strip()]
+            exprs.append({"key": m.group(1), "operator": "In" if m.group(2) == "in" else "NotIn", "values": values})
+        elif "!=" in part:
+            k, v = part.split("!=", 1)
+            exprs.append({"key": k.strip(), "operator": "NotIn", "values": [v.strip()]})
+        elif "=" in part:
+            k, v = part.split("==" if "==" in part else "=", 1)
+            labels[k.strip()] = v.strip()
+        elif part.startswith("!"):
+            exprs.append({"key": part[1:].strip(), "operator": "DoesNotExist"})
+        else:
+            exprs.append({"key": part, "operator": "Exists"})
+    out: dict = {}
+    if labels:
+        out["matchLabels"] = labels
+    if exprs:
+        out["matchExpressions"] = exprs
+    return out
+
+
+selector_spec = _selector_spec

@@ -1,0 +1,85 @@
+"""The Secrets the operator writes for an Alertmanager: generated config, TLS assets, web and cluster TLS config."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+from typing import Any, Mapping
+
+import yaml
+
+from promop.render.alertmanager.meta import managed_metadata, prefixed_name
+from promop.render.model import RenderOptions
+from promop.render.tls_assets import MAX_SECRET_DATA
+
+CONFIG_GZ_KEY = "alertmanager.yaml.gz"
+WEB_CONFIG_KEY = "web-config.yaml"
+CLUSTER_TLS_KEY = "cluster-tls-config.yaml"
+
+
+def compress(text: str) -> bytes:
+    """gzip with mtime 0: equal configs give equal bytes, so an unchanged config is never rewritten."""
+    return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
+
+
+def generated_secret(alertmanager: Mapping[str, Any], options: RenderOptions, text: str,
+                     extra_data: Mapping[str, str]) -> dict:
+    """`alertmanager-<name>-generated`: alertmanager.yaml.gz plus the user Secret's other keys."""
+    data = dict(sorted(extra_data.items()))
+    data[CONFIG_GZ_KEY] = base64.b64encode(compress(text)).decode("ascii")
+    return {
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": managed_metadata(alertmanager, f"{prefixed_name(alertmanager)}-generated", options),
+        "data": data,
+    }
+
+
+def tls_asset_secrets(alertmanager: Mapping[str, Any], options: RenderOptions, assets: Mapping[str, str]) -> list[dict]:
+    """`alertmanager-<name>-tls-assets-<n>`, sharded below the Secret size limit (always at least one)."""
+    shards: list[dict[str, str]] = [{}]
+    size = 0
+    for filename in sorted(assets):
+        raw = assets[filename].encode("utf-8")
+        item = len(raw) + len(filename)
+        if shards[-1] and size + item > MAX_SECRET_DATA:
+            shards.append({})
+            size = 0
+        shards[-1][filename] = base64.b64encode(raw).decode("ascii")
+        size += item
+    base = prefixed_name(alertmanager)
+    return [{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+             "metadata": managed_metadata(alertmanager, f"{base}-tls-assets-{i}", options), "data": data}
+            for i, data in enumerate(shards)]
+
+
+def web_config(spec: Mapping[str, Any]) -> str:
+    """The --web.config.file content: empty unless spec.web.httpConfig is set (web TLS: see docs)."""
+    web = spec.get("web") or {}
+    http = web.get("httpConfig") or {}
+    out: dict = {}
+    server: dict = {}
+    if http.get("http2") is not None:
+        server["http2"] = bool(http["http2"])
+    headers = http.get("headers") or {}
+    mapping = {"contentSecurityPolicy": "Content-Security-Policy", "xFrameOptions": "X-Frame-Options",
+               "xContentTypeOptions": "X-Content-Type-Options", "xXSSProtection": "X-XSS-Protection",
+               "strictTransportSecurity": "Strict-Transport-Security"}
+    hdrs = {mapping[k]: v for k, v in headers.items() if k in mapping and v}
+    if hdrs:
+        server["headers"] = hdrs
+    if server:
+        out["http_server_config"] = server
+    return yaml.safe_dump(out, sort_keys=False) if out else ""
+
+
+def web_config_secret(alertmanager: Mapping[str, Any], options: RenderOptions) -> dict:
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": managed_metadata(alertmanager, f"{prefixed_name(alertmanager)}-web-config", options),
+            "data": {WEB_CONFIG_KEY: base64.b64encode(web_config(alertmanager.get("spec") or {}).encode()).decode()}}
+
+
+def cluster_tls_secret(alertmanager: Mapping[str, Any], options: RenderOptions) -> dict:
+    """`alertmanager-<name>-cluster-tls-config`: empty (spec.clusterTLS is reported as not implemented)."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": managed_metadata(alertmanager, f"{prefixed_name(alertmanager)}-cluster-tls-config", options),
+            "data": {CLUSTER_TLS_KEY: ""}}

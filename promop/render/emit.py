@@ -1,0 +1,253 @@
+"""A fast, small YAML emitter for JSON-like data (dict, list, str, int, float, bool, None).
+
+Why our own: PyYAML's emitter (even CSafeDumper) spends most of a render in per-node Python
+calls (representer, resolver, emitter states); configs are plain trees of a few scalar types,
+so a direct emitter is several times faster and its output is fully ours to keep stable.
+
+Output: block style, keys in insertion order (or sorted), two-space indentation, sequences
+under a key not indented (as PyYAML and Go's yaml.v2 write them), `[]`/`{}` for empty
+containers, no line folding, no anchors. Byte-stable: equal data gives equal bytes.
+
+Strings are plain when every YAML reader reads them back as the same string: not a YAML 1.1
+bool/null word in any case (`yes`, `No`, `on`, `y`, `~`, ...), not a number in YAML 1.1,
+1.2 or Go's syntax (`0123`, `1e3`, `0x1F`, `1_000`, `1:30`, `.inf`), not a timestamp,
+not `<<` or `=`, no leading indicator, no `: ` or ` #`, no leading/trailing space. Others are
+single-quoted, or double-quoted with escapes when they hold line breaks or characters YAML
+does not print. With `literal=True`, multi-line strings use `|` block scalars (rule files).
+
+    emit(data, sort_keys=False, literal=False) -> str
+    emit_all(documents, ...) -> str          documents separated by `---`
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Iterable
+
+__all__ = ["emit", "emit_all"]
+
+_WORDS = frozenset({
+    "", "~", "null", "y", "n", "yes", "no", "true", "false", "on", "off",
+})
+_NUMBER = re.compile(
+    r"""[-+]?(?:
+        [0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?       # YAML 1.1 sexagesimal
+      | 0[xX][0-9a-fA-F_]*(?:\.[0-9a-fA-F_]*)?(?:[pP][-+]?[0-9_]+)?   # hex (Go: hex floats too)
+      | 0[oO][0-7_]+ | 0[bB][01_]+                          # octal / binary
+      | (?:[0-9][0-9_]*)?\.?[0-9_]*(?:[eE][-+]?[0-9_]+)?     # decimal int or float, 1e3, .5, 1.
+      | \.?(?:inf|infinity|nan)
+    )""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}")
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+# YAML's printable set (c-printable) without the byte order mark, and no line breaks.
+_PRINTABLE_ONE_LINE = re.compile(
+    "[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*\\Z"
+)
+_PRINTABLE_ANY = re.compile(
+    "[\x09\x0a\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*\\Z"
+)
+_ESCAPES = {"\0": "\\0", "\x07": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\x0b": "\\v", "\f": "\\f",
+            "\r": "\\r", "\x1b": "\\e", '"': '\\"', "\\": "\\\\", "\x85": "\\N", "\xa0": "\\_",
+            "\u2028": "\\L", "\u2029": "\\P"}
+
+_cache: dict[str, str] = {}
+_CACHE_MAX = 200_000
+
+
+def _resolves_to_other_type(s: str) -> bool:
+    if s.lower() in _WORDS or s in ("<<", "="):
+        return True
+    c = s[0]
+    if c in "0123456789+-." and _NUMBER.fullmatch(s):
+        return True
+    return c.isdigit() and _TIMESTAMP.match(s) is not None
+
+
+def _plain_ok(s: str) -> bool:
+    if _resolves_to_other_type(s):
+        return False
+    if s[0] in _INDICATORS or s[0] == " " or s[-1] in " :" or "\t" in s:
+        return False
+    if ": " in s or " #" in s:
+        return False
+    return _PRINTABLE_ONE_LINE.match(s) is not None
+
+
+def _double_quoted(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        esc = _ESCAPES.get(ch)
+        if esc is not None:
+            out.append(esc)
+        elif _PRINTABLE_ONE_LINE.match(ch) is not None:
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def _string(s: str) -> str:
+    """The scalar for `s` on one line (memoised: configs repeat the same strings)."""
+    text = _cache.get(s)
+    if text is None:
+        if s and _plain_ok(s):
+            text = s
+        elif _PRINTABLE_ONE_LINE.match(s) is not None and "\t" not in s:
+            text = "'" + s.replace("'", "''") + "'"
+        else:
+            text = _double_quoted(s)
+        if len(_cache) >= _CACHE_MAX:
+            _cache.clear()
+        _cache[s] = text
+    return text
+
+
+def _float(value: float) -> str:
+    if math.isnan(value):
+        return ".nan"
+    if math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    text = repr(value).lower()
+    if "." not in text and "e" in text:  # 1e+20 -> 1.0e+20, a float in YAML 1.1 too
+        text = text.replace("e", ".0e", 1)
+    return text
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return _string(value)
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        return _float(value)
+    raise TypeError(f"cannot emit {type(value).__name__} as YAML: only dict, list, str, int, float, bool, None")
+
+
+def _literal_ok(s: str) -> bool:
+    if "\n" not in s or _PRINTABLE_ANY.match(s) is None or "\t" in s:
+        return False
+    lines = s.split("\n")
+    return all(not line.endswith(" ") for line in lines) and not s.startswith("\n")
+
+
+def _literal(s: str, indent: str) -> str:
+    """A `|` block scalar: chomping from the trailing newlines, an indentation indicator when the
+    first line starts with a space."""
+    body = s.rstrip("\n")
+    trailing = len(s) - len(body)
+    chomp = "-" if trailing == 0 else "" if trailing == 1 else "+"
+    head = "|" + ("2" if body.startswith(" ") else "") + chomp
+    lines = [(indent + line) if line else "" for line in body.split("\n")]
+    tail = "\n" * (trailing - 1) if trailing > 1 else ""
+    return head + "\n" + "\n".join(lines) + "\n" + tail
+
+
+def _kind(value: Any) -> str:
+    """'map', 'seq' or 'scalar' for types other than the exact built-ins (subclasses, tuples)."""
+    if isinstance(value, dict):
+        return "map"
+    if isinstance(value, (list, tuple)):
+        return "seq"
+    return "scalar"
+
+
+def _emit_into(out: list[str], data: Any, sort_keys: bool, literal: bool) -> None:
+    """The emitter proper: closures over local names, exact-type dispatch first (the hot path)."""
+    append = out.append
+    cache = _cache
+
+    def key_text(k: Any) -> str:
+        if type(k) is str:
+            text = cache.get(k)
+            return text if text is not None else _string(k)
+        return _scalar(k)
+
+    def mapping(m: dict, indent: str, prefix: str) -> None:
+        child = indent + "  "
+        for k, v in (sorted(m.items(), key=lambda kv: str(kv[0])) if sort_keys else m.items()):
+            kt = key_text(k)
+            if len(kt) > 1000:  # an implicit key is at most 1024 characters: use an explicit one
+                kt = f"? {kt}\n{indent}"
+            t = type(v)
+            if t is str:
+                if literal and "\n" in v and _literal_ok(v):
+                    append(f"{prefix}{kt}: {_literal(v, child)}")
+                else:
+                    text = cache.get(v)
+                    append(f"{prefix}{kt}: {text if text is not None else _string(v)}\n")
+            elif t is dict or (t is not list and _kind(v) == "map"):
+                if v:
+                    append(f"{prefix}{kt}:\n")
+                    mapping(v, child, child)
+                else:
+                    append(f"{prefix}{kt}: {{}}\n")
+            elif t is list or _kind(v) == "seq":
+                if v:
+                    append(f"{prefix}{kt}:\n")
+                    sequence(v, indent)
+                else:
+                    append(f"{prefix}{kt}: []\n")
+            else:
+                append(f"{prefix}{kt}: {_scalar(v)}\n")
+            prefix = indent
+
+    def sequence(seq: Any, indent: str) -> None:
+        dash = indent + "- "
+        child = indent + "  "
+        for item in seq:
+            t = type(item)
+            if t is str:
+                if literal and "\n" in item and _literal_ok(item):
+                    append(dash + _literal(item, child))
+                else:
+                    text = cache.get(item)
+                    append(f"{dash}{text if text is not None else _string(item)}\n")
+            elif t is dict or (t is not list and _kind(item) == "map"):
+                if item:
+                    mapping(item, child, dash)
+                else:
+                    append(dash + "{}\n")
+            elif t is list or _kind(item) == "seq":
+                if item:
+                    append(indent + "-\n")
+                    sequence(item, child)
+                else:
+                    append(dash + "[]\n")
+            else:
+                append(f"{dash}{_scalar(item)}\n")
+
+    kind = _kind(data)
+    if kind == "map" and data:
+        mapping(data, "", "")
+    elif kind == "seq" and data:
+        sequence(data, "")
+    elif kind == "map":
+        append("{}\n")
+    elif kind == "seq":
+        append("[]\n")
+    else:
+        append(_scalar(data) + "\n")
+
+
+def emit(data: Any, sort_keys: bool = False, literal: bool = False) -> str:
+    """One YAML document for `data` (no `---`), ending in a newline."""
+    out: list[str] = []
+    _emit_into(out, data, sort_keys, literal)
+    return "".join(out)
+
+
+def emit_all(documents: Iterable[Any], sort_keys: bool = False, literal: bool = False) -> str:
+    """Several documents, each but the first preceded by `---`."""
+    parts = [emit(d, sort_keys, literal) for d in documents]
+    return "---\n".join(parts)

@@ -1,0 +1,85 @@
+"""Helpers for the Alertmanager controller tests (polling with deadlines, object builders)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from promop.kube.errors import Conflict, NotFound
+from promop.kube.resources import SECRETS
+from promop.operator.app import Operator
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENT = "promop-operator-under-test"
+FAST_INFORMERS = {"backoff_base": 0.05, "backoff_cap": 0.5, "idle_timeout": 10.0}
+TIMEOUT_SCALE = float(os.environ.get("PROMOP_TEST_TIMEOUT_SCALE", "3"))
+
+
+def eventually(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    timeout *= TIMEOUT_SCALE
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+            if value:
+                return value
+        except (AssertionError, NotFound) as exc:
+            last = exc
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f": {last}" if last else ""))
+
+
+@dataclass
+class Running:
+    operator: Operator
+    stop: threading.Event
+    thread: threading.Thread | None = None
+    result: dict = field(default_factory=dict)
+
+    @property
+    def am(self):
+        """The Alertmanager controller."""
+        from promop.operator.alertmanager.controller import AlertmanagerController
+
+        return next(c for c in self.operator.extra if isinstance(c, AlertmanagerController))
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout)
+
+
+def modify(kube: Any, res: Any, name: str, namespace: str, mutate: Callable[[dict], None]) -> dict:
+    for _ in range(50):
+        obj = kube.get(res, name, namespace)
+        mutate(obj)
+        try:
+            return kube.update(res, obj, namespace)
+        except Conflict:
+            continue
+    raise AssertionError("still conflicting")
+
+
+def generated_config(kube: Any, namespace: str, name: str) -> str:
+    secret = kube.get(SECRETS, f"alertmanager-{name}-generated", namespace)
+    return gzip.decompress(base64.b64decode(secret["data"]["alertmanager.yaml.gz"])).decode()
+
+
+def alertmanager(name: str = "main", namespace: str = "monitoring", **spec: Any) -> dict:
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "Alertmanager",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"version": "v0.25.0", "alertmanagerConfigSelector": {}, **spec}}
+
+
+def amc(name: str, namespace: str = "monitoring", receiver: str = "r", **extra: Any) -> dict:
+    spec = {"route": {"receiver": receiver, "groupBy": ["job"]},
+            "receivers": [{"name": "r", "webhookConfigs": [{"url": "http://127.0.0.1:1/hook"}]}], **extra}
+    return {"apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "AlertmanagerConfig",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
