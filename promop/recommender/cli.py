@@ -21,6 +21,7 @@ def register(parser: argparse.ArgumentParser, sub) -> None:
                                     "cannot answer) and print the same breakdown as `simulate`, next to the "
                                     "recommendation currently written in its status.")
     ex.add_argument("name", metavar="NAMESPACE/NAME")
+    ex.add_argument("--now", help="evaluate the history as of this time (RFC 3339; default: now)")
     add_flags(ex)
     ex.set_defaults(func=run_explain)
 
@@ -83,19 +84,31 @@ def run_explain(args: argparse.Namespace) -> int:
     except (TargetError, ValueError) as exc:
         return _fail(f"{ns}/{name}: {exc}")
     now = time.time()
+    if args.now:
+        from promop.vpa.timeutil import parse_time
+
+        try:
+            now = parse_time(args.now)
+        except ValueError as exc:
+            return _fail(f"--now: {exc}")
     model = ClusterState(options.model)
     key = f"{ns}/{name}"
     model.set_vpa(key, ns, selector.matches)
+    from promop.kube.resources import PODS
+
     try:
-        pods = client.list(__import__("promop.kube.resources", fromlist=["PODS"]).PODS, ns).get("items") or []
-    except ApiError:
+        pods = client.list(PODS, ns).get("items") or []
+    except ApiError as exc:
+        print(f"promop recommender: warning: cannot list pods in {ns} (their labels decide which history "
+              f"belongs to the VPA): {exc}", file=sys.stderr)
         pods = []
     live = {(ns, p["metadata"]["name"]): p["metadata"].get("labels") or {} for p in pods}
     source = "Prometheus history"
     prom = PrometheusClient(options.history.prometheus_address, timeout=options.prometheus_timeout, retries=1)
     states: dict[str, AggregateContainerState]
     try:
-        load_history(prom, dataclasses.replace(options.history, namespace=ns), model, now, live)
+        stats = load_history(prom, dataclasses.replace(options.history, namespace=ns), model, now, live)
+        source += f" ({stats.samples} samples of {stats.containers} containers in {ns})"
         states = model.vpa_aggregates(key)
     except PromError as exc:
         source = f"checkpoints (Prometheus: {exc})"

@@ -92,9 +92,9 @@ def create_workload(kube: KubeClient) -> None:
                                                     "spec": {"containers": [{"name": "app", "image": "x"}]}}}})
     kube.create(PODS, {"apiVersion": "v1", "kind": "Pod",
                        "metadata": {"name": "web-7d4b9-abcde", "namespace": NS,
-                                    "labels": {"app": "web", "pod-template-hash": "7d4b9"},
-                                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                                         "name": "web-7d4b9", "uid": "u1", "controller": True}]},
+                                    # no ownerReferences: the sandbox's garbage collector would delete a pod
+                                    # whose ReplicaSet does not exist (owner chains: test_recommender_rbac)
+                                    "labels": {"app": "web", "pod-template-hash": "7d4b9"}},
                        "spec": {"containers": [
                            {"name": "app", "image": "x", "resources": {"requests": {"memory": "256Mi"}}},
                            {"name": "sidecar", "image": "y"}]}})
@@ -148,13 +148,14 @@ def test_history_recommendation_checkpoints_restart_and_gc(cluster, kube, promet
         p = subprocess.run([sys.executable, "-m", "promop", "recommender", "explain", f"{NS}/web-vpa",
                             "--kubeconfig", kubeconfig, "--prometheus-address", prom.url,
                             "--prometheus-cadvisor-job-name", "kubelet", "--container-pod-name-label", "pod",
-                            "--container-name-label", "container", "--metric-for-pod-labels", ""],
+                            "--container-name-label", "container", "--metric-for-pod-labels", "",
+                            "--now", format_time(NOW)],
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr
         assert "history from Prometheus history" in p.stdout and "selector app=web" in p.stdout, p.stdout
         for needle in ("container app:", "container sidecar:", "confidence = min(", "cpu target: p90 = ",
                        "floors = pod minimum (25m, 250 MiB) / 2 container(s)", "status now: target"):
-            assert needle in p.stdout, (needle, p.stdout)
+            assert needle in p.stdout, (needle, p.stdout, p.stderr[-1500:])
         p = subprocess.run([sys.executable, "-m", "promop", "recommender", "explain", f"{NS}/nope",
                             "--kubeconfig", kubeconfig], capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and "not found" in p.stderr and "Traceback" not in p.stderr
