@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -18,21 +19,30 @@ MI = 1024 * 1024
 
 @pytest.mark.prometheus
 @pytest.mark.slow
-def test_demo_metrics_apis_answer_through_the_aggregation():
+@pytest.mark.parametrize("with_kubectl", [True, False], ids=["kubectl", "no-kubectl"])
+def test_demo_metrics_apis_answer_through_the_aggregation(with_kubectl, tmp_path):
     require_binaries()
+    env = dict(os.environ)
+    if with_kubectl:
+        if not shutil.which("kubectl"):
+            pytest.skip("kubectl is not installed")
+    else:  # a PATH with prometheus only: the demo shows the raw API instead of kubectl top
+        (tmp_path / "prometheus").symlink_to(shutil.which("prometheus"))
+        env["PATH"] = str(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "promop", "demo", "autoscaling", "--once", "--speed", "60"],
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=240, env=env)
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
     assert ("metrics APIs: promop adapter registered as APIServices v1beta1.metrics.k8s.io, "
             "v1beta2.custom.metrics.k8s.io, v1beta1.custom.metrics.k8s.io") in out
     # at the start: one pod holding the whole load (the demo's input, 60Mi), CPU_CORES of CPU
     memory_mi = load_at(0)
-    if shutil.which("kubectl"):
+    if with_kubectl:
         assert re.search(r"\$ kubectl --kubeconfig \S+ top pod -n default\n\s+NAME\s+CPU\(cores\)\s+MEMORY\(bytes\)",
                          out), out
         rows = re.findall(r"^\s+(shop-\S+)\s+(\d+)m\s+(\d+)Mi\s*$", out, re.M)
     else:
+        assert "GET /apis/metrics.k8s.io/v1beta1/namespaces/default/pods (what kubectl top pod reads):" in out
         rows = re.findall(r"^\s+(shop-\S+)\s+cpu (\d+)m\s+memory (\d+)Mi\s*$", out, re.M)
     assert len(rows) == 1, out
     pod, cpu_m, mem = rows[0]
