@@ -41,7 +41,7 @@ class LiveError(Exception):
 
 
 def _selector_string(selector: dict | None) -> str:
-    from promop.kube.selector import parse_selector
+    from promop.labelselector import parse_selector
 
     return str(parse_selector(selector or {}))
 

@@ -26,7 +26,7 @@ from promop.autoscaler.selector import SelectorError, parse as parse_selector
 from promop.kube.errors import ApiError
 from promop.kube.resources import EVENTS, Resource
 from promop.operator.logs import fields
-from promop.kube.selector import SelectorError as DictSelectorError, parse_selector as parse_dict_selector
+from promop.labelselector import SelectorError as DictSelectorError, parse_selector as parse_dict_selector
 from promop.kube.store import NAMESPACE_INDEX
 
 log = logging.getLogger("promop.autoscaler")

@@ -1,4 +1,4 @@
-"""Controller runtime: workqueue, informers, selectors, client and leader election.
+"""Controller runtime: workqueue, informers, client and leader election.
 
 Knows nothing about monitoring; modelled on client-go.
 """

@@ -16,12 +16,10 @@ discards connections beyond it, which turns into reconnect churn.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import quote, urlencode
 
@@ -33,11 +31,11 @@ from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 
 from promop.kube.client_metrics import ClientMetrics, client_metrics
-from promop.kube import early_get, managed_fields_cut
+from promop.kube import managed_fields_cut
 from promop.kube.client_ratelimit import TokenBucket
-from promop.kube.gc_pause import gc_paused
 from promop.kube.errors import ApiUnreachable, Gone, RequestTimeout, WatchIdleTimeout, error_from_response, error_from_status
 from promop.kube.resources import Resource
+from promop.kube.user_agent import default_component, is_generated_default, user_agent
 
 JSON = "application/json"
 _META = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
@@ -65,6 +63,9 @@ class _NoTimeoutRetry(Retry):
 _RETRIES = _NoTimeoutRetry(total=3, connect=3, read=2, redirect=3, status=0, other=0,
                            respect_retry_after_header=False, raise_on_status=False)
 _NO_RESPONSE = (urllib3.exceptions.HTTPError, OSError, ApiException)
+# without timeoutSeconds an apiserver ends a watch after [min-request-timeout, 2x], 1800 s by default
+_SERVER_MAX_WATCH_TIMEOUT = 3600
+WATCH_IDLE_GRACE = 30.0  # seconds past a watch's timeoutSeconds before a silent stream counts as dead
 
 
 def partial_metadata(obj: dict) -> dict:
@@ -82,18 +83,6 @@ def _fill_type(items: list[dict], list_kind: str, api_version: str) -> None:
             item["kind"] = kind
         if "apiVersion" not in item:
             item["apiVersion"] = api_version
-
-
-_CONTINUE = re.compile(rb'"continue":"([A-Za-z0-9_=+/.-]+)"')
-
-
-def _peek_continue(data: bytes) -> str | None:
-    """The continue token of a List body, read off its head before the items begin (or None)."""
-    head_end = data.find(b'"items":', 0, 4096)
-    if head_end < 0:
-        return None
-    match = _CONTINUE.search(data, 0, head_end)
-    return match.group(1).decode("ascii") if match else None
 
 
 def _decode_without_managed_fields(data: bytes) -> dict | None:
@@ -129,16 +118,6 @@ def _list_query(label_selector: str | None, field_selector: str | None, limit: i
     return query
 
 
-@dataclass
-class _SentList:
-    """A LIST page request sent ahead by `KubeClient._send_list`."""
-
-    request: early_get.EarlyGet
-    path: str
-    endpoint: str
-    started: float  # monotonic time of sending
-
-
 def _timed_out(exc: BaseException) -> bool:
     """Whether a transport error is (or wraps) a timeout."""
     for _ in range(8):  # a chain of causes, never a loop
@@ -163,6 +142,11 @@ class KubeClient:
 
     The given ApiClient's urllib3 pool is rebuilt: with `pool_size` connections
     when given, and with connection-level retries only (see `_RETRIES`).
+
+    Requests carry the User-Agent `promop/<version> (<component>)`
+    (`component` defaults to the program's name, see `user_agent`), unless
+    the ApiClient already carries one its owner chose, which is kept (as
+    client-go's rest.Config.UserAgent overrides its default).
     """
 
     def __init__(
@@ -174,13 +158,20 @@ class KubeClient:
         pool_size: int | None = None,
         request_timeout: tuple[float, float] = (10.0, 60.0),
         registry: Any = None,
+        component: str | None = None,
     ) -> None:
         self.api_client = api_client
+        if is_generated_default(api_client.user_agent):
+            api_client.user_agent = user_agent(component or default_component())
         cfg = api_client.configuration
         if pool_size is not None:
             cfg.connection_pool_maxsize = pool_size
         # urllib3 would silently sleep through 429/503 Retry-After; callers must see those.
         cfg.retries = _RETRIES
+        if cfg.socket_options is None:
+            # TCP keepalive (30 s idle, as client-go asks the kernel for): a watch on a quiet
+            # resource carries no data for minutes, and only probes tell a half-open connection
+            cfg.keep_alive = True
         api_client.rest_client = rest.RESTClientObject(cfg)
         self._host = cfg.host
         self.limiter = TokenBucket(qps, burst)
@@ -356,8 +347,7 @@ class KubeClient:
     ) -> dict:
         """One LIST page as the raw List dict; all namespaces when `namespace` is None.
 
-        `transform` replaces each item by what it returns. The page is decoded
-        and transformed with the garbage collector paused (see `gc_pause`).
+        `transform` replaces each item by what it returns.
         """
         data = self._list_data(res, namespace, label_selector=label_selector, field_selector=field_selector,
                                limit=limit, continue_token=continue_token, resource_version=resource_version,
@@ -375,84 +365,40 @@ class KubeClient:
             accept=f"{_META_LIST},{JSON}" if metadata_only else JSON, raw=True,
         )
 
-    def _send_list(
-        self, res: Resource, namespace: str | None, *, label_selector: str | None = None,
-        field_selector: str | None = None, limit: int | None = None, continue_token: str | None = None,
-        resource_version: str | None = None, metadata_only: bool = False,
-    ) -> "_SentList | None":
-        """Send a LIST page's request now, to be read by `_read_list` (see `early_get`); None
-        when that is not possible here, or failed (the page is then fetched when needed)."""
-        if not early_get.supported(self.api_client.rest_client.pool_manager):
-            return None
-        waited = self.limiter.wait(None)
-        if waited:
-            self.metrics.rate_limited.labels(res.endpoint(namespace)).observe(waited)
-        query = _list_query(label_selector, field_selector, limit, continue_token, resource_version)
-        path = res.path(namespace)
-        target = path + "?" + urlencode(query, quote_via=quote)
-        accept = f"{_META_LIST},{JSON}" if metadata_only else JSON
-        url, headers = self._prepare("GET", target, {"Accept": accept})
-        started = time.monotonic()
-        try:
-            sent = early_get.EarlyGet(self.api_client.rest_client.pool_manager, url, target, headers,
-                                      self.request_timeout)
-        except early_get.EarlyGetFailed:
-            return None
-        return _SentList(sent, path, res.endpoint(namespace), started)
-
-    def _read_list(self, sent: "_SentList") -> bytes | None:
-        """The body of a page sent by `_send_list`; None if it could not be read (ask again)."""
-        try:
-            status, headers, data = sent.request.finish()
-        except early_get.EarlyGetFailed:
-            return None
-        self.metrics.observe(sent.endpoint, status, time.monotonic() - sent.started)
-        if not 200 <= status < 300:
-            raise error_from_response(status, data, headers=headers, method="GET", path=sent.path)
-        return data
-
     @staticmethod
     def _list_page(data: bytes, res: Resource, metadata_only: bool, transform: Callable[[dict], Any] | None,
                    page_transform: Callable[[list[dict]], list] | None = None,
                    drop_managed_fields: bool = False) -> dict:
-        with gc_paused():
-            page = _decode_without_managed_fields(data) if drop_managed_fields else None
-            if page is None:
-                page = orjson.loads(data) if data else {}
-            del data
-            items = page.get("items")
-            if items is None:
-                page["items"] = items = []
-            if metadata_only:
-                page["items"] = items = [partial_metadata(o) for o in items]
-            else:
-                _fill_type(items, page.get("kind") or "", page.get("apiVersion") or res.api_version)
-            if transform is not None:
-                page["items"] = items = list(map(transform, items))
-            if page_transform is not None:
-                page["items"] = page_transform(items)
+        page = _decode_without_managed_fields(data) if drop_managed_fields else None
+        if page is None:
+            page = orjson.loads(data) if data else {}
+        del data
+        items = page.get("items")
+        if items is None:
+            page["items"] = items = []
+        if metadata_only:
+            page["items"] = items = [partial_metadata(o) for o in items]
+        else:
+            _fill_type(items, page.get("kind") or "", page.get("apiVersion") or res.api_version)
+        if transform is not None:
+            page["items"] = items = list(map(transform, items))
+        if page_transform is not None:
+            page["items"] = page_transform(items)
         return page
 
     def list_all(
         self, res: Resource, namespace: str | None = None, *, page_size: int = 500,
         transform: Callable[[dict], Any] | None = None, page_transform: Callable[[list[dict]], list] | None = None,
-        prefetch: bool = True, drop_managed_fields: bool = False, **kw: Any
+        drop_managed_fields: bool = False, **kw: Any
     ) -> tuple[list[Any], str]:
         """Every object, paging by `page_size`; returns (items, the list's resourceVersion).
 
         `transform` is applied to each item as its page arrives (so a
         slimming transform bounds the peak memory of a big LIST);
         `page_transform` then to the page's item list, and what it returns
-        is what the page contributes to the result. If the
-        continue token expires mid-way (410), falls back to one unpaginated
-        LIST, as client-go's pager does with FullListIfExpired.
-
-        With `prefetch`, page n+1 is requested before page n is decoded (see
-        `early_get`): its continue token is read off the head of the body (a
-        List's metadata comes before its items) and checked against the
-        decoded one, so a wrong guess costs one wasted request, never a wrong
-        result. The server then prepares, and the socket receives, page n+1
-        while page n is being decoded.
+        is what the page contributes to the result. If the continue token
+        expires mid-way (410), falls back to one unpaginated LIST, as
+        client-go's pager does with FullListIfExpired.
 
         `drop_managed_fields` promises that the caller discards each item's
         metadata.managedFields: they are then cut out of the bytes before
@@ -462,55 +408,43 @@ class KubeClient:
         items: list[Any] = []
         token: str | None = None
         rv = ""
-        ahead: tuple[str, _SentList] | None = None
-        try:
-            while True:
-                try:
-                    data = None
-                    if ahead is not None:
-                        guessed, sent = ahead
-                        ahead = None
-                        if guessed == token:
-                            data = self._read_list(sent)  # None: not readable; ask again below
-                        else:
-                            sent.request.abandon()
-                    if data is None:
-                        data = self._list_data(res, namespace, limit=page_size, continue_token=token, **kw)
-                except Gone:
-                    if token is None:
-                        raise
-                    data = self._list_data(res, namespace, **kw)  # one unpaginated LIST
-                    page = self._list_page(data, res, metadata_only, transform, page_transform, drop_managed_fields)
-                    return page["items"], (page.get("metadata") or {}).get("resourceVersion", "")
-                guess = _peek_continue(data) if prefetch else None
-                if guess:
-                    sent = self._send_list(res, namespace, limit=page_size, continue_token=guess, **kw)
-                    ahead = (guess, sent) if sent is not None else None
-                page = self._list_page(data, res, metadata_only, transform, page_transform, drop_managed_fields)
-                del data
-                meta = page.get("metadata") or {}
+        while True:
+            try:
+                data = self._list_data(res, namespace, limit=page_size, continue_token=token, **kw)
+            except Gone:
                 if token is None:
-                    rv = meta.get("resourceVersion", "")
-                items.extend(page["items"])
-                token = meta.get("continue") or None
-                if not token:
-                    return items, rv
-        finally:
-            if ahead is not None:
-                ahead[1].request.abandon()
+                    raise
+                data = self._list_data(res, namespace, **kw)  # one unpaginated LIST
+                page = self._list_page(data, res, metadata_only, transform, page_transform, drop_managed_fields)
+                return page["items"], (page.get("metadata") or {}).get("resourceVersion", "")
+            page = self._list_page(data, res, metadata_only, transform, page_transform, drop_managed_fields)
+            del data
+            meta = page.get("metadata") or {}
+            if token is None:
+                rv = meta.get("resourceVersion", "")
+            items.extend(page["items"])
+            token = meta.get("continue") or None
+            if not token:
+                return items, rv
 
     def watch(
         self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,
         timeout_seconds: int | None = None, allow_bookmarks: bool = True, label_selector: str | None = None,
-        field_selector: str | None = None, metadata_only: bool = False, idle_timeout: float = 90.0,
+        field_selector: str | None = None, metadata_only: bool = False, idle_timeout: float | None = None,
         connect_timeout: float | None = None,
     ) -> "WatchStream":
         """Open a WATCH; iterate the returned stream for event dicts `{"type", "object"}`.
 
-        `idle_timeout` is the socket read timeout: a stream silent for longer
-        raises `WatchIdleTimeout` instead of hanging. An ERROR event raises the
-        mapped ApiError (`Gone` for 410). The stream ends when the server closes.
+        `idle_timeout` is the socket read timeout, a guard against dead
+        connections: a stream silent for longer raises `WatchIdleTimeout`
+        instead of hanging. A real apiserver sends nothing on a quiet watch
+        until `timeout_seconds` ends it, so the default is longer than that:
+        `timeout_seconds` (or, without it, the longest a server picks) plus
+        a grace. An ERROR event raises the mapped ApiError (`Gone` for 410).
+        The stream ends when the server closes.
         """
+        if idle_timeout is None:
+            idle_timeout = (timeout_seconds or _SERVER_MAX_WATCH_TIMEOUT) + WATCH_IDLE_GRACE
         query: dict[str, Any] = {"watch": "true"}
         if resource_version is not None:
             query["resourceVersion"] = resource_version

@@ -23,20 +23,17 @@ import time
 from typing import Any, Callable
 
 from promop.kube.backoff import Backoff
-from promop.kube.client import KubeClient
+from promop.kube.client import WATCH_IDLE_GRACE, KubeClient
 from promop.kube.informer_metrics import informer_metrics
 from promop.kube.logfields import kv
 from promop.kube.reflector import Reflector
 from promop.kube.resources import Resource
 from promop.kube.store import NAMESPACE_INDEX, Store, Tombstone, object_key
-from promop.kube.transforms import (  # noqa: F401 - re-exported: the informer's public hooks
-    Transform, chain, share_strings, strip_and_share, strip_managed_fields,
-)
+from promop.kube.transforms import Transform, strip_managed_fields  # noqa: F401 - the public hook
 
 log = logging.getLogger("promop.kube.informer")
 
 _STOP = object()
-_share_strings = share_strings  # the constructor's flag of the same name shadows it
 
 
 def _rv(obj: dict) -> str | None:
@@ -101,13 +98,13 @@ class Informer:
     """A cache of `res` (optionally one namespace, or a list of them) plus event handlers.
 
     Every timing is a parameter so tests run fast: `backoff_base`/`backoff_cap`
-    (watch/list failure backoff), `idle_timeout` (socket read timeout on
-    watches), `watch_timeout_range` (server-side timeoutSeconds) and
+    (watch/list failure backoff), `watch_timeout_range` (server-side
+    timeoutSeconds), `idle_grace` or `idle_timeout` (the dead-stream guard,
+    always longer than the server-side timeout: see `reflector`) and
     `resync_period` (0 = never).
 
     `transform` runs on every object before it is cached (default: strip
-    managedFields); then, with `share_strings`, repeated metadata strings are
-    interned (see `share_strings`).
+    managedFields).
     """
 
     def __init__(
@@ -121,11 +118,11 @@ class Informer:
         field_selector: str | None = None,
         metadata_only: bool = False,
         transform: Transform | None = strip_managed_fields,
-        share_strings: bool = True,
         resync_period: float = 0,
         name: str | None = None,
         watch_timeout_range: tuple[float, float] = (300, 600),
-        idle_timeout: float = 90.0,
+        idle_timeout: float | None = None,
+        idle_grace: float = WATCH_IDLE_GRACE,
         backoff_base: float = 0.8,
         backoff_cap: float = 30.0,
         backoff_reset: float = 120.0,
@@ -160,8 +157,8 @@ class Informer:
             Reflector(
                 client, res, self._deltas.put, metrics=self.metrics, namespace=scope,
                 label_selector=label_selector, field_selector=field_selector, metadata_only=metadata_only,
-                transform=chain(transform, _share_strings if share_strings else None), page_size=page_size,
-                watch_timeout_range=watch_timeout_range, idle_timeout=idle_timeout, backoff=Backoff(backoff_base, backoff_cap, reset_after=backoff_reset),
+                transform=transform, page_size=page_size,
+                watch_timeout_range=watch_timeout_range, idle_timeout=idle_timeout, idle_grace=idle_grace, backoff=Backoff(backoff_base, backoff_cap, reset_after=backoff_reset),
                 min_watch_duration=min_watch_duration, name=f"{self.name}/{scope}" if scope else self.name,
             )
             for scope in scopes

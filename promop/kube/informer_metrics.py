@@ -16,7 +16,7 @@ class InformerMetrics:
         self.list_failed = counter("prometheus_operator_list_operations_failed", "Informer LIST operations that failed.")
         self.watch_total = counter("prometheus_operator_watch_operations", "WATCH operations started by informers.")
         self.watch_failed = counter(
-            "prometheus_operator_watch_operations_failed", "Informer WATCH operations that failed or went idle."
+            "prometheus_operator_watch_operations_failed", "Informer WATCH operations that failed (a watch the server ends at its timeout is not a failure)."
         )
         self.handler_errors = counter(
             "prometheus_operator_informer_handler_errors", "Exceptions raised by informer event handlers."

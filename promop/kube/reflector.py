@@ -14,8 +14,10 @@ Reactions, after client-go's reflector:
 
 | what happened                                 | reaction                        |
 |-----------------------------------------------|---------------------------------|
-| watch closed cleanly (server timeout)         | re-watch from the last RV       |
-| watch silent beyond the idle timeout          | re-watch from the last RV       |
+| watch closed cleanly (server timeout)         | re-watch from the last RV, at   |
+|                                               | once: not a failure             |
+| watch silent beyond the dead-stream guard     | count a failure, re-watch from  |
+|                                               | the last RV                     |
 | 410 Gone (watch start or ERROR event)         | relist at once                  |
 | 429 / no connection while watching            | back off, re-watch              |
 | watch closed within 1 s without events        | back off, re-watch              |
@@ -24,8 +26,15 @@ Reactions, after client-go's reflector:
 
 Lists are consistent reads (resourceVersion "") in pages of 500; the watch
 starts from the list's RV, always with `timeoutSeconds` (random in
-[300, 600)), bookmarks, and a socket idle timeout, so no stream can hang the
-thread.
+[300, 600), as client-go) and bookmarks.
+
+A real apiserver sends nothing at all on a watch of an idle resource (no
+bookmarks either) until `timeoutSeconds` ends it. So the dead-stream guard,
+the socket read timeout that keeps a half-open connection from hanging the
+thread, is longer than that: `timeoutSeconds` plus `idle_grace`. A quiet
+resource is then re-watched only when the server ends the watch, which is
+not a failure; the guard fires only on a connection that died without a
+word (TCP keepalive, set by the client, catches most of those sooner).
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ import time
 from typing import Callable
 
 from promop.kube.backoff import Backoff
-from promop.kube.client import KubeClient, WatchStream
+from promop.kube.client import WATCH_IDLE_GRACE, KubeClient, WatchStream
 from promop.kube.errors import ApiError, ApiUnreachable, Gone, TooManyRequests, WatchIdleTimeout
 from promop.kube.informer_metrics import InformerMetrics
 from promop.kube.logfields import kv
@@ -45,6 +54,23 @@ from promop.kube.resources import Resource
 from promop.kube.transforms import Transform, drops_managed_fields, keyed_page, transformed
 
 log = logging.getLogger("promop.kube.reflector")
+
+
+def watch_timeouts(timeout_range: tuple[float, float], idle_timeout: float | None, idle_grace: float,
+                   draw: Callable[[float, float], float] = random.uniform) -> tuple[int, float]:
+    """(timeoutSeconds to ask the server for, the dead-stream guard) for one watch.
+
+    The guard is always longer than the server-side timeout, so a live but
+    quiet watch is ended by the server, never by the guard: by default it
+    is timeoutSeconds + `idle_grace`; a guard given explicitly (`idle_timeout`,
+    short in tests) lowers timeoutSeconds below it instead (to at least 1 s,
+    the smallest the API takes).
+    """
+    timeout = max(1, int(draw(*timeout_range)))
+    if idle_timeout is None:
+        return timeout, timeout + idle_grace
+    ceiling = int(idle_timeout - min(idle_grace, idle_timeout / 4))
+    return max(1, min(timeout, ceiling)), idle_timeout
 
 
 class VeryShortWatch(ApiError):
@@ -66,7 +92,8 @@ class Reflector:
         transform: Transform | None = None,
         page_size: int = 500,
         watch_timeout_range: tuple[float, float] = (300, 600),
-        idle_timeout: float = 90.0,
+        idle_timeout: float | None = None,
+        idle_grace: float = WATCH_IDLE_GRACE,
         backoff: Backoff | None = None,
         min_watch_duration: float = 1.0,
         name: str | None = None,
@@ -82,6 +109,7 @@ class Reflector:
         self.page_size = page_size
         self.watch_timeout_range = watch_timeout_range
         self.idle_timeout = idle_timeout
+        self.idle_grace = idle_grace
         self.backoff = backoff or Backoff()
         self.min_watch_duration = min_watch_duration
         self.name = name or (f"{res.label}/{namespace}" if namespace else res.label)
@@ -128,9 +156,9 @@ class Reflector:
             try:
                 self._watch()
                 self._gone_streak = 0
-            except WatchIdleTimeout as exc:
+            except WatchIdleTimeout as exc:  # silent past the server's own timeout: a dead connection
                 self.metrics.watch_failed.labels(self._label).inc()
-                log.warning("watch went silent; re-watching", extra=kv(informer=self.name, rv=self.last_rv, err=exc))
+                log.warning("watch connection went dead; re-watching", extra=kv(informer=self.name, rv=self.last_rv, err=exc))
             except Gone as exc:
                 self.metrics.watch_failed.labels(self._label).inc()
                 need_list = True
@@ -184,14 +212,13 @@ class Reflector:
         return transformed(obj, self.transform, self.name)  # type: ignore[arg-type]
 
     def _watch(self) -> None:
-        low, high = self.watch_timeout_range
-        timeout = max(1, int(random.uniform(low, high)))
+        timeout, guard = watch_timeouts(self.watch_timeout_range, self.idle_timeout, self.idle_grace)
         self.metrics.watch_total.labels(self._label).inc()
         started = time.monotonic()
         stream = self.client.watch(
             self.res, self.namespace, resource_version=self.last_rv, timeout_seconds=timeout,
             allow_bookmarks=True, label_selector=self.label_selector, field_selector=self.field_selector,
-            metadata_only=self.metadata_only, idle_timeout=self.idle_timeout,
+            metadata_only=self.metadata_only, idle_timeout=guard,
         )
         self._stream = stream
         if self._stop.is_set():

@@ -115,7 +115,7 @@ def connect(options: Options, stop: threading.Event, *, base_delay: float = 1.0,
         try:
             client = client_factory() if client_factory else KubeClient.from_config(
                 options.kubeconfig, options.context, registry=registry, qps=options.kube_api_qps,
-                burst=options.kube_api_burst)
+                burst=options.kube_api_burst, component="operator")
             client.list(NAMESPACES, limit=1)
             if attempt > 1:
                 log.info("apiserver reachable", **fields(attempt=attempt))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
-from promop.kube.selector import SelectorError, parse_selector
+from promop.labelselector import SelectorError, parse_selector
 from promop.render.model import MONITORING_GROUP
 
 # the namespace selector field of a Prometheus that decides where it looks for each kind

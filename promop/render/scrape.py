@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-from promop.kube.selector import parse_selector
+from promop.labelselector import parse_selector
 from promop.render import relabel
 from promop.render.context import GenContext
 from promop.render.job import endpoint_label, enforced_namespace_rules, http_part, job_head, job_tail, relabel_tail, scrape_class

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from promop.kube.selector import Selector, SelectorError, parse_selector
+from promop.labelselector import Selector, SelectorError, parse_selector
 from promop.render.model import Decision, Problem, obj_meta
 
 # kind -> (object selector field, namespace selector field)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from promop.kube.selector import SelectorError, parse_selector
+from promop.labelselector import SelectorError, parse_selector
 from promop.render import relabel
 from promop.render.auth import set_auth_fields
 from promop.render.context import GenContext

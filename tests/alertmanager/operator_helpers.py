@@ -48,7 +48,7 @@ class Running:
         """The Alertmanager controller."""
         from promop.operator.alertmanager.controller import AlertmanagerController
 
-        return next(c for c in self.operator.extra if isinstance(c, AlertmanagerController))
+        return next(c for c in self.operator.controllers if isinstance(c, AlertmanagerController))
 
     def shutdown(self, timeout: float = 30.0) -> None:
         self.stop.set()

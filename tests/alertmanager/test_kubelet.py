@@ -101,7 +101,7 @@ def test_node_add_remove_updates_endpoints_and_slices(kube, start_operator, clus
     rv = kube.get(ENDPOINTS, "kubelet", "kube-system")["metadata"]["resourceVersion"]
     slices_rv = [s["metadata"]["resourceVersion"] for s in kube.list(ENDPOINTSLICES, "kube-system")["items"]]
     kube.patch(NODES, "n2", {"metadata": {"annotations": {"touched": "yes"}}})
-    sync = next(c for c in op.operator.extra if isinstance(c, KubeletSync))
+    sync = next(c for c in op.operator.controllers if isinstance(c, KubeletSync))
     done = sync.syncs
     sync._trigger.set()  # a periodic sync: nothing changed, so nothing is written
     eventually(lambda: sync.syncs > done, 20, "another sync")

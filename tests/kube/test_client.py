@@ -12,7 +12,6 @@ from prometheus_client import CollectorRegistry
 from promop.kube import errors
 from promop.kube.client import KubeClient
 from promop.kube.resources import CONFIGMAPS, CRDS, NAMESPACES, STATEFULSETS, Resource
-from kube.kube_testlib import wait_until
 
 WIDGETS = Resource("example.com", "v1", "widgets", kind="Widget")
 
@@ -192,8 +191,7 @@ def test_list_pages_and_selectors(kube, sandbox):
     assert [i["metadata"]["name"] for i in named] == ["c2"]
 
 
-@pytest.mark.parametrize("prefetch", [True, False], ids=["page-2-prefetched", "page-2-fetched"])
-def test_list_all_falls_back_to_a_full_list_when_the_continue_token_expires(kube, sandbox, prefetch):
+def test_list_all_falls_back_to_a_full_list_when_the_continue_token_expires(kube, sandbox):
     for i in range(5):
         kube.create(CONFIGMAPS, cm(f"x{i}"))
 
@@ -203,97 +201,34 @@ def test_list_all_falls_back_to_a_full_list_when_the_continue_token_expires(kube
                 sandbox.faults.fail_next(1, 410, verb="list")  # the token "expired"
             return super()._list_data(res, namespace, **kw)
 
-        def _send_list(self, res, namespace=None, **kw):  # page 2 requested early
-            sandbox.faults.fail_next(1, 410, verb="list")
-            return super()._send_list(res, namespace, **kw)
-
     flaky = ExpiringClient(kube.api_client, qps=0, burst=0, registry=CollectorRegistry())
     sandbox.reset_requests()
-    items, rv = flaky.list_all(CONFIGMAPS, "default", page_size=2, prefetch=prefetch)
+    items, rv = flaky.list_all(CONFIGMAPS, "default", page_size=2)
     assert sorted(i["metadata"]["name"] for i in items) == [f"x{i}" for i in range(5)]
     assert rv
     codes = [r.code for r in sandbox.requests if r.verb == "list"]
     assert codes == [200, 410, 200]
 
 
-def test_list_all_prefetches_the_next_page_without_changing_the_result(kube, sandbox):
+def test_list_all_pages_in_order_one_request_per_page(kube, sandbox):
     for i in range(7):
         kube.create(CONFIGMAPS, cm(f"p{i}"))
     sandbox.reset_requests()
-    ahead, rv = kube.list_all(CONFIGMAPS, "default", page_size=2, prefetch=True)
-    prefetched = [r for r in sandbox.requests if r.verb == "list"]
-    plain, rv2 = kube.list_all(CONFIGMAPS, "default", page_size=2, prefetch=False)
-    assert ahead == plain and rv == rv2
-    assert [o["metadata"]["name"] for o in ahead] == [f"p{i}" for i in range(7)]
-    assert len(prefetched) == 4  # 2+2+2+1: every guessed token was right, no request wasted
+    items, rv = kube.list_all(CONFIGMAPS, "default", page_size=2)
+    assert [o["metadata"]["name"] for o in items] == [f"p{i}" for i in range(7)]
+    assert rv
+    assert [r.code for r in sandbox.requests if r.verb == "list"] == [200] * 4  # 2+2+2+1
 
 
-def test_a_wrong_prefetch_guess_is_discarded(kube, sandbox, monkeypatch):
-    """The token read off the head is only a guess: the decoded one decides."""
-    import promop.kube.client as client_module
-
-    for i in range(5):
-        kube.create(CONFIGMAPS, cm(f"g{i}"))
-    monkeypatch.setattr(client_module, "_peek_continue", lambda data: "bm90LWEtdG9rZW4")  # "not-a-token"
-    sandbox.reset_requests()
-    items, _ = kube.list_all(CONFIGMAPS, "default", page_size=2, prefetch=True)
-    assert [o["metadata"]["name"] for o in items] == [f"g{i}" for i in range(5)]
-
-    def codes():
-        return [r.code for r in sandbox.requests if r.verb == "list"]
-
-    # 3 real pages + 3 wasted (rejected) guesses; a guess dropped unread may be logged a little later
-    wait_until(lambda: len(codes()) == 6, what="six LIST requests")
-    assert codes().count(200) == 3
-
-
-def _guessing_wrong(monkeypatch):
-    """Every early request guesses a token the server rejects, so each one shows as an error."""
-    import promop.kube.client as client_module
-
-    monkeypatch.setattr(client_module, "_peek_continue", lambda data: "bm90LWEtdG9rZW4")
-
-
-def test_without_the_pool_internals_pages_are_fetched_when_needed(kube, sandbox, monkeypatch):
-    """urllib3 1.x or a proxy: no early requests, and the same result."""
-    from promop.kube import early_get
-
-    for i in range(4):
-        kube.create(CONFIGMAPS, cm(f"q{i}"))
-    _guessing_wrong(monkeypatch)
-    monkeypatch.setattr(early_get, "supported", lambda pool_manager: False)
-    sandbox.reset_requests()
-    items, _ = kube.list_all(CONFIGMAPS, "default", page_size=1)
-    assert [o["metadata"]["name"] for o in items] == [f"q{i}" for i in range(4)]
-    assert [r.code for r in sandbox.requests if r.verb == "list"] == [200] * 4
-
-
-def test_an_early_request_that_cannot_be_read_is_asked_again(kube, sandbox, monkeypatch):
-    from promop.kube import early_get
-
-    for i in range(4):
-        kube.create(CONFIGMAPS, cm(f"r{i}"))
-    real_finish = early_get.EarlyGet.finish
-
-    def broken(self):
-        self.abandon()  # as if the connection had dropped
-        raise early_get.EarlyGetFailed("ConnectionResetError: reset by peer")
-
-    monkeypatch.setattr(early_get.EarlyGet, "finish", broken)
-    items, _ = kube.list_all(CONFIGMAPS, "default", page_size=1)
-    assert [o["metadata"]["name"] for o in items] == [f"r{i}" for i in range(4)]
-    monkeypatch.setattr(early_get.EarlyGet, "finish", real_finish)
-    assert kube.list_all(CONFIGMAPS, "default", page_size=1)[0] == items
-
-
-def test_an_error_status_on_an_early_page_is_raised_as_for_any_request(kube, sandbox):
+def test_an_error_status_on_a_later_page_is_raised_as_for_any_request(kube, sandbox):
     for i in range(3):
         kube.create(CONFIGMAPS, cm(f"e{i}"))
 
     class FailingPage2(KubeClient):
-        def _send_list(self, res, namespace=None, **kw):
-            sandbox.faults.fail_next(1, 500, verb="list")
-            return super()._send_list(res, namespace, **kw)
+        def _list_data(self, res, namespace=None, **kw):
+            if kw.get("continue_token"):
+                sandbox.faults.fail_next(1, 500, verb="list")
+            return super()._list_data(res, namespace, **kw)
 
     failing = FailingPage2(kube.api_client, qps=0, burst=0, registry=CollectorRegistry())
     with pytest.raises(errors.ServerError) as caught:
@@ -301,22 +236,13 @@ def test_an_error_status_on_an_early_page_is_raised_as_for_any_request(kube, san
     assert "/api/v1/namespaces/default/configmaps" in str(caught.value)
 
 
-def test_early_requests_are_counted_in_the_request_metrics(kube, sandbox, registry):
+def test_every_page_is_counted_in_the_request_metrics(kube, sandbox, registry):
     for i in range(3):
         kube.create(CONFIGMAPS, cm(f"m{i}"))
     before = sample(registry, "prometheus_operator_kubernetes_client_http_requests_total", status_code="200")
     kube.list_all(CONFIGMAPS, "default", page_size=1)
     after = sample(registry, "prometheus_operator_kubernetes_client_http_requests_total", status_code="200")
-    assert after - before == 3  # pages 2 and 3 went out early
-
-
-def test_peek_continue_reads_only_the_list_head():
-    from promop.kube.client import _peek_continue
-
-    assert _peek_continue(b'{"kind":"ConfigMapList","metadata":{"resourceVersion":"9","continue":"eyJ-_="},"items":[]}') == "eyJ-_="
-    assert _peek_continue(b'{"metadata":{"resourceVersion":"9"},"items":[{"data":{"continue":"x"}}]}') is None
-    assert _peek_continue(b'{"items":[],"metadata":{"continue":"abc"}}') is None  # items first: no guess
-    assert _peek_continue(b'{"metadata":{"continue":"a\\u0022b"},"items":[]}') is None  # escapes: no guess
+    assert after - before == 3
 
 
 def test_metadata_only(kube):

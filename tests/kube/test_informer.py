@@ -468,45 +468,6 @@ def test_constructor_validation(kube):
         Informer(kube, NAMESPACES, namespace="a")
 
 
-def test_share_strings_interns_repeated_metadata():
-    from promop.kube.informer import share_strings
-
-    def fresh(name):  # strings built at run time, as json.loads makes them
-        return {"apiVersion": "".join(["v", "1"]), "kind": "".join(["Config", "Map"]),
-                "metadata": {"name": name, "namespace": "".join(["team-", "a"]),
-                             "labels": {"".join(["app", ".kubernetes.io/name"]): "".join(["we", "b"])},
-                             "annotations": {"".join(["note", "s"]): "long " * 100}},
-                "data": {"k": "".join(["v", "1"])}}
-
-    a, b = share_strings(fresh("a")), share_strings(fresh("b"))
-    assert a == fresh("a")  # same content
-    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
-    assert a["kind"] is b["kind"] and a["apiVersion"] is b["apiVersion"]
-    [va], [vb] = a["metadata"]["labels"].values(), b["metadata"]["labels"].values()
-    assert va is vb
-    assert a["metadata"]["name"] is not b["metadata"]["name"]
-    assert a["data"]["k"] is not b["data"]["k"]  # data is left alone
-    # keys are not its business: the client's decoder (orjson) already shares them
-
-
-def test_cached_objects_share_metadata_strings(kube, make_informer):
-    for i in range(2):
-        kube.create(CONFIGMAPS, cm(f"s{i}", labels={"team": "platform"}))
-    inf = make_informer()
-    inf.start()
-    assert inf.wait_for_sync(10)
-    a, b = inf.store.get("default/s0"), inf.store.get("default/s1")
-    assert a["metadata"]["labels"]["team"] is b["metadata"]["labels"]["team"]
-    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
-    # label keys: orjson's key cache shares them too, but it is a cache (best effort), so not asserted
-    plain = make_informer(share_strings=False, name="plain")
-    plain.start()
-    assert plain.wait_for_sync(10)
-    a, b = plain.store.get("default/s0"), plain.store.get("default/s1")
-    assert a["metadata"]["labels"]["team"] == b["metadata"]["labels"]["team"]
-    assert a["metadata"]["labels"]["team"] is not b["metadata"]["labels"]["team"]  # the decoder copies values
-
-
 def test_resync_also_fires_while_events_keep_flowing(kube, make_informer):
     """The resync deadline is absolute: a steady stream of events does not postpone it."""
     kube.create(CONFIGMAPS, cm("busy", v="0"))

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from promop.kube import managed_fields_cut
 from promop.kube.client import KubeClient, _decode_without_managed_fields
 from promop.kube.resources import CONFIGMAPS
-from promop.kube.transforms import drops_managed_fields, share_strings, strip_and_share, strip_managed_fields
+from promop.kube.transforms import drops_managed_fields, strip_managed_fields
 
 
 def _expected(page: dict) -> dict:
@@ -120,9 +120,9 @@ def test_the_cut_equals_the_whole_decode_or_declines(data):
         assert page == _expected(orjson.loads(data))
 
 
-def test_only_our_dropping_transforms_allow_the_cut():
-    assert drops_managed_fields(strip_and_share) and drops_managed_fields(strip_managed_fields)
-    assert not drops_managed_fields(share_strings) and not drops_managed_fields(None)
+def test_only_our_dropping_transform_allows_the_cut():
+    assert drops_managed_fields(strip_managed_fields)
+    assert not drops_managed_fields(None)
     assert not drops_managed_fields(lambda obj: obj)
 
 

@@ -14,7 +14,7 @@ import json
 
 import yaml
 
-from promop.kube.selector import parse_selector
+from promop.labelselector import parse_selector
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import Decision, Problem, RenderResult
 

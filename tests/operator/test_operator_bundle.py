@@ -86,7 +86,7 @@ def test_examples_are_attributed_and_parse():
         if text.startswith("# Copied from prometheus-operator/kube-prometheus"):
             assert "Apache-2.0, Copyright The Prometheus Operator Authors" in text
             copied += 1
-    assert copied == 23  # 22 + the kube-prometheus Alertmanager (alertmanager-alertmanager.yaml)
+    assert copied == 24  # 22 + the kube-prometheus Alertmanager and its alertmanager-main Service
 
 
 def test_kubectl_installs_the_bundle_and_the_example_prometheus_is_reconciled(kubectl, kube, start_operator):

@@ -24,6 +24,9 @@ def test_demo_once(tmp_path):
     assert re.search(r"PrometheusRules\s+selected\s+8, accepted\s+8", out), out
     assert "rejected: ServiceMonitor monitoring/broken-example" in out and "scrapeTimeout" in out
     assert "StatefulSet prometheus-k8s" in out
+    # the kube-prometheus Alertmanager is reconciled too (its Service alertmanager-main comes from examples/)
+    assert re.search(r"AlertmanagerConfigs\s+selected\s+1, accepted\s+1", out), out
+    assert "StatefulSet alertmanager-main" in out and "Service alertmanager-operated" in out
     path = Path(re.search(r"decoded prometheus.yaml: (\S+)", out).group(1))
     assert path.parent == tmp_path
     config = yaml.safe_load(path.read_text())

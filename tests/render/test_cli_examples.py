@@ -54,7 +54,7 @@ def _readme_commands() -> list[str]:
 
 def _readme_stderr_block() -> list[str]:
     """The first plain ``` block: what `promop render -f examples/` prints on stderr."""
-    block = re.search(r"```\n(rejected .*?)```", _readme_section(), re.S)
+    block = re.search(r"```\n((?:note:|rejected) .*?)```", _readme_section(), re.S)
     assert block, "the render-cli section shows no stderr example"
     return block.group(1).splitlines()
 

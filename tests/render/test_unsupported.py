@@ -77,14 +77,14 @@ CRD_FILES = {"Prometheus": "prometheuses", "ServiceMonitor": "servicemonitors", 
 # Upstream fields promop does not implement: each must produce a warning (checked below). Changing
 # this list is a deliberate decision, not a side effect.
 NOT_IMPLEMENTED = {
-    "ServiceMonitor": {"scrapeNativeHistograms"},
-    "PodMonitor": {"scrapeNativeHistograms"},
+    "ServiceMonitor": set(),
+    "PodMonitor": set(),
     "PrometheusRule": set(),
     "Prometheus": {
-        "alerting.alertmanagers.sigv4", "nameEscapingScheme", "nameValidationScheme", "otlp", "probeNamespaceSelector",
-        "probeSelector", "remoteRead", "remoteWrite.azureAd", "remoteWrite.bearerToken", "remoteWrite.sigv4",
+        "alerting.alertmanagers.sigv4", "otlp", "probeNamespaceSelector",
+        "probeSelector", "remoteWrite.azureAd", "remoteWrite.sigv4",
         "remoteWriteReceiverMessageVersions", "scrapeConfigNamespaceSelector", "scrapeConfigSelector",
-        "scrapeNativeHistograms", "shardRetentionPolicy", "shardingStrategy", "thanos", "tracingConfig",
+        "shardRetentionPolicy", "shardingStrategy", "thanos", "tracingConfig",
         "tsdb.chunkEncoding", "tsdb.staleSeriesCompactionThreshold", "web.httpConfig", "web.tlsConfig",
     },
 }

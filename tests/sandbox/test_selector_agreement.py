@@ -1,4 +1,4 @@
-"""The sandbox's selector-string parser agrees with promop.kube.selector: a selector the
+"""The sandbox's selector-string parser agrees with promop.labelselector: a selector the
 runtime renders as a string (labelSelector query parameter) selects the same labels here."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promop.kube.selector import parse_selector
+from promop.labelselector import parse_selector
 from promop.sandbox.selectors import object_predicate, parse_label_selector
 
 KEYS = st.sampled_from(["app", "tier", "example.com/team", "k8s.io/x"])

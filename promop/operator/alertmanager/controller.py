@@ -23,7 +23,7 @@ from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, NotFound
 from promop.kube.informer import Informer
 from promop.kube.resources import CONFIGMAPS, NAMESPACES, SECRETS, STATEFULSETS, Resource
-from promop.kube.selector import SelectorError, parse_selector
+from promop.labelselector import SelectorError, parse_selector
 from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
 from promop.operator import mapping

@@ -14,7 +14,7 @@ from promop.kube.resources import SECRETS
 def _controller(operator: Any):
     from promop.operator.alertmanager.controller import AlertmanagerController
 
-    return next((c for c in getattr(operator, "extra", []) if isinstance(c, AlertmanagerController)), None)
+    return next((c for c in getattr(operator, "controllers", []) if isinstance(c, AlertmanagerController)), None)
 
 
 def write_configs(client: Any, operator: Any, out_dir: Path) -> dict[str, Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from promop.kube.selector import SelectorError, parse_selector
+from promop.labelselector import SelectorError, parse_selector
 from promop.render.alertmanager.common import DEFAULT_ALERTMANAGER_BASE_IMAGE
 
 

@@ -212,7 +212,8 @@ class AlertmanagerSyncer:
 
     # ---- writes ---------------------------------------------------------------------
 
-    def _count(self, report: SyncReport, action: str) -> None:
+    def _count(self, report: SyncReport, applied: Any) -> None:
+        action = getattr(applied, "action", applied)  # Applier.apply returns an Applied (was: the action string)
         report.actions[action] = report.actions.get(action, 0) + 1
         if action != UNCHANGED:
             report.writes += 1
@@ -270,9 +271,10 @@ class AlertmanagerSyncer:
                 pending = self._written.get(memo_key)
             if pending is not None and pending[0] == _rv(current):
                 raise RetryLater(f"StatefulSet {ns}/{sts['metadata']['name']}: our last write is not in the cache yet")
-            applier = Applier(self.client, on_sts_recreate=self.applier.on_sts_recreate,
-                              on_written=lambda res, obj: self._remember(memo_key, current, obj, input_hash(obj)))
-            self._count(report, applier.apply(STATEFULSETS, sts, current, refetch=False, before_create=check))
+            applied = self.applier.apply(STATEFULSETS, sts, current, refetch=False, before_create=check)
+            if applied.action != UNCHANGED and applied.after is not None:  # what the server answered to our write
+                self._remember(memo_key, current, applied.after, input_hash(applied.after))
+            self._count(report, applied)
 
     # ---- feedback -------------------------------------------------------------------
 

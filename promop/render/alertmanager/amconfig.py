@@ -9,8 +9,9 @@ same namespace enforcement.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from promop.render.alertmanager.common import AMScope, Reject, Version, normalise_duration, prefixed
 from promop.render.alertmanager.matchers import convert_matchers, matcher_string

@@ -9,7 +9,8 @@ says why.
 from __future__ import annotations
 
 import base64
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
 
 from promop.render.duration import DurationError, parse_duration
 from promop.render.model import Problem
@@ -30,13 +32,30 @@ class Fatal(Exception):
         self.message = message
 
 
+class AMVersion(Version):
+    """A Version that remembers its answers to at_least(): the version gates ask the same few
+    questions for every field of every AlertmanagerConfig."""
+
+    __slots__ = ("_gates",)
+
+    def __init__(self, text: str | None):
+        super().__init__(text)
+        self._gates: dict[str, bool] = {}
+
+    def at_least(self, minimum: str) -> bool:
+        answer = self._gates.get(minimum)
+        if answer is None:
+            answer = self._gates[minimum] = super().at_least(minimum)
+        return answer
+
+
 def am_version(spec: Mapping[str, Any]) -> Version:
     """spec.version as an Alertmanager version (default v0.33.1); raises Fatal as upstream's gate does."""
     text = spec.get("version")
     if text is not None and not isinstance(text, str):
         raise Fatal("spec.version", f"{text!r} is not an Alertmanager version; use a form like v0.27.0")
     try:
-        version = Version(text or DEFAULT_ALERTMANAGER_VERSION)
+        version = AMVersion(text or DEFAULT_ALERTMANAGER_VERSION)
     except VersionError:
         raise Fatal("spec.version", f"unsupported Alertmanager version {text!r}; use a form like v0.27.0") from None
     if version.parts[0] != 0 or version < "0.15.0":
@@ -63,10 +82,16 @@ def format_duration(ms: int) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=4096)
+def _duration_text(value: str) -> str:
+    """Memoised: a configuration repeats the same few durations (a DurationError is not cached)."""
+    return format_duration(parse_duration(value))
+
+
 def normalise_duration(value: Any, field: str, error: type[Exception] = Reject) -> str:
     """A duration re-printed as Alertmanager's config marshalling does; bad input raises `error`."""
     try:
-        return format_duration(parse_duration(value))
+        return _duration_text(value) if type(value) is str else format_duration(parse_duration(value))
     except DurationError as exc:
         raise error(field, str(exc)) from None
 

@@ -10,8 +10,9 @@ or the Alertmanager itself is Fatal.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import yaml
 
@@ -23,9 +24,9 @@ from promop.render.alertmanager.common import TEMPLATES_DIR, AMScope, Fatal, Rej
 from promop.render.alertmanager.receivers import ReceiverContext
 from promop.render.alertmanager.sanitize import Sanitizer
 from promop.render.alertmanager.selection import select_configs
+from promop.render.emit import emit
 from promop.render.model import Decision, Problem, obj_meta
 
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 OUTPUT_ORDER = ("global", "route", "inhibit_rules", "receivers", "mute_time_intervals", "time_intervals", "templates")
 
 
@@ -72,7 +73,7 @@ def dump_config(cfg: Mapping[str, Any]) -> str:
     ordered.setdefault("templates", [])
     if "templates" in ordered and list(ordered)[-1] != "templates":
         ordered["templates"] = ordered.pop("templates")
-    return yaml.dump(ordered, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 16)
+    return _dump(ordered)
 
 
 def _scope(store: Store, kind: str, obj: Mapping[str, Any], version: Version) -> AMScope:
@@ -214,7 +215,7 @@ def _convert(amc: Mapping[str, Any], store: Store, version: Version, ctx: Receiv
         return entry
     entry.fragment, entry.warnings = frag, warnings
     entry.texts = {
-        "routes": _dump_items([_ordered_route(frag.route)] if frag.route is not None else [], indent="  "),
+        "routes": _dump_items([_ordered_route(frag.route)] if frag.route is not None else [], nested=True),
         "receivers": _dump_items(frag.receivers if frag.route is not None else []),
         "inhibit_rules": _dump_items(frag.inhibit_rules),
         "mute_time_intervals": _dump_items(frag.mute_time_intervals if frag.route is not None else []),
@@ -223,17 +224,30 @@ def _convert(amc: Mapping[str, Any], store: Store, version: Version, ctx: Receiv
 
 
 def _dump(data: Any) -> str:
-    return yaml.dump(data, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 16)
+    """YAML text as the renderer writes it everywhere (promop.render.emit: block style, insertion order).
+
+    A user's own alertmanager.yaml may hold values JSON has no type for (an unquoted date, `!!binary`):
+    the emitter refuses those, and PyYAML, which wrote them when they were read, writes them back."""
+    try:
+        return emit(data)
+    except TypeError:
+        return yaml.safe_dump(data, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 16)
 
 
-def _dump_items(items: list, indent: str = "") -> str:
-    """YAML block-sequence items (`- ...` lines), to concatenate under a key; indented for nested lists."""
+_NESTED_HEAD = "route:\n  routes:\n"
+
+
+def _dump_items(items: list, nested: bool = False) -> str:
+    """YAML block-sequence items (`- ...` lines), to concatenate under a top-level key, or under
+    `route:`'s `routes:` when `nested` (emitted in place there, so no re-indenting pass)."""
     if not items:
         return ""
-    text = _dump(list(items))
-    if not indent:
-        return text
-    return "".join(indent + line if line.strip() else line for line in text.splitlines(keepends=True))
+    if not nested:
+        return _dump(list(items))
+    text = _dump({"route": {"routes": list(items)}})
+    if not text.startswith(_NESTED_HEAD):  # both emitters write block style with indentless sequences
+        raise AssertionError(f"unexpected YAML layout: {text[:40]!r}")
+    return text[len(_NESTED_HEAD):]
 
 
 def _assemble(cfg: Mapping[str, Any], parts: list[dict[str, str]]) -> str:
@@ -247,7 +261,7 @@ def _assemble(cfg: Mapping[str, Any], parts: list[dict[str, str]]) -> str:
     route_text = _dump({"route": route})
     added = "".join(p["routes"] for p in parts)
     if added or own_routes:
-        route_text += "  routes:\n" + added + _dump_items(own_routes, indent="  ")
+        route_text += "  routes:\n" + added + _dump_items(own_routes, nested=True)
     out.append(route_text)
     for key in ("inhibit_rules", "receivers", "mute_time_intervals"):
         added = "".join(p[key] for p in parts)

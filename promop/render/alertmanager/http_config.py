@@ -8,7 +8,8 @@ config points at /etc/alertmanager/certs/<src>_<ns>_<name>_<key>.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlparse
 
 from promop.render.alertmanager.common import AMScope, Reject

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
 
 from promop.render.alertmanager.common import Reject, Version
 from promop.render.re2 import check_re2
 
 MATCH_TYPES = ("=", "!=", "=~", "!~")
+
+
+@lru_cache(maxsize=4096)
+def _regex_problem(value: str) -> str | None:
+    """check_re2, memoised: the same matcher regexes recur across AlertmanagerConfigs."""
+    return check_re2(value)
 
 
 def escape_value(value: str) -> str:
@@ -38,7 +46,7 @@ def check_matcher(m: Any, field: str) -> tuple[str, str, str]:
     else:
         op = "=~" if m.get("regex") else "="
     if op in ("=~", "!~"):
-        problem = check_re2(value)
+        problem = _regex_problem(value)
         if problem:
             raise Reject(f"{field}.value", f"invalid regular expression {value!r}: {problem}")
     return name, op, value

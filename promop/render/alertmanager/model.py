@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from promop.render.alertmanager.common import DEFAULT_ALERTMANAGER_BASE_IMAGE, Fatal
 from promop.render.model import Decision, Problem, RenderOptions

@@ -8,7 +8,8 @@ CRD's camelCase fields onto Alertmanager's keys (reference §6.6).
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from promop.render.alertmanager.common import AMScope, Reject, normalise_duration
 from promop.render.alertmanager.http_config import http_config, tls_config, url_or_template, valid_url

@@ -9,10 +9,10 @@ breaks the others).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
-from promop.render.alertmanager.common import Version, format_duration
-from promop.render.duration import DurationError, parse_duration
+from promop.render.alertmanager.common import Version, normalise_duration
 
 Warn = Callable[[str, str], None]
 
@@ -115,10 +115,7 @@ class Sanitizer:
                 g[key] = self._duration(g[key], f"{field}.{key}")
 
     def _duration(self, value: Any, field: str) -> str:
-        try:
-            return format_duration(parse_duration(value))
-        except DurationError as exc:
-            raise self.error(field, str(exc)) from None
+        return normalise_duration(value, field, self.error)
 
     def tls_config(self, tls: dict, field: str) -> None:
         tls.setdefault("insecure_skip_verify", False)

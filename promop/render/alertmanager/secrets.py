@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import base64
 import gzip
-from typing import Any, Mapping
-
-import yaml
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.alertmanager.meta import managed_metadata, prefixed_name
+from promop.render.emit import emit
 from promop.render.model import RenderOptions
 from promop.render.tls_assets import MAX_SECRET_DATA
 
@@ -69,7 +69,7 @@ def web_config(spec: Mapping[str, Any]) -> str:
         server["headers"] = hdrs
     if server:
         out["http_server_config"] = server
-    return yaml.safe_dump(out, sort_keys=False) if out else ""
+    return emit(out) if out else ""
 
 
 def web_config_secret(alertmanager: Mapping[str, Any], options: RenderOptions) -> dict:

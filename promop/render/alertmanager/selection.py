@@ -8,9 +8,10 @@ is never selected as an ordinary one.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from promop.kube.selector import SelectorError, parse_selector
+from promop.labelselector import SelectorError, parse_selector
 from promop.render.model import Decision, obj_meta
 from promop.render.selection import namespace_labels
 

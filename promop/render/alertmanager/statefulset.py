@@ -13,7 +13,8 @@ import copy
 import hashlib
 import json
 import posixpath
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.alertmanager.common import DEFAULT_ALERTMANAGER_BASE_IMAGE, DEFAULT_ALERTMANAGER_VERSION, Version
 from promop.render.alertmanager.meta import managed_metadata, owner_reference, prefixed_name

@@ -7,7 +7,8 @@ years as numbers, and a range whose ends are equal as a single value.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.alertmanager.common import Reject
 

@@ -3,6 +3,9 @@
 A nil selector (None) selects nothing and `{}` selects everything, as
 `metav1.LabelSelectorAsSelector` does; this distinction is the source of much
 user confusion, so `explain` says exactly which requirement failed.
+
+A neutral module: the pure renderer and the runtime both select by labels,
+and the renderer must not import the runtime.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from promop.kube.selector import Selector, SelectorError, matches, parse_selector
+from promop.labelselector import Selector, SelectorError, matches, parse_selector
 
 
 def test_nil_selects_nothing_and_empty_selects_everything():
