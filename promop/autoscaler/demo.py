@@ -6,6 +6,11 @@ demo pod's memory, a Deployment and a MemHpa, and a load that rises and falls.
 Time runs `--speed` times faster for the controller (cool-downs of 3 and 5
 minutes take seconds); each decision is printed with its reason as the
 Deployment scales up and back down.
+
+`promop adapter` runs in-process against the same Prometheus, registered in
+the sandbox as the APIServices of metrics.k8s.io and custom.metrics.k8s.io:
+`kubectl top pod` and `kubectl get --raw /apis/custom.metrics.k8s.io/...`
+answer through the sandbox's aggregation, as in a cluster.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -28,6 +34,32 @@ NAME = "shop"
 LOAD = [(0, 60), (2, 60), (6, 420), (12, 420), (16, 40), (30, 40)]
 
 
+CPU_CORES = 0.02   # each pod's simulated CPU use (metrics.k8s.io needs CPU and memory)
+# irate, not rate: the demo's series are seconds old when it shows `kubectl top`, and rate() over a window
+# longer than a series' life divides by the whole window
+CUSTOM_METRIC = "memory_working_set_bytes"
+ADAPTER_CONFIG = {
+    "rules": [{  # the pods' memory as a custom metric too: pods/memory_working_set_bytes
+        "seriesQuery": 'container_memory_working_set_bytes{namespace!="",pod!=""}',
+        "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+        "name": {"matches": "^container_(.*)$", "as": "${1}"},
+        "metricsQuery": 'sum(<<.Series>>{<<.LabelMatchers>>,container!=""}) by (<<.GroupBy>>)'}],
+    "resourceRules": {
+        "cpu": {"containerQuery": 'sum(irate(container_cpu_usage_seconds_total{<<.LabelMatchers>>,container!=""}[1m])) '
+                                  "by (<<.GroupBy>>)",
+                "nodeQuery": "sum(irate(container_cpu_usage_seconds_total{<<.LabelMatchers>>,id='/'}[1m])) "
+                             "by (<<.GroupBy>>)",
+                "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+                "containerLabel": "container"},
+        "memory": {"containerQuery": 'sum(container_memory_working_set_bytes{<<.LabelMatchers>>,container!=""}) '
+                                     "by (<<.GroupBy>>)",
+                   "nodeQuery": "sum(container_memory_working_set_bytes{<<.LabelMatchers>>,id='/'}) by (<<.GroupBy>>)",
+                   "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+                   "containerLabel": "container"},
+        "window": "1m"},
+}
+
+
 def load_at(minute: float) -> float:
     for (m0, v0), (m1, v1) in zip(LOAD, LOAD[1:]):
         if m0 <= minute <= m1:
@@ -41,6 +73,7 @@ class MemoryExporter:
     def __init__(self) -> None:
         self.pods: list[str] = []
         self.total_mi = 0.0
+        self.started = time.time()
         exporter = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -67,6 +100,11 @@ class MemoryExporter:
             value = self.total_mi * MI / len(pods)
             lines.append(f'container_memory_working_set_bytes{{namespace="default",pod="{pod}",container="app"}} '
                          f"{value:.0f}")
+        lines.append("# TYPE container_cpu_usage_seconds_total counter")
+        cpu_seconds = CPU_CORES * (time.time() - self.started)
+        for pod in pods:
+            lines.append(f'container_cpu_usage_seconds_total{{namespace="default",pod="{pod}",container="app"}} '
+                         f"{cpu_seconds:.3f}")
         return "\n".join(lines) + "\n"
 
     def close(self) -> None:
@@ -124,6 +162,109 @@ def wait_scraped(url: str, timeout: float = 30.0) -> None:
     raise RuntimeError(f"Prometheus did not scrape the simulated exporter within {timeout:.0f} s")
 
 
+ADAPTER_APIS = (("metrics.k8s.io", "v1beta1"), ("custom.metrics.k8s.io", "v1beta2"),
+                ("custom.metrics.k8s.io", "v1beta1"))
+
+
+def start_adapter(client, kubeconfig: str, prom_url: str, workdir: Path):
+    """`promop adapter` in-process over HTTPS, registered as the metrics APIServices (registered first, so the
+    adapter finds the front proxy's CA in kube-system/extension-apiserver-authentication at its start)."""
+    import argparse
+
+    from promop.adapter.config import ConfigError
+    from promop.adapter.main import StartupError, build
+    from promop.commands.adapter import _serve_flags
+    from promop.kube.resources import Resource
+
+    port = _free_port()
+    client.create(Resource("", "v1", "namespaces", namespaced=False), {"metadata": {"name": "promop"}})
+    client.create(Resource("", "v1", "services"), {
+        "metadata": {"name": "promop-adapter"},
+        "spec": {"clusterIP": "127.0.0.1", "ports": [{"name": "https", "port": port}]}}, "promop")
+    for group, version in ADAPTER_APIS:
+        client.create(Resource("apiregistration.k8s.io", "v1", "apiservices", namespaced=False), {
+            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": f"{version}.{group}"},
+            "spec": {"group": group, "version": version, "groupPriorityMinimum": 100,
+                     "versionPriority": 200 if version == "v1beta2" else 100, "insecureSkipTLSVerify": True,
+                     "service": {"name": "promop-adapter", "namespace": "promop", "port": port}}})
+    config = workdir / "adapter.yaml"
+    config.write_text(yaml.safe_dump(ADAPTER_CONFIG, sort_keys=False))
+    parser = argparse.ArgumentParser()
+    _serve_flags(parser)
+    args = parser.parse_args([f"--config={config}", f"--prometheus-url={prom_url}", f"--kubeconfig={kubeconfig}",
+                              f"--secure-port={port}", "--bind-address=127.0.0.1", f"--cert-dir={workdir / 'certs'}",
+                              "--metrics-relist-interval=15s"])
+    try:
+        adapter, servers = build(args)
+    except (StartupError, ConfigError, OSError) as exc:
+        raise RuntimeError(f"promop adapter did not start: {exc}") from None
+    adapter.start(watch_config=False)
+    for server in servers:
+        server.serve_in_background()
+    return adapter, servers, port
+
+
+def stop_adapter(adapter, servers) -> None:
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+    adapter.stop()
+    stop_lister = getattr(getattr(adapter, "lister", None), "stop", None)
+    if stop_lister:
+        stop_lister()
+
+
+def wait_metrics_api(client, pods: list[str], timeout: float = 60.0) -> tuple[list[dict], list[dict]]:
+    """(PodMetrics, custom metric values) of `pods`, read through the sandbox's aggregation once both answer."""
+    from promop.adapter.lister import get_json
+
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            resource = get_json(client, "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods")["items"]
+            custom = get_json(client, f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/"
+                                      f"{CUSTOM_METRIC}")["items"]
+            if {i["metadata"]["name"] for i in resource} >= set(pods) and \
+                    {i["describedObject"]["name"] for i in custom} >= set(pods):
+                return resource, custom
+            last = f"pods with metrics: {sorted(i['metadata']['name'] for i in resource)}"
+        except Exception as exc:  # noqa: BLE001 - not up yet; said at the deadline
+            last = str(exc)
+        time.sleep(0.3)
+    raise RuntimeError(f"the metrics APIs did not answer through the sandbox's aggregation in {timeout:.0f} s: {last}")
+
+
+def show_metrics_api(client, kubeconfig: str, pods: list[str]) -> None:
+    """Print that `kubectl top pod` works, with its output (or the same through the raw API without kubectl)."""
+    resource, custom = wait_metrics_api(client, pods)
+    print("metrics APIs: promop adapter registered as APIServices "
+          + ", ".join(f"{v}.{g}" for g, v in ADAPTER_APIS) + " (through the sandbox's aggregation)")
+    kubectl = shutil.which("kubectl")
+    top = None
+    if kubectl:
+        proc = subprocess.run([kubectl, f"--kubeconfig={kubeconfig}", "top", "pod", "-n", "default"],
+                              capture_output=True, text=True, timeout=60)
+        if proc.returncode == 0:
+            top = proc.stdout.strip().splitlines()
+        else:
+            print(f"  kubectl top pod failed: {proc.stderr.strip()}")
+    if top:
+        print(f"  $ kubectl --kubeconfig {kubeconfig} top pod -n default")
+        for line in top:
+            print(f"    {line}")
+    else:
+        print("  GET /apis/metrics.k8s.io/v1beta1/namespaces/default/pods (what kubectl top pod reads):")
+        for item in resource:
+            usage = {k: v for c in item.get("containers") or [] for k, v in (c.get("usage") or {}).items()}
+            print(f"    {item['metadata']['name']}  cpu {usage.get('cpu')}  memory {usage.get('memory')}")
+    path = f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/{CUSTOM_METRIC}"
+    print(f"  $ kubectl --kubeconfig {kubeconfig} get --raw '{path}'")
+    for item in custom:
+        print(f"    {item['describedObject']['name']}: {item['metric']['name']} = {item['value']}")
+    sys.stdout.flush()
+
+
 def run_demo(args) -> int:
     binary = shutil.which("prometheus")
     if binary is None:
@@ -150,6 +291,7 @@ def run_demo(args) -> int:
     exporter = MemoryExporter()
     prom_proc = None
     thread = None
+    metrics_adapter = None
     t0 = {"real": time.time()}
 
     def clock() -> float:  # the controller's time runs `speed` times faster, from when the demo starts
@@ -191,6 +333,9 @@ def run_demo(args) -> int:
             print("error: the autoscaler did not start")
             return 1
         wait_scraped(prom_url)
+        kc = sandbox.write_kubeconfig(workdir / "kubeconfig")
+        metrics_adapter = start_adapter(client, kc, prom_url, workdir)
+        show_metrics_api(client, kc, exporter.pods)
         t0["real"] = time.time()
         reconciler = app.controller.reconciler
         original = reconciler.sync
@@ -241,9 +386,8 @@ def run_demo(args) -> int:
               + ("" if scaled else " (expected a scale up and back down)"))
         if getattr(args, "once", False):
             return 0 if scaled else 1
-        kc = sandbox.write_kubeconfig(workdir / "kubeconfig")
-        print(f"kubeconfig: {kc}\n  kubectl --kubeconfig {kc} get memhpa,deploy,pods\nrunning until Ctrl-C",
-              flush=True)
+        print(f"kubeconfig: {kc}\n  kubectl --kubeconfig {kc} get memhpa,deploy,pods\n"
+              f"  kubectl --kubeconfig {kc} top pod\nrunning until Ctrl-C", flush=True)
         while not stop.wait(0.5):
             exporter.pods = sorted(o["metadata"]["name"] for o in sandbox.api.list(pods_rt, "default", None).objects)
         return 0
@@ -254,6 +398,8 @@ def run_demo(args) -> int:
         stop.set()
         if thread is not None:
             thread.join(30)
+        if metrics_adapter is not None:
+            stop_adapter(*metrics_adapter[:2])
         if prom_proc is not None:
             prom_proc.terminate()
             try:

@@ -93,6 +93,16 @@ class PrometheusSource:
                 values.errors[f"{m.type}/{m.name}"] = f"Prometheus: {exc}"
 
 
+def _window(text: Any) -> float:
+    """A PodMetrics window, a Go duration as metrics-server and the adapter write it ("15s", "2m0s")."""
+    from promop.adapter.durations import parse_go_duration
+
+    try:
+        return parse_go_duration(str(text)) if text else 30.0
+    except ValueError:
+        return 30.0
+
+
 class MetricsApiSource:
     """Metrics from the aggregated metrics APIs, as the HPA controller reads them."""
 
@@ -112,10 +122,8 @@ class MetricsApiSource:
                             if m.type == "ContainerResource" and c.get("name") != m.container:
                                 continue
                             total += milli_value((c.get("usage") or {}).get(m.name, "0"))
-                        window = item.get("window", "30s")
                         samples[item["metadata"]["name"]] = PodMetric(
-                            total, parse_time(item.get("timestamp")) or now,
-                            float(str(window).rstrip("s") or 30) if str(window).endswith("s") else 30.0)
+                            total, parse_time(item.get("timestamp")) or now, _window(item.get("window")))
                     if m.type == "Resource":
                         values.resource[m.name] = samples
                     else:
