@@ -12,7 +12,7 @@ from typing import Any
 
 from promop.kube.errors import ApiError
 from promop.kube.resources import Resource
-from promop.kube.selector import Selector, SelectorError, parse_selector
+from promop.labelselector import Selector, SelectorError, parse_selector
 
 KINDS = {
     "Deployment": Resource("apps", "v1", "deployments", kind="Deployment"),
