@@ -23,8 +23,10 @@ def test_edit_reaches_the_secret_bad_one_rejected_alone_delete_cleans_up(kube, s
     kube.create(ALERTMANAGERS, alertmanager())
     kube.create(ALERTMANAGERCONFIGS, amc("good"))
     eventually(lambda: receivers(kube) == ["null", "monitoring/good/r"], 20, "the good config in the Secret")
-    assert kube.get(STATEFULSETS, "alertmanager-main", NS)["spec"]["replicas"] == 1
-    assert kube.get(SERVICES, "alertmanager-operated", NS)["spec"]["clusterIP"] == "None"
+    # the config Secret is written before the Service and the StatefulSet: wait for those too
+    eventually(lambda: kube.get(STATEFULSETS, "alertmanager-main", NS)["spec"]["replicas"] == 1, 20, "the StatefulSet")
+    eventually(lambda: kube.get(SERVICES, "alertmanager-operated", NS)["spec"]["clusterIP"] == "None", 20,
+               "the governing Service")
 
     # an edit reaches the Secret
     modify(kube, ALERTMANAGERCONFIGS, "good", NS,
