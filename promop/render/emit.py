@@ -71,6 +71,8 @@ def _plain_ok(s: str) -> bool:
         return False
     if s[0] in _INDICATORS or s[0] == " " or s[-1] in " :" or "\t" in s:
         return False
+    if s.startswith("..."):  # at the start of a line, `...` ends the document (`---` is caught above)
+        return False
     if ": " in s or " #" in s:
         return False
     return _PRINTABLE_ONE_LINE.match(s) is not None

@@ -40,6 +40,13 @@ def test_demo_once_from_an_installed_wheel(tmp_path):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
     python = str(env_dir / "bin" / "python")
+    # when this interpreter is itself a virtualenv (as .ci/run's for 3.12 and 3.13), its dependencies are not
+    # in the system site-packages: list its site-packages in the new venv (a path, not a site dir, so an
+    # editable install of the checkout there is not activated)
+    import site
+
+    [new_site] = list((env_dir / "lib").glob("python*/site-packages"))
+    (new_site / "zz-test-dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     # the venv has no pip of its own: the machine's pip installs into it (dependencies come from system site-packages)
     subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", str(wheel)],
                    check=True, capture_output=True, text=True, timeout=300)

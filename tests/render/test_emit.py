@@ -109,3 +109,9 @@ def test_rule_files_use_literal_blocks_for_multi_line_strings():
 def test_only_json_like_data():
     with pytest.raises(TypeError, match="cannot emit set"):
         emit({"a": {1, 2}})
+
+
+def test_document_markers_are_quoted():
+    """`...` and `---` at the start of a line end or start a document; found by the property test."""
+    for data in ({"... 0": None}, {"...": 1}, ["...x"], {"--- x": 1}, {"a": "..."}):
+        assert yaml.safe_load(emit(data)) == data
