@@ -66,6 +66,9 @@ class CA:
                                              content_commitment=False, key_encipherment=False,
                                              data_encipherment=False, key_agreement=False,
                                              encipher_only=False, decipher_only=False), critical=True)
+                # key identifiers: Python 3.13 verifies strictly (VERIFY_X509_STRICT) and requires them
+                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(key.public_key()), critical=False)
                 .sign(key, hashes.SHA256()))
         return cls(_pem_cert(cert), _pem_key(key))
 
@@ -87,7 +90,10 @@ class CA:
              .not_valid_before(now - _dt.timedelta(minutes=5)).not_valid_after(now + _dt.timedelta(days=days))
              .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
              .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH if client
-                                                   else ExtendedKeyUsageOID.SERVER_AUTH]), critical=False))
+                                                   else ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+             .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_cert.public_key()),
+                            critical=False))
         if hosts:
             b = b.add_extension(_sans(hosts), critical=False)
         cert = b.sign(ca_key, hashes.SHA256())

@@ -23,7 +23,9 @@ def test_failed_rescale_is_reported_and_retried(env, sandbox):
     assert sandbox.faults.pending() == 0
     ok = wait_for(lambda: env.events("SuccessfulRescale"), what="SuccessfulRescale")
     assert len(ok) == 1  # one scale, not one per attempt
-    assert env.condition("web", "AbleToScale")["reason"] in ("SucceededRescale", "BackoffBoth")
+    # the status with the new condition is written after the Event: wait for it rather than read it once
+    wait_for(lambda: env.condition("web", "AbleToScale")["reason"] in ("SucceededRescale", "BackoffBoth"),
+             what="AbleToScale after the retried rescale")
 
 
 def test_converges_after_dropped_watches_and_expired_history(env, sandbox):
