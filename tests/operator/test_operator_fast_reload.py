@@ -24,7 +24,7 @@ def test_annotation_turns_it_on_and_off(kube, start_operator):
     kube.create(PROMETHEUSES, p)
     op = start_operator()
     eventually(lambda: names(kube, ROLES) == ["prometheus-p-config-reader"], 20, "the reloader's Role")
-    assert names(kube, ROLEBINDINGS) == ["prometheus-p-config-reader"]
+    eventually(lambda: names(kube, ROLEBINDINGS) == ["prometheus-p-config-reader"], 20, "its RoleBinding")
     eventually(lambda: f"--watch-secret={NS}/prometheus-p:prometheus.yaml.gz" in _reloader_args(kube), 20,
                "the reloader reading through the API")
     eventually(lambda: (_condition(kube) or {}).get("reason") == "APIWatch", 20, "FastReload condition")
