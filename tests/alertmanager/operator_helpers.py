@@ -14,26 +14,11 @@ from typing import Any, Callable
 from promop.kube.errors import Conflict, NotFound
 from promop.kube.resources import SECRETS
 from promop.operator.app import Operator
+from tests.operator.operator_testlib import TIMEOUT_SCALE, eventually  # noqa: F401 - re-exported for the tests here
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = "promop-operator-under-test"
 FAST_INFORMERS = {"backoff_base": 0.05, "backoff_cap": 0.5, "idle_timeout": 10.0}
-TIMEOUT_SCALE = float(os.environ.get("PROMOP_TEST_TIMEOUT_SCALE", "3"))
-
-
-def eventually(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    timeout *= TIMEOUT_SCALE
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-            if value:
-                return value
-        except (AssertionError, NotFound) as exc:
-            last = exc
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f": {last}" if last else ""))
 
 
 @dataclass
