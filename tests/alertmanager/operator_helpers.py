@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import base64
 import gzip
-import os
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from promop.kube.errors import Conflict, NotFound
+from promop.kube.errors import Conflict
 from promop.kube.resources import SECRETS
 from promop.operator.app import Operator
 from tests.operator.operator_testlib import TIMEOUT_SCALE, eventually  # noqa: F401 - re-exported for the tests here
