@@ -99,7 +99,7 @@ def test_service_name_means_no_service_and_listen_local_has_no_probes():
     assert result.statefulset["spec"]["serviceName"] == "mine"
 
 
-@pytest.mark.parametrize("field", ["clusterTLS", "baseImage"])
-def test_warnings_for_unimplemented_or_deprecated_fields(field):
-    result = render(AMRenderInputs(am(**{field: {"x": 1} if field == "clusterTLS" else "quay.io/x"})))
+@pytest.mark.parametrize("field", ["baseImage", "tag"])
+def test_warnings_for_deprecated_fields(field):
+    result = render(AMRenderInputs(am(**{field: "quay.io/x"})))
     assert any(w.field == f"spec.{field}" for w in result.warnings)

@@ -7,7 +7,7 @@ from typing import Any
 
 from promop.render.alertmanager.base import user_secret_name
 from promop.render.alertmanager.cache import AMRenderCache
-from promop.render.alertmanager.common import Fatal, Store
+from promop.render.alertmanager.common import AMScope, Fatal, Store
 from promop.render.alertmanager.config import build_config
 from promop.render.alertmanager.model import AMRenderInputs, AMRenderResult
 from promop.render.alertmanager.secrets import (cluster_tls_secret, generated_secret, tls_asset_secrets,
@@ -15,13 +15,8 @@ from promop.render.alertmanager.secrets import (cluster_tls_secret, generated_se
 from promop.render.alertmanager.selection import select_configs
 from promop.render.alertmanager.statefulset import (build_service, build_statefulset, compute_input_hash,
                                                     conflicting_additional_args, version_of)
+from promop.render.alertmanager.webtls import CLUSTER_TLS_SINCE, WEB_TLS_SINCE, cluster_tls, tls_references, web_tls
 from promop.render.model import ObjectRef, Problem, obj_meta
-
-# Spec fields promop reads but does not implement yet: reported, never silently ignored.
-NOT_IMPLEMENTED = {
-    "clusterTLS": "cluster TLS is not implemented; the peers talk without TLS",
-    "web.tlsConfig": "web TLS is not implemented; Alertmanager serves plain HTTP",
-}
 
 
 def render(inputs: AMRenderInputs, cache: AMRenderCache | None = None) -> AMRenderResult:
@@ -33,16 +28,20 @@ def render(inputs: AMRenderInputs, cache: AMRenderCache | None = None) -> AMRend
     cfg = build_config(am, inputs.alertmanager_configs, inputs.namespaces, Store(inputs.secrets, inputs.configmaps),
                        cache=cache)
     warnings = list(cfg.warnings)
-    if spec.get("clusterTLS"):
-        warnings.append(Problem("Alertmanager", ns, name, "spec.clusterTLS", NOT_IMPLEMENTED["clusterTLS"]))
-    if (spec.get("web") or {}).get("tlsConfig"):
-        warnings.append(Problem("Alertmanager", ns, name, "spec.web.tlsConfig", NOT_IMPLEMENTED["web.tlsConfig"]))
     for field, message in (("spec.baseImage", 'field "spec.baseImage" is deprecated, field "spec.image" should be used instead'),
                            ("spec.tag", 'field "spec.tag" is deprecated, field "spec.image" should be used instead'),
                            ("spec.sha", 'field "spec.sha" is deprecated, field "spec.image" should be used instead')):
         if spec.get(field.split(".")[1]):
             warnings.append(Problem("Alertmanager", ns, name, field, message))
     fatal = cfg.fatal
+    v = version_of(spec)
+    web = cluster = None
+    scope = AMScope(Store(inputs.secrets, inputs.configmaps), "Alertmanager", ns, name, cfg.version or v)
+    try:
+        web = web_tls(scope, spec)
+        cluster = cluster_tls(scope, spec)
+    except Fatal as exc:
+        fatal = fatal or exc
     conflicts = conflicting_additional_args(am, options)
     if conflicts and fatal is None:
         fatal = Fatal("spec.additionalArgs", f"argument {conflicts[0]!r} is managed by the operator; remove it")
@@ -52,16 +51,17 @@ def render(inputs: AMRenderInputs, cache: AMRenderCache | None = None) -> AMRend
     generated = None
     if fatal is None:
         generated = generated_secret(am, options, cfg.text, cfg.extra_data)
-    v = version_of(spec)
     return AMRenderResult(
         config=cfg.config if fatal is None else None,
         config_text=cfg.text if fatal is None else "",
         generated_secret=generated,
         tls_secrets=tls,
-        web_config_secret=web_config_secret(am, options) if v.at_least("0.22.0") else None,
-        cluster_tls_secret=cluster_tls_secret(am, options) if v.at_least("0.24.0") and spec.get("clusterTLS") else None,
+        web_config_secret=web_config_secret(am, options, web.section if web else None)
+        if v.at_least(WEB_TLS_SINCE) else None,
+        cluster_tls_secret=cluster_tls_secret(am, options, cluster.section if cluster else None)
+        if v.at_least(CLUSTER_TLS_SINCE) and spec.get("clusterTLS") else None,
         service=None if spec.get("serviceName") else build_service(am, options),
-        statefulset=build_statefulset(am, options, tls_names, input_hash),
+        statefulset=build_statefulset(am, options, tls_names, input_hash, web=web, cluster=cluster),
         selection=cfg.selection,
         rejected=cfg.rejected,
         warnings=warnings,
@@ -112,6 +112,7 @@ def references(inputs: AMRenderInputs, cache: AMRenderCache | None = None) -> se
     ns, _ = obj_meta(am)
     out: set[ObjectRef] = {ObjectRef("Secret", ns, user_secret_name(am))}
     spec = am.get("spec") or {}
+    out |= {ObjectRef(kind, ns, name) for kind, name in tls_references(spec)}
     _walk(spec.get("alertmanagerConfiguration") or {}, ns, out)
     global_name = (spec.get("alertmanagerConfiguration") or {}).get("name")
     chosen = {(d.namespace, d.name) for d in select_configs(am, inputs.alertmanager_configs, inputs.namespaces)

@@ -52,11 +52,14 @@ def tls_asset_secrets(alertmanager: Mapping[str, Any], options: RenderOptions, a
             for i, data in enumerate(shards)]
 
 
-def web_config(spec: Mapping[str, Any]) -> str:
-    """The --web.config.file content: empty unless spec.web.httpConfig is set (web TLS: see docs)."""
+def web_config(spec: Mapping[str, Any], tls_section: Mapping[str, Any] | None = None) -> str:
+    """The --web.config.file content: empty unless spec.web.tlsConfig (`tls_server_config`, from
+    webtls.web_tls) or spec.web.httpConfig is set."""
     web = spec.get("web") or {}
     http = web.get("httpConfig") or {}
     out: dict = {}
+    if tls_section:
+        out["tls_server_config"] = dict(tls_section)
     server: dict = {}
     if http.get("http2") is not None:
         server["http2"] = bool(http["http2"])
@@ -72,14 +75,18 @@ def web_config(spec: Mapping[str, Any]) -> str:
     return emit(out) if out else ""
 
 
-def web_config_secret(alertmanager: Mapping[str, Any], options: RenderOptions) -> dict:
+def web_config_secret(alertmanager: Mapping[str, Any], options: RenderOptions,
+                      tls_section: Mapping[str, Any] | None = None) -> dict:
+    text = web_config(alertmanager.get("spec") or {}, tls_section)
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": managed_metadata(alertmanager, f"{prefixed_name(alertmanager)}-web-config", options),
-            "data": {WEB_CONFIG_KEY: base64.b64encode(web_config(alertmanager.get("spec") or {}).encode()).decode()}}
+            "data": {WEB_CONFIG_KEY: base64.b64encode(text.encode()).decode()}}
 
 
-def cluster_tls_secret(alertmanager: Mapping[str, Any], options: RenderOptions) -> dict:
-    """`alertmanager-<name>-cluster-tls-config`: empty (spec.clusterTLS is reported as not implemented)."""
+def cluster_tls_secret(alertmanager: Mapping[str, Any], options: RenderOptions,
+                       sections: Mapping[str, Any] | None = None) -> dict:
+    """`alertmanager-<name>-cluster-tls-config`: `tls_server_config` + `tls_client_config` (webtls.cluster_tls)."""
+    text = emit(dict(sections)) if sections else ""
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": managed_metadata(alertmanager, f"{prefixed_name(alertmanager)}-cluster-tls-config", options),
-            "data": {CLUSTER_TLS_KEY: ""}}
+            "data": {CLUSTER_TLS_KEY: base64.b64encode(text.encode()).decode()}}

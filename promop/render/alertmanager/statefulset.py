@@ -24,6 +24,7 @@ from promop.render.model import RenderOptions
 from promop.render.statefulset import (RELOADER_COMMAND, RELOADER_RESOURCES, SECURITY_CONTEXT, _pod_spec_passthrough,
                                        sanitize_volume_name, strategic_merge)
 from promop.render.versions import VersionError
+from promop.render.alertmanager.webtls import CLUSTER_TLS_FILE, CLUSTER_TLS_SINCE, WEB_TLS_SINCE, TLSMounts
 
 GOVERNING_SERVICE_NAME = "alertmanager-operated"
 CONFIG_DIR = "/etc/alertmanager/config"
@@ -79,7 +80,7 @@ def _prefix(spec: Mapping[str, Any]) -> str:
 
 
 def _web_tls(spec: Mapping[str, Any], version: Version) -> bool:
-    return bool((spec.get("web") or {}).get("tlsConfig")) and version.at_least("0.22.0")
+    return bool((spec.get("web") or {}).get("tlsConfig")) and version.at_least(WEB_TLS_SINCE)
 
 
 def alertmanager_args(alertmanager: Mapping[str, Any], options: "AMRenderOptions", version: Version) -> list[str]:
@@ -137,6 +138,8 @@ def alertmanager_args(alertmanager: Mapping[str, Any], options: "AMRenderOptions
     args.append("--cluster.reconnect-timeout=5m")
     if version.at_least("0.22.0"):
         args.append(f"--web.config.file={WEB_CONFIG_FILE}")
+    if version.at_least(CLUSTER_TLS_SINCE) and spec.get("clusterTLS"):
+        args.append(f"--cluster.tls-config={CLUSTER_TLS_FILE}")
     for a in spec.get("additionalArgs") or []:
         if isinstance(a, Mapping) and a.get("name"):
             args.append(f"--{a['name']}" + (f"={a['value']}" if a.get("value") not in (None, "") else ""))
@@ -250,7 +253,8 @@ def _reloader(name: str, spec: Mapping[str, Any], options: RenderOptions, versio
 
 
 def build_statefulset(alertmanager: dict, options: "AMRenderOptions", tls_secret_names: list[str],
-                      input_hash: str) -> dict:
+                      input_hash: str, web: TLSMounts | None = None, cluster: TLSMounts | None = None) -> dict:
+    """The StatefulSet; `web`/`cluster` are the volumes and mounts of web.tlsConfig and clusterTLS (webtls)."""
     md = alertmanager["metadata"]
     spec = alertmanager.get("spec") or {}
     version = version_of(spec)
@@ -300,6 +304,17 @@ def build_statefulset(alertmanager: dict, options: "AMRenderOptions", tls_secret
         web_mount = {"mountPath": WEB_CONFIG_FILE, "name": "web-config", "readOnly": True, "subPath": "web-config.yaml"}
         am_mounts.append(web_mount)
         reloader_mounts.append(dict(web_mount))
+        if web is not None:  # the reloader serves its own endpoint with the same web config file
+            volumes += [dict(v) for v in web.volumes]
+            am_mounts += [dict(m) for m in web.mounts]
+            reloader_mounts += [dict(m) for m in web.mounts]
+    if version.at_least(CLUSTER_TLS_SINCE) and spec.get("clusterTLS"):
+        volumes.append({"name": "cluster-tls-config", "secret": {"secretName": f"{base}-cluster-tls-config"}})
+        am_mounts.append({"mountPath": CLUSTER_TLS_FILE, "name": "cluster-tls-config", "readOnly": True,
+                          "subPath": "cluster-tls-config.yaml"})
+        if cluster is not None:
+            volumes += [dict(v) for v in cluster.volumes]
+            am_mounts += [dict(m) for m in cluster.mounts]
     if db_volume is not None:
         volumes.append(db_volume)
     volumes += [dict(v) for v in spec.get("volumes") or []]
