@@ -69,35 +69,47 @@ class AlertmanagerController:
         self.metrics = metrics or OperatorMetrics(self.registry)
         self.queue = RateLimitingQueue(name=CONTROLLER, registry=self.registry)
         kw = {"resync_period": 0, "registry": self.registry, **(informer_kwargs or {})}
-        deny = options.namespace_field_selector()
-        scope: dict[str, Any] = {"namespaces": list(options.namespaces)} if options.namespaces else {}
+        from promop.operator.alertmanager.flags import AMOptions
 
-        def informer(res: Resource, **extra: Any) -> Informer:
+        am_opts: AMOptions = getattr(options, "alertmanager", None) or AMOptions()
+        instances = tuple(am_opts.instance_namespaces or options.namespaces)
+        configs = tuple(am_opts.config_namespaces or options.namespaces)
+        # Secrets/ConfigMaps only trigger syncs (content is read with GETs): watch where either kind lives
+        referenced = tuple(dict.fromkeys(instances + configs)) if instances and configs else ()
+        self.instance_namespaces, self.config_namespaces = instances, configs
+
+        def informer(res: Resource, namespaces: tuple[str, ...], **extra: Any) -> Informer:
+            # --deny-namespaces applies only where no allow-list is given (upstream: the allow-list wins)
+            deny = "" if namespaces else options.namespace_field_selector()
             sel = ",".join(p for p in (extra.pop("field_selector", ""), deny) if p) or None
+            scope: dict[str, Any] = {"namespaces": list(namespaces)} if namespaces else {}
             return Informer(client, res, field_selector=sel, **scope, **{**kw, **extra})
 
-        self.alertmanagers = informer(ALERTMANAGERS, resync_period=getattr(options, "resync_period", 0))
-        self.alertmanagerconfigs = informer(ALERTMANAGERCONFIGS)
-        self.secrets = informer(SECRETS, metadata_only=True, field_selector=options.secret_field_selector)
-        self.configmaps = informer(CONFIGMAPS, metadata_only=True)
-        self.statefulsets = informer(STATEFULSETS, label_selector=STATEFULSET_SELECTOR)
+        self.alertmanagers = informer(ALERTMANAGERS, instances, resync_period=getattr(options, "resync_period", 0))
+        self.alertmanagerconfigs = informer(ALERTMANAGERCONFIGS, configs)
+        self.secrets = informer(SECRETS, referenced, metadata_only=True, field_selector=options.secret_field_selector)
+        self.configmaps = informer(CONFIGMAPS, referenced, metadata_only=True)
+        self.statefulsets = informer(STATEFULSETS, instances, label_selector=STATEFULSET_SELECTOR)
         self.namespaces = Informer(client, NAMESPACES, **kw)
         self.informers = [self.alertmanagers, self.alertmanagerconfigs, self.secrets, self.configmaps,
                           self.statefulsets, self.namespaces]
         base = options.render_options()
-        from promop.operator.alertmanager.flags import AMOptions
-
-        am_opts: AMOptions = getattr(options, "alertmanager", None) or AMOptions()
         self.render_options = render_options or AMRenderOptions(
             labels=base.labels, annotations=base.annotations, config_reloader_image=base.config_reloader_image,
             alertmanager_default_base_image=am_opts.default_base_image, cluster_domain=am_opts.cluster_domain)
         self.syncer = AlertmanagerSyncer(
             client, Stores(self.alertmanagers.store, self.alertmanagerconfigs.store, self.namespaces.store,
                            self.statefulsets.store, self.secrets.store, self.configmaps.store),
-            self.render_options, self.metrics, namespace_allowed=options.namespace_allowed)
+            self.render_options, self.metrics, namespace_allowed=self.config_namespace_allowed)
         self._workers: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._register_handlers()
+
+    def config_namespace_allowed(self, namespace: str) -> bool:
+        """May AlertmanagerConfigs of `namespace` be selected? (the AlertmanagerConfig namespaces)"""
+        if self.config_namespaces:
+            return namespace in self.config_namespaces
+        return self.options.namespace_allowed(namespace)
 
     # ---- lifecycle (as Controller) --------------------------------------------------------
 

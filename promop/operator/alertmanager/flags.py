@@ -26,6 +26,10 @@ class AMOptions:
     kubelet_endpointslice: bool = False
     kubelet_sync_period: float = 180.0
     kubelet_http_metrics: bool = True
+    # upstream's --alertmanager-instance-namespaces / --alertmanager-config-namespaces: when set, they replace
+    # --namespaces/--deny-namespaces for the Alertmanager (and StatefulSet) / AlertmanagerConfig informers
+    instance_namespaces: tuple[str, ...] = ()
+    config_namespaces: tuple[str, ...] = ()
 
     def kubelet_object(self) -> tuple[str, str]:
         ns, _, name = self.kubelet_service.partition("/")
@@ -49,6 +53,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                     help="Alertmanager image (without tag) when spec.image is not set")
     am.add_argument("--cluster-domain", default="",
                     help="cluster domain for fully qualified Alertmanager peer addresses (default: short names)")
+    am.add_argument("--alertmanager-instance-namespaces", default="", metavar="NS[,NS]",
+                    help="namespaces whose Alertmanager objects (and StatefulSets) are watched; "
+                    "takes precedence over --namespaces/--deny-namespaces for them (default: as --namespaces)")
+    am.add_argument("--alertmanager-config-namespaces", default="", metavar="NS[,NS]",
+                    help="namespaces whose AlertmanagerConfig objects are watched; "
+                    "takes precedence over --namespaces/--deny-namespaces for them (default: as --namespaces)")
     am.add_argument("--manage-crds", action="store_true",
                     help="create or update the CRDs at start and wait until they are established")
     am.add_argument("--kubelet-service", default="", metavar="NAMESPACE/NAME",
@@ -78,12 +88,19 @@ def from_args(args: argparse.Namespace) -> AMOptions:
     if args.kubelet_sync_period <= 0:
         raise FlagError(f"--kubelet-sync-period must be positive, got {args.kubelet_sync_period}")
     return AMOptions(
+        instance_namespaces=_namespaces(getattr(args, "alertmanager_instance_namespaces", "")),
+        config_namespaces=_namespaces(getattr(args, "alertmanager_config_namespaces", "")),
         enabled=args.alertmanager_controller, manage_crds=args.manage_crds,
         default_base_image=args.alertmanager_default_base_image, cluster_domain=args.cluster_domain,
         kubelet_service=service, kubelet_selector=args.kubelet_selector,
         kubelet_node_address_priority=args.kubelet_node_address_priority, kubelet_endpoints=args.kubelet_endpoints,
         kubelet_endpointslice=args.kubelet_endpointslice, kubelet_sync_period=args.kubelet_sync_period,
         kubelet_http_metrics=args.kubelet_http_metrics)
+
+
+def _namespaces(text: str) -> tuple[str, ...]:
+    """`a, b,a` -> ("a", "b"): blanks and duplicates dropped, order kept."""
+    return tuple(dict.fromkeys(p.strip() for p in (text or "").split(",") if p.strip()))
 
 
 def _selector_spec(text: str) -> dict:
