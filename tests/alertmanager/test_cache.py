@@ -65,3 +65,36 @@ def test_references_with_the_cache_equal_without():
     assert references(inputs, cache) == references(inputs) == references(inputs, cache)
     assert {(r.kind, r.namespace, r.name) for r in references(inputs)} == {
         ("Secret", "monitoring", "alertmanager-main"), *(("Secret", f"ns{n}", "creds") for n in range(3))}
+
+
+def test_remembered_matchers_keep_their_meaning_and_invalid_ones_are_rejected_every_time():
+    from promop.render.alertmanager.common import Reject, Version
+    from promop.render.alertmanager.matchers import convert_matchers
+
+    import pytest
+
+    v = Version("v0.27.0")
+    eq = [{"name": "sev", "value": "crit", "matchType": "="}]
+    assert convert_matchers(eq, "m", v) == {"matchers": ['sev="crit"']}
+    # same name and value, other operator / regex flag: not the remembered string
+    assert convert_matchers([{**eq[0], "matchType": "!="}], "m", v) == {"matchers": ['sev!="crit"']}
+    assert convert_matchers([{"name": "sev", "value": "crit", "regex": True}], "m", v) == {"matchers": ['sev=~"crit"']}
+    for where in ("first", "second"):
+        with pytest.raises(Reject) as exc:
+            convert_matchers([eq[0], {"name": "sev", "value": "(", "matchType": "=~"}], f"{where}.matchers", v)
+        assert exc.value.field == f"{where}.matchers[1].value"
+
+
+def test_a_config_that_compresses_badly_gets_the_smaller_gzip():
+    import gzip
+    import random
+
+    from promop.render.alertmanager.secrets import FAST_GZIP_LIMIT, compress
+
+    rnd = random.Random(7)
+    text = "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(2 * FAST_GZIP_LIMIT))
+    packed = compress(text)
+    assert gzip.decompress(packed).decode() == text
+    assert packed == gzip.compress(text.encode(), compresslevel=9, mtime=0)
+    small = "route: {}\n" * 1000  # the usual case: level 1, still deterministic
+    assert compress(small) == gzip.compress(small.encode(), compresslevel=1, mtime=0) == compress(small)

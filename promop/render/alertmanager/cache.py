@@ -30,6 +30,7 @@ class Entry:
     problem: Problem | None = None
     warnings: list[Problem] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)  # part -> YAML text of its list items
+    receiver_names: frozenset[str] = frozenset()  # names of fragment.receivers (checked for clashes each render)
 
 
 def object_key(obj: Mapping[str, Any]) -> tuple:

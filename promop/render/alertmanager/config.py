@@ -54,13 +54,14 @@ ROUTE_ORDER = ("receiver", "group_by", "group_wait", "group_interval", "repeat_i
                "matchers", "continue", "routes", "mute_time_intervals", "active_time_intervals")
 
 
-def _ordered_route(route: Any) -> Any:
-    """A route with its keys in upstream's struct order (unknown keys kept, last)."""
+def _ordered_route(route: Any, deep: bool = True) -> Any:
+    """A route with its keys in upstream's struct order (unknown keys kept, last). `deep=False` reorders the
+    top only: for an AlertmanagerConfig's route, whose children amconfig builds in this order already."""
     if not isinstance(route, Mapping):
         return route
     out = {k: route[k] for k in ROUTE_ORDER if k in route}
     out.update((k, v) for k, v in route.items() if k not in out)
-    if isinstance(out.get("routes"), list):
+    if deep and isinstance(out.get("routes"), list):
         out["routes"] = [_ordered_route(r) for r in out["routes"]]
     return out
 
@@ -145,15 +146,15 @@ def build_config(
     taken = {r["name"] for r in cfg.get("receivers") or []}
     parts: list[dict[str, str]] = []  # per accepted object: part -> YAML text of its items
     routes, receivers, inhibit, intervals = [], [], [], []
-    for amc in sorted((c for c in candidates if obj_meta(c) in chosen), key=obj_meta):
-        key = obj_meta(amc)
+    keyed = [(k, c) for k, c in ((obj_meta(c), c) for c in candidates) if k in chosen]
+    for key, amc in sorted(keyed, key=_first):
         entry = cache.get(key, object_key(amc), ctx_key, store) if cache is not None else None
         if entry is None:
             entry = _convert(amc, store, version, ctx, am_ns, strategy, ctx_key)
             if cache is not None:
                 cache.put(key, entry)
         if entry.problem is None and entry.fragment is not None:
-            clash = sorted({r["name"] for r in entry.fragment.receivers} & taken)
+            clash = sorted(entry.receiver_names & taken) if not entry.receiver_names.isdisjoint(taken) else ()
             if clash:
                 result.rejected.append(Problem("AlertmanagerConfig", key[0], key[1], "spec.receivers",
                                                f"receiver name {clash[0]!r} is already used by the base configuration"))
@@ -163,7 +164,7 @@ def build_config(
             continue
         frag = entry.fragment
         result.warnings += entry.warnings
-        taken |= {r["name"] for r in frag.receivers}
+        taken |= entry.receiver_names
         inhibit += frag.inhibit_rules
         if frag.route is not None:
             routes.append(frag.route)
@@ -187,6 +188,10 @@ def build_config(
     result.config = cfg
     result.text = base_text
     return result
+
+
+def _first(pair: tuple) -> Any:
+    return pair[0]
 
 
 def _convert(amc: Mapping[str, Any], store: Store, version: Version, ctx: ReceiverContext, am_ns: str,
@@ -214,8 +219,9 @@ def _convert(amc: Mapping[str, Any], store: Store, version: Version, ctx: Receiv
                                 "(kubectl apply --dry-run=server would say which field)")
         return entry
     entry.fragment, entry.warnings = frag, warnings
+    entry.receiver_names = frozenset(r["name"] for r in frag.receivers)
     entry.texts = {
-        "routes": _dump_items([_ordered_route(frag.route)] if frag.route is not None else [], nested=True),
+        "routes": _dump_items([_ordered_route(frag.route, deep=False)] if frag.route is not None else [], nested=True),
         "receivers": _dump_items(frag.receivers if frag.route is not None else []),
         "inhibit_rules": _dump_items(frag.inhibit_rules),
         "mute_time_intervals": _dump_items(frag.mute_time_intervals if frag.route is not None else []),
@@ -258,16 +264,19 @@ def _assemble(cfg: Mapping[str, Any], parts: list[dict[str, str]]) -> str:
         out.append(_dump({"global": cfg["global"]}))
     route = _ordered_route(cfg["route"])
     own_routes = route.pop("routes", None) or []
-    route_text = _dump({"route": route})
-    added = "".join(p["routes"] for p in parts)
+    out.append(_dump({"route": route}))
+    # the parts go into `out` as they are: one join at the end copies the (megabytes of) text once
+    added = [p["routes"] for p in parts if p["routes"]]
     if added or own_routes:
-        route_text += "  routes:\n" + added + _dump_items(own_routes, nested=True)
-    out.append(route_text)
+        out.append("  routes:\n")
+        out += added
+        out.append(_dump_items(own_routes, nested=True))
     for key in ("inhibit_rules", "receivers", "mute_time_intervals"):
-        added = "".join(p[key] for p in parts)
+        added = [p[key] for p in parts if p[key]]
         own = cfg.get(key) or []
         if added or own:
-            out.append(f"{key}:\n" + _dump_items(own) + added)
+            out.append(f"{key}:\n" + _dump_items(own))
+            out += added
     if cfg.get("time_intervals"):
         out.append(_dump({"time_intervals": cfg["time_intervals"]}))
     out.append(_dump({"templates": list(cfg.get("templates") or [])}))

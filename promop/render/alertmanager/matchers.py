@@ -52,28 +52,52 @@ def check_matcher(m: Any, field: str) -> tuple[str, str, str]:
     return name, op, value
 
 
+_V2_MEMO: dict[tuple, str] = {}  # (name, value, matchType, regex) -> matcher string; only valid matchers
+
+
+def _memo_key(m: Any) -> tuple | None:
+    try:
+        key = (m["name"], m["value"], m.get("matchType"), m.get("regex"))
+        hash(key)
+        return key
+    except (KeyError, TypeError, AttributeError):  # not a mapping, a field missing or unhashable: not memoised
+        return None
+
+
+def _v2_string(m: Any, field: str) -> str:
+    """check_matcher + matcher_string, remembered by the matcher's fields: the same few matchers recur in
+    every route of every AlertmanagerConfig. An invalid matcher is never remembered (it raises each time)."""
+    text = matcher_string(*check_matcher(m, field))
+    key = _memo_key(m)
+    if key is not None:
+        if len(_V2_MEMO) >= 16384:
+            _V2_MEMO.clear()
+        _V2_MEMO[key] = text
+    return text
+
+
 def convert_matchers(matchers: Any, field: str, version: Version) -> dict:
     """{"matchers": [...]} for >= 0.22, else {"match": {...}, "match_re": {...}} (empty parts dropped)."""
     if matchers is None:
         return {}
     if not isinstance(matchers, list):
         raise Reject(field, "must be a list of matchers")
-    v2 = version.at_least("0.22.0")
-    strings: list[str] = []
+    if version.at_least("0.22.0"):
+        memo = _V2_MEMO
+        strings: list[str] = []
+        for i, m in enumerate(matchers):  # the field path is only built when a matcher is checked
+            hit = memo.get(_memo_key(m))  # type: ignore[arg-type]
+            strings.append(hit if hit is not None else _v2_string(m, f"{field}[{i}]"))
+        return {"matchers": strings} if strings else {}
     match: dict[str, str] = {}
     match_re: dict[str, str] = {}
     for i, m in enumerate(matchers):
         name, op, value = check_matcher(m, f"{field}[{i}]")
-        if v2:
-            strings.append(matcher_string(name, op, value))
-            continue
         if m.get("matchType"):
             raise Reject(f"{field}[{i}].matchType", f"matchType needs Alertmanager >= v0.22.0, but spec.version is {version}; "
                                                    "use regex: true/false or upgrade")
         (match_re if op == "=~" else match)[name] = value
     out: dict = {}
-    if strings:
-        out["matchers"] = strings
     if match:
         out["match"] = match
     if match_re:

@@ -38,6 +38,7 @@ def select_configs(
     except SelectorError as exc:
         err = f"invalid selector: {exc}"
     out = []
+    ns_reasons: dict[str, str] = {}
     for obj in sorted(candidates, key=obj_meta):
         ns, name = obj_meta(obj)
         reason = ""
@@ -50,9 +51,10 @@ def select_configs(
                 reason = (f"namespace {ns!r} not matched: {NS_SEL} is not set, so only the Alertmanager's own "
                           f"namespace {am_ns!r} is searched (set {NS_SEL}: {{}} for all namespaces)")
         else:
-            why = ns_sel.explain(labels_of.get(ns, {"kubernetes.io/metadata.name": ns}), NS_SEL)
-            if why is not None:
-                reason = f"namespace {ns!r} not matched by {why}"
+            if ns not in ns_reasons:  # one answer per namespace, not per candidate
+                why = ns_sel.explain(labels_of.get(ns, {"kubernetes.io/metadata.name": ns}), NS_SEL)
+                ns_reasons[ns] = "" if why is None else f"namespace {ns!r} not matched by {why}"
+            reason = ns_reasons[ns]
         if not reason:
             why = obj_sel.explain((obj.get("metadata") or {}).get("labels") or {}, SEL)
             if why is not None:
