@@ -4,11 +4,13 @@ reload URL, rejection of a missing or mismatched certificate, and a real Alertma
 from __future__ import annotations
 
 import base64
+import gzip
 import os
 import shutil
 import socket
 import ssl
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,6 +22,8 @@ from promop.adapter.certs import CA
 from promop.render.alertmanager.model import AMRenderInputs
 from promop.render.alertmanager.pipeline import references, render
 from promop.render.model import ObjectRef
+
+from .operator_helpers import ROOT, eventually
 
 NS = "monitoring"
 BINARY = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
@@ -216,36 +220,70 @@ def materialise(result, root: Path, objs: list[dict], container_name: str = "ale
             (target / key).write_text(value)
 
 
+def wait_https(url: str, proc: subprocess.Popen, **kw) -> requests.Response:
+    deadline = time.monotonic() + 60 * float(os.environ.get("PROMOP_TEST_TIMEOUT_SCALE", "3"))
+    while True:
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else "exited"
+        try:
+            return requests.get(url, timeout=5, **kw)
+        except requests.ConnectionError:
+            assert time.monotonic() < deadline, f"{url} did not answer"
+            time.sleep(0.1)
+
+
+def stop(*procs: subprocess.Popen) -> None:
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 @pytest.mark.skipif(not os.path.exists(BINARY), reason="prometheus-alertmanager is not installed")
-def test_real_alertmanager_serves_https_and_gossips_over_tls_with_the_generated_files(pki, tmp_path):
+def test_real_alertmanager_serves_https_and_the_reloader_reloads_it_over_https(pki, tmp_path):
+    """The generated web and cluster TLS files, laid out as the pod's mounts, run Debian's Alertmanager 0.25
+    with HTTPS and gossip TLS; our reloader, with the rendered --reload-url and --web-config-file, serves
+    HTTPS itself and reloads Alertmanager over HTTPS."""
     objs = [tls_secret(pki), ca_configmap(pki),
             tls_secret(pki, "peer-tls", **{"tls.crt": pki["client"][0], "tls.key": pki["client"][1]})]
     result = render(inputs(pki, am(web={"tlsConfig": WEB_TLS}, clusterTLS=CLUSTER_TLS), *objs))
     assert result.fatal is None
     materialise(result, tmp_path, objs)
+    materialise(result, tmp_path, objs, "config-reloader")
     rebase = lambda text: text.replace("/etc/alertmanager/", f"{tmp_path}/etc/alertmanager/")  # noqa: E731
     web_file, cluster_file = tmp_path / "web-config.yaml", tmp_path / "cluster-tls-config.yaml"
     web_file.write_text(rebase(secret_text(result.web_config_secret, "web-config.yaml")))
     cluster_file.write_text(rebase(secret_text(result.cluster_tls_secret, "cluster-tls-config.yaml")))
-    (tmp_path / "am.yaml").write_text('route:\n  receiver: "null"\nreceivers:\n- name: "null"\n')
-    port, mesh = free_port(), free_port()
-    proc = subprocess.Popen([BINARY, f"--config.file={tmp_path}/am.yaml", f"--storage.path={tmp_path}",
-                             f"--web.listen-address=127.0.0.1:{port}", f"--web.config.file={web_file}",
-                             f"--cluster.listen-address=127.0.0.1:{mesh}", f"--cluster.tls-config={cluster_file}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    config_dir, out_dir = tmp_path / "config", tmp_path / "config_out"
+    config_dir.mkdir()
+    out_dir.mkdir()
+    base = 'route:\n  receiver: "null"\nreceivers:\n- name: "null"\n'
+    (config_dir / "alertmanager.yaml.gz").write_bytes(gzip.compress(base.encode()))
+    common = [f"--config-file={config_dir}/alertmanager.yaml.gz",
+              f"--config-envsubst-file={out_dir}/alertmanager.env.yaml", f"--watched-dir={config_dir}"]
+    init = subprocess.run([sys.executable, "-m", "reloader", "--watch-interval=0", *common], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert init.returncode == 0, init.stderr
+    port, mesh, reloader_port = free_port(), free_port(), free_port()
+    am_args = next(c for c in pod(result)["containers"] if c["name"] == "alertmanager")["args"]
+    flags = [rebase(a) for a in am_args if a.startswith(("--web.config.file", "--cluster.tls-config"))]
+    assert len(flags) == 2
+    flags = [f"--web.config.file={web_file}" if f.startswith("--web.config") else f"--cluster.tls-config={cluster_file}"
+             for f in flags]
+    proc = subprocess.Popen([BINARY, f"--config.file={out_dir}/alertmanager.env.yaml", f"--storage.path={tmp_path}",
+                             f"--web.listen-address=127.0.0.1:{port}", f"--cluster.listen-address=127.0.0.1:{mesh}",
+                             *flags], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    reload_url = next(a for a in container(result, "config-reloader")["args"] if a.startswith("--reload-url="))
+    assert reload_url.startswith("--reload-url=https://")
+    reloader = subprocess.Popen([sys.executable, "-m", "reloader", f"--listen-address=127.0.0.1:{reloader_port}",
+                                 reload_url.replace(":9093/", f":{port}/"), f"--web-config-file={web_file}",
+                                 "--delay-interval=0.1s", *common],
+                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     ca_file = tmp_path / "ca.pem"
     ca_file.write_text(pki["ca"])
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.stderr.read()
-            try:
-                r = requests.get(f"https://127.0.0.1:{port}/-/healthy", verify=str(ca_file), timeout=5)
-                break
-            except requests.ConnectionError:
-                assert time.monotonic() < deadline, "Alertmanager did not answer over HTTPS"
-                time.sleep(0.1)
-        assert r.status_code == 200
+        assert wait_https(f"https://127.0.0.1:{port}/-/healthy", proc, verify=str(ca_file)).status_code == 200
         # verified by our CA, with a client certificate the client CA accepts
         client = (str(tmp_path / "c.pem"), str(tmp_path / "k.pem"))
         Path(client[0]).write_text(pki["client"][0])
@@ -254,20 +292,21 @@ def test_real_alertmanager_serves_https_and_gossips_over_tls_with_the_generated_
                             timeout=5).status_code == 200
         plain = requests.get(f"http://127.0.0.1:{port}/-/healthy", timeout=5)  # Go answers plain HTTP with a 400
         assert plain.status_code == 400 and "HTTPS" in plain.text
-        with pytest.raises(requests.exceptions.SSLError):  # TLS 1.1 is below minVersion
-            ctx = ssl.create_default_context(cafile=str(ca_file))
-            ctx.maximum_version = ssl.TLSVersion.TLSv1_1
-            ctx.minimum_version = ssl.TLSVersion.MINIMUM_SUPPORTED
-            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-                try:
-                    ctx.wrap_socket(sock, server_hostname="localhost")
-                except ssl.SSLError as exc:
-                    raise requests.exceptions.SSLError(str(exc)) from None
-        # the reloader's call: POST <reload-url> over HTTPS (it does not verify localhost, as upstream)
-        assert requests.post(f"https://127.0.0.1:{port}/-/reload", verify=False, timeout=10).status_code == 200
+        ctx = ssl.create_default_context(cafile=str(ca_file))  # TLS 1.1 is below minVersion
+        ctx.minimum_version, ctx.maximum_version = ssl.TLSVersion.MINIMUM_SUPPORTED, ssl.TLSVersion.TLSv1_1
+        with pytest.raises(ssl.SSLError), socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            ctx.wrap_socket(sock, server_hostname="localhost")
+        # the sidecar serves its own endpoint over HTTPS with the same web config file
+        assert wait_https(f"https://127.0.0.1:{reloader_port}/metrics", reloader,
+                          verify=str(ca_file)).status_code == 200
+        # a new config reaches Alertmanager through the reloader's HTTPS reload
+        changed = base + '- name: "over-https"\n'
+        (config_dir / "alertmanager.yaml.gz").write_bytes(gzip.compress(changed.encode()))
+
+        def loaded() -> str:
+            assert reloader.poll() is None, reloader.stderr.read()
+            return requests.get(f"https://127.0.0.1:{port}/api/v2/status", verify=str(ca_file),
+                                timeout=5).json()["config"]["original"]
+        eventually(lambda: "over-https" in loaded(), 30, "Alertmanager reloaded over HTTPS")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(reloader, proc)
