@@ -52,7 +52,9 @@ def ca_configmap(pki, name="web-ca") -> dict:
 WEB_TLS = {"cert": {"secret": {"name": "web-tls", "key": "tls.crt"}},
            "keySecret": {"name": "web-tls", "key": "tls.key"},
            "client_ca": {"configMap": {"name": "web-ca", "key": "ca.crt"}},
-           "clientAuthType": "VerifyClientCertIfGiven", "minVersion": "TLS12"}
+           "clientAuthType": "VerifyClientCertIfGiven", "minVersion": "TLS12", "maxVersion": "TLS13",
+           "cipherSuites": ["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"],
+           "curvePreferences": ["X25519", "CurveP256"], "preferServerCipherSuites": True}
 CLUSTER_TLS = {"server": {"cert": {"secret": {"name": "web-tls", "key": "tls.crt"}},
                           "keySecret": {"name": "web-tls", "key": "tls.key"},
                           "client_ca": {"configMap": {"name": "web-ca", "key": "ca.crt"}},
@@ -101,7 +103,10 @@ def test_web_tls_config_file_mounts_probes_and_reload_url(pki):
     assert result.fatal is None
     web = yaml.safe_load(secret_text(result.web_config_secret, "web-config.yaml"))
     server = web["tls_server_config"]
-    assert server["client_auth_type"] == "VerifyClientCertIfGiven" and server["min_version"] == "TLS12"
+    assert {k: v for k, v in server.items() if not k.endswith("_file")} == {
+        "client_auth_type": "VerifyClientCertIfGiven", "min_version": "TLS12", "max_version": "TLS13",
+        "cipher_suites": WEB_TLS["cipherSuites"], "prefer_server_cipher_suites": True,
+        "curve_preferences": ["X25519", "CurveP256"]}
     for key, (source, name, item) in {"cert_file": ("secret", "web-tls", "tls.crt"),
                                       "key_file": ("secret", "web-tls", "tls.key"),
                                       "client_ca_file": ("configMap", "web-ca", "ca.crt")}.items():
@@ -157,6 +162,8 @@ def test_a_missing_or_mismatched_reference_rejects_the_alertmanager(pki, objs, f
     ({"certFile": "/a", "keyFile": "/b", "cert": WEB_TLS["cert"]}, "cert and certFile are mutually exclusive"),
     ({"keyFile": "/b"}, "needs the server certificate"),
     ({"certFile": "/a", "keyFile": "/b", "minVersion": "TLS13", "maxVersion": "TLS12"}, "above maxVersion"),
+    ({"certFile": "/a", "keyFile": "/b", "cipherSuites": "TLS_AES_128_GCM_SHA256"}, "must be a list of names"),
+    ({"certFile": "/a", "keyFile": "/b", "clientAuthType": "Always"}, "is not one of NoClientCert"),
 ])
 def test_invalid_web_tls_shapes_are_rejected(pki, tls, words):
     result = render(inputs(pki, am(web={"tlsConfig": tls})))

@@ -127,12 +127,14 @@ def server_tls(scope: AMScope, tls: Any, field_: str, directory: str, prefix: st
     elif tls.get("clientCAFile"):
         section["client_ca_file"] = tls["clientCAFile"]
     _versions(tls, field_, section)
-    if tls.get("cipherSuites"):
-        section["cipher_suites"] = list(tls["cipherSuites"])
+    for crd, key in (("cipherSuites", "cipher_suites"), ("curvePreferences", "curve_preferences")):
+        names = tls.get(crd)
+        if names:
+            if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+                raise Reject(f"{field_}.{crd}", "must be a list of names, e.g. [TLS_AES_128_GCM_SHA256]")
+            section[key] = list(names)
     if tls.get("preferServerCipherSuites") is not None:
         section["prefer_server_cipher_suites"] = bool(tls["preferServerCipherSuites"])
-    if tls.get("curvePreferences"):
-        section["curve_preferences"] = list(tls["curvePreferences"])
     _check_pair(cert_value, key_value, field_)
     out.section = section
     return out
