@@ -145,3 +145,14 @@ def test_sanitize_drops_fields_with_a_warning(crd_key, cfg, version, dropped):
     am_key, _ = CONVERTERS[crd_key]
     assert dropped not in result.config["receivers"][-1][am_key][0]
     assert any(w.field.endswith(dropped) and "dropped" in w.message for w in result.warnings)
+
+
+def test_a_receiver_with_several_types_lists_them_in_upstreams_order_whatever_the_input_order():
+    from promop.render.alertmanager.common import AMScope, Store
+    from promop.render.alertmanager.receivers import ReceiverContext, convert_receiver
+
+    scope = AMScope(Store(), "AlertmanagerConfig", "team", "x", Version("v0.27.0"))
+    receiver = {"webhookConfigs": [{"url": "http://a/"}], "name": "r",
+                "opsgenieConfigs": [{"apiURL": "http://b/", "apiKey": None}]}
+    out = convert_receiver(scope, receiver, "spec.receivers[0]", "team/x/r", ReceiverContext(None))
+    assert list(out) == ["name", "opsgenie_configs", "webhook_configs"]

@@ -42,7 +42,7 @@ class Fragment:
 def _route(scope: AMScope, route: Any, fld: str, receivers: set[str], intervals: set[str], top: bool) -> dict:
     if not isinstance(route, Mapping):
         raise Reject(fld, "a route must be a mapping")
-    if not top:
+    if not top and not _ROUTE_KEYS.issuperset(route):
         unknown = sorted(set(route) - _ROUTE_KEYS)
         if unknown:
             raise Reject(f"{fld}.{unknown[0]}", f"unknown route field; known: {', '.join(sorted(_ROUTE_KEYS))}")

@@ -470,12 +470,19 @@ CONVERTERS: dict[str, tuple[str, Callable[..., dict]]] = {
 }
 
 
+_CONVERTER_ORDER = {k: i for i, k in enumerate(CONVERTERS)}
+
+
 def convert_receiver(scope: AMScope, receiver: Mapping[str, Any], field: str, name: str,
                      ctx: ReceiverContext) -> dict:
     """One CRD receiver -> {"name": name, "<type>_configs": [...]}."""
     out: dict = {"name": name}
-    for crd_key, (am_key, convert) in CONVERTERS.items():
-        configs = receiver.get(crd_key)
+    present = [k for k in receiver if k in CONVERTERS]  # a receiver has one or two types, not all 15
+    if len(present) > 1:
+        present.sort(key=_CONVERTER_ORDER.__getitem__)  # output in upstream's order whatever the input's
+    for crd_key in present:
+        am_key, convert = CONVERTERS[crd_key]
+        configs = receiver[crd_key]
         if not configs:
             continue
         if not isinstance(configs, list):
