@@ -65,7 +65,7 @@ def render_bench(repeat: int) -> dict:
     render(inputs, cache=cache)
     changed = list(configs)
     reruns, rerun_cpu = [], []
-    for n in range(max(repeat, 5)):
+    for n in range(max(3 * repeat, 15)):  # each run is short: more of them for a steady median
         changed[7] = config(7, generation=2 + n)
         changed[7]["spec"]["receivers"][0]["slackConfigs"][0]["channel"] = f"#changed-{n}"
         edited = AMRenderInputs(alertmanager(), list(changed), namespaces(), secrets())
