@@ -317,3 +317,26 @@ def test_real_alertmanager_serves_https_and_the_reloader_reloads_it_over_https(p
         eventually(lambda: "over-https" in loaded(), 30, "Alertmanager reloaded over HTTPS")
     finally:
         stop(reloader, proc)
+
+
+def test_a_receiver_client_certificate_with_the_wrong_key_rejects_that_alertmanagerconfig_alone(pki):
+    from promop.render.alertmanager.config import build_config
+
+    from .helpers import SIMPLE_BASE, alertmanager, amc, base_secret, store_of
+
+    def hook(name: str) -> dict:
+        tls = {"cert": {"secret": {"name": name, "key": "tls.crt"}}, "keySecret": {"name": name, "key": "tls.key"}}
+        return amc(name, route={"receiver": "r"}, receivers=[
+            {"name": "r", "webhookConfigs": [{"url": "https://h.example/", "httpConfig": {"tlsConfig": tls}}]}])
+
+    def client_secret(name: str, key: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "team"},
+                "stringData": {"tls.crt": pki["cert"], "tls.key": key}}
+
+    docs = [base_secret(SIMPLE_BASE), client_secret("good", pki["key"]), client_secret("bad", pki["other_key"])]
+    result = build_config(alertmanager(), [hook("good"), hook("bad")], [], store_of(docs))
+    assert result.fatal is None
+    assert [(p.name, p.field) for p in result.rejected] == [
+        ("bad", "spec.receivers[0].webhookConfigs[0].httpConfig.tlsConfig.keySecret")]
+    assert "does not belong to the certificate" in result.rejected[0].message
+    assert result.accepted() == [("team", "good")]

@@ -44,19 +44,26 @@ def tls_config(scope: AMScope, tls: Any, field: str, register: bool = True, chec
     if not isinstance(tls, Mapping):
         raise Reject(field, "must be a mapping")
     out: dict = {}
+    values: dict[str, str | None] = {}
     for ref_field, out_key in (("ca", "ca_file"), ("cert", "cert_file")):
         if tls.get(ref_field):
             kind, name, key, value = scope.read_secret_or_configmap(tls[ref_field], f"{field}.{ref_field}")
             if value is not None and check_pem:
                 _check_pem(value, "CERTIFICATE", f"{field}.{ref_field}")
             out[out_key] = scope.asset(kind, name, key, value, register)
+            values[ref_field] = value
     if tls.get("keySecret"):
         value = scope.read("Secret", tls["keySecret"], f"{field}.keySecret")
         if value is not None and check_pem:
             _check_pem(value, "PRIVATE KEY", f"{field}.keySecret")
         out["key_file"] = scope.asset("Secret", tls["keySecret"].get("name") or "", str(tls["keySecret"]["key"]), value, register)
+        values["keySecret"] = value
     if ("cert_file" in out) != ("key_file" in out):
         raise Reject(field, "a client certificate needs both cert and keySecret")
+    if check_pem and values.get("cert") is not None and values.get("keySecret") is not None:
+        from promop.render.alertmanager.webtls import check_pair
+
+        check_pair(values["cert"], values["keySecret"], field)
     if tls.get("serverName"):
         out["server_name"] = tls["serverName"]
     out["insecure_skip_verify"] = bool(tls.get("insecureSkipVerify"))

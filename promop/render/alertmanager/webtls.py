@@ -66,7 +66,7 @@ def _mount(kind: str, name: str, key: str, value: str | None, role: str, directo
     return f"{mount_dir}/{key}"
 
 
-def _check_pair(cert: str | None, key: str | None, field_: str) -> None:
+def check_pair(cert: str | None, key: str | None, field_: str) -> None:
     """Refuse a certificate that is not PEM, or a key that is not the certificate's (cheap: no I/O)."""
     if cert is None:
         return
@@ -135,7 +135,7 @@ def server_tls(scope: AMScope, tls: Any, field_: str, directory: str, prefix: st
             section[key] = list(names)
     if tls.get("preferServerCipherSuites") is not None:
         section["prefer_server_cipher_suites"] = bool(tls["preferServerCipherSuites"])
-    _check_pair(cert_value, key_value, field_)
+    check_pair(cert_value, key_value, field_)
     out.section = section
     return out
 
@@ -174,7 +174,7 @@ def client_tls(scope: AMScope, tls: Any, field_: str, directory: str, prefix: st
     if tls.get("insecureSkipVerify") is not None:
         section["insecure_skip_verify"] = bool(tls["insecureSkipVerify"])
     _versions(tls, field_, section)
-    _check_pair(cert_value, key_value, field_)
+    check_pair(cert_value, key_value, field_)
     out.section = section
     return out
 
