@@ -254,7 +254,8 @@ def test_real_alertmanager_serves_https_and_the_reloader_reloads_it_over_https(p
     HTTPS itself and reloads Alertmanager over HTTPS."""
     objs = [tls_secret(pki), ca_configmap(pki),
             tls_secret(pki, "peer-tls", **{"tls.crt": pki["client"][0], "tls.key": pki["client"][1]})]
-    result = render(inputs(pki, am(web={"tlsConfig": WEB_TLS}, clusterTLS=CLUSTER_TLS), *objs))
+    web_tls = {**WEB_TLS, "minVersion": "TLS13"}  # so that a TLS 1.2 client (which Python can be) is refused
+    result = render(inputs(pki, am(web={"tlsConfig": web_tls}, clusterTLS=CLUSTER_TLS), *objs))
     assert result.fatal is None
     materialise(result, tmp_path, objs)
     materialise(result, tmp_path, objs, "config-reloader")
@@ -299,8 +300,10 @@ def test_real_alertmanager_serves_https_and_the_reloader_reloads_it_over_https(p
                             timeout=5).status_code == 200
         plain = requests.get(f"http://127.0.0.1:{port}/-/healthy", timeout=5)  # Go answers plain HTTP with a 400
         assert plain.status_code == 400 and "HTTPS" in plain.text
-        ctx = ssl.create_default_context(cafile=str(ca_file))  # TLS 1.1 is below minVersion
-        ctx.minimum_version, ctx.maximum_version = ssl.TLSVersion.MINIMUM_SUPPORTED, ssl.TLSVersion.TLSv1_1
+        ctx = ssl.create_default_context(cafile=str(ca_file))
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            assert ctx.wrap_socket(sock, server_hostname="localhost").version() == "TLSv1.3"
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2  # below minVersion: refused by the server
         with pytest.raises(ssl.SSLError), socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
             ctx.wrap_socket(sock, server_hostname="localhost")
         # the sidecar serves its own endpoint over HTTPS with the same web config file
