@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render import auth, relabel
 from promop.render.additional import additional_alert_relabel_configs, additional_alertmanager_configs

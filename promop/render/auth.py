@@ -7,7 +7,8 @@ endpoint, or Prometheus refuses the whole config.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.store import Reject, Scope
 from promop.render.tls_assets import tls_config

@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from typing import Any, Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
 
 from promop.render.context import GenContext
 from promop.render.generate import Fragment, monitor_fragment

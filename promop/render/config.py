@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import base64
 import gzip
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from promop.render.emit import emit
 from promop.render.meta import managed_metadata, prefixed_name

@@ -165,20 +165,19 @@ def _kind(value: Any) -> str:
 
 
 def _emit_into(out: list[str], data: Any, sort_keys: bool, literal: bool) -> None:
-    """The emitter proper: closures over local names, exact-type dispatch first (the hot path)."""
-    append = out.append
-    cache = _cache
+    """The emitter proper: closures over local names, exact-type dispatch first (the hot path).
 
-    def key_text(k: Any) -> str:
-        if type(k) is str:
-            text = cache.get(k)
-            return text if text is not None else _string(k)
-        return _scalar(k)
+    Keys and strings are looked up in the module's memo inline (most repeat), and only a miss
+    calls _string()."""
+    append = out.append
+    cached = _cache.get
 
     def mapping(m: dict, indent: str, prefix: str) -> None:
         child = indent + "  "
         for k, v in (sorted(m.items(), key=lambda kv: str(kv[0])) if sort_keys else m.items()):
-            kt = key_text(k)
+            kt = cached(k) if type(k) is str else None
+            if kt is None:
+                kt = _string(k) if type(k) is str else _scalar(k)
             if len(kt) > 1000:  # an implicit key is at most 1024 characters: use an explicit one
                 kt = f"? {kt}\n{indent}"
             t = type(v)
@@ -186,7 +185,7 @@ def _emit_into(out: list[str], data: Any, sort_keys: bool, literal: bool) -> Non
                 if literal and "\n" in v and _literal_ok(v):
                     append(f"{prefix}{kt}: {_literal(v, child)}")
                 else:
-                    text = cache.get(v)
+                    text = cached(v)
                     append(f"{prefix}{kt}: {text if text is not None else _string(v)}\n")
             elif t is dict or (t is not list and _kind(v) == "map"):
                 if v:
@@ -213,7 +212,7 @@ def _emit_into(out: list[str], data: Any, sort_keys: bool, literal: bool) -> Non
                 if literal and "\n" in item and _literal_ok(item):
                     append(dash + _literal(item, child))
                 else:
-                    text = cache.get(item)
+                    text = cached(item)
                     append(f"{dash}{text if text is not None else _string(item)}\n")
             elif t is dict or (t is not list and _kind(item) == "map"):
                 if item:

@@ -20,7 +20,8 @@ Opt in per Prometheus with the annotation `promop.dev/fast-reload: "true"`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions

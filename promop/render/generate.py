@@ -8,7 +8,8 @@ selects, then calls the same pieces. Each monitor becomes a Fragment: its jobs
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from promop.render import auth
 from promop.render.additional import additional_scrape_configs

@@ -16,7 +16,8 @@ import html as _html
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 from urllib.parse import quote_plus
 
 from promop.render.gotemplate import TemplateError, _tokens, scan

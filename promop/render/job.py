@@ -6,7 +6,8 @@ diffs cleanly against upstream's.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render import auth, relabel
 from promop.render.context import GenContext

@@ -9,7 +9,8 @@ its caches (plus direct GETs for referenced Secret/ConfigMap content); the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 MONITORING_GROUP = "monitoring.coreos.com"
 MONITORING_VERSION = "v1"

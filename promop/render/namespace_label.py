@@ -27,6 +27,7 @@ _TOKEN = re.compile(
   | (?P<ident>[A-Za-z_:][A-Za-z0-9_:]*)
   | (?P<lbrace>\{) | (?P<rbrace>\}) | (?P<lparen>\() | (?P<rparen>\)) | (?P<lbracket>\[) | (?P<rbracket>\])
   | (?P<op>[-+*/%^,@=!<>~]+)
+  | (?P<bad>[\s\S])
     """,
     re.VERBOSE,
 )
@@ -38,14 +39,13 @@ class EnforceError(ValueError):
 
 def _tokens(expr: str) -> list[tuple[str, str, int, int]]:
     out = []
-    pos = 0
-    while pos < len(expr):
-        m = _TOKEN.match(expr, pos)
-        if not m:
-            raise EnforceError(f"unexpected {expr[pos]!r} at offset {pos}")
-        if m.lastgroup != "space":
-            out.append((m.lastgroup or "", m.group(), m.start(), m.end()))
-        pos = m.end()
+    for m in _TOKEN.finditer(expr):
+        kind = m.lastgroup
+        if kind == "space":
+            continue
+        if kind == "bad":
+            raise EnforceError(f"unexpected {m.group()!r} at offset {m.start()}")
+        out.append((kind or "", m.group(), m.start(), m.end()))
     return out
 
 
@@ -124,14 +124,18 @@ def _selector_edits(expr: str, label: str, value: str) -> list[tuple[int, int, s
     return edits
 
 
+_VectorSelector = promql_parser.VectorSelector
+_Equal = promql_parser.MatchOp.Equal
+
+
 def _all_enforced(expr: str, label: str, value: str) -> bool:
     ok = True
 
     def visit(node: object) -> None:
         nonlocal ok
-        if isinstance(node, promql_parser.VectorSelector):
+        if isinstance(node, _VectorSelector):
             found = [m for m in node.matchers.matchers if m.name == label]
-            if len(found) != 1 or found[0].op != promql_parser.MatchOp.Equal or found[0].value != value:
+            if len(found) != 1 or found[0].op != _Equal or found[0].value != value:
                 ok = False
 
     promql_parser.walk(promql_parser.parse(expr), pre_visit=visit)

@@ -8,7 +8,8 @@ refuse is rejected on its own instead of breaking the whole config.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from promop.render.re2 import check_re2
 from promop.render.versions import Version

@@ -4,7 +4,8 @@ dropped with a warning."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from promop.render import auth, relabel

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import Any
 
 from promop.render.emit import emit
 from promop.render.meta import managed_metadata, prefixed_name
@@ -96,24 +97,40 @@ def _excluded_from_enforcement(prometheus: Mapping[str, Any], ns: str, name: str
     return False
 
 
-def _enforce(spec: dict, label: str, ns: str) -> list[tuple[str, str]]:
-    """Add `<label>: <ns>` to every rule and its selectors; (field, message) for each failure."""
+def _enforce(spec: dict, label: str, ns: str, memo: dict | None = None) -> list[tuple[str, str]]:
+    """Add `<label>: <ns>` to every rule and its selectors; (field, message) for each failure.
+
+    `memo` (one per render) keeps each rewrite by (expression, namespace): rules often repeat
+    an expression (one per severity, per namespace), and a rewrite parses PromQL.
+    """
     issues = []
+    memo = {} if memo is None else memo
     for i, group in enumerate(spec.get("groups") or []):
         for j, rule in enumerate(group.get("rules") or []):
             rule["labels"] = {**(rule.get("labels") or {}), label: ns}
-            try:
-                rule["expr"] = enforce_namespace_label(str(rule["expr"]), label, ns)
-            except EnforceError as exc:
-                issues.append((f"spec.groups[{i}].rules[{j}].expr", f"enforcedNamespaceLabel {label}: {exc}"))
+            expr = str(rule["expr"])
+            key = (expr, label, ns)
+            done = memo.get(key)
+            if done is None:
+                try:
+                    done = memo[key] = (enforce_namespace_label(expr, label, ns), None)
+                except EnforceError as exc:
+                    done = memo[key] = (None, str(exc))
+            if done[1] is None:
+                rule["expr"] = done[0]
+            else:
+                issues.append((f"spec.groups[{i}].rules[{j}].expr", f"enforcedNamespaceLabel {label}: {done[1]}"))
     return issues
 
 
 _Rendered = tuple[str | None, list[Problem], list[Problem]]  # (content or None if rejected, rejected, warnings)
 
 
-def _render_one(prometheus: Mapping[str, Any], rule: Mapping[str, Any], version: Version) -> _Rendered:
-    """The rule file content for one PrometheusRule (None when it is rejected), and its problems."""
+def _render_one(prometheus: Mapping[str, Any], rule: Mapping[str, Any], version: Version,
+                enforced: dict | None = None) -> _Rendered:
+    """The rule file content for one PrometheusRule (None when it is rejected), and its problems.
+
+    `enforced`: the render's memo of namespace-label rewrites (see _enforce)."""
     ns, name = obj_meta(rule)
     rejected: list[Problem] = []
     warnings: list[Problem] = []
@@ -127,7 +144,7 @@ def _render_one(prometheus: Mapping[str, Any], rule: Mapping[str, Any], version:
     spec = _sanitize(spec, version, ns, name, warnings)
     label = (prometheus.get("spec") or {}).get("enforcedNamespaceLabel")
     if label and not _excluded_from_enforcement(prometheus, ns, name):
-        issues = _enforce(spec, label, ns)
+        issues = _enforce(spec, label, ns, enforced)
         if issues:
             return None, [Problem(KIND, ns, name, path, msg) for path, msg in issues], warnings
     content = dump_rule_file(spec)
@@ -175,14 +192,15 @@ def build_rule_configmaps(prometheus: dict, rules: Sequence[dict], options: Rend
     result = RulesResult(configmaps=[], names=[])
     files: dict[str, str] = {}
     owners: dict[str, tuple[str, str]] = {}
+    enforced: dict = {}
     for rule in sorted(rules, key=obj_meta):
         if memo is None:
-            rendered = _render_one(prometheus, rule, version)
+            rendered = _render_one(prometheus, rule, version, enforced)
         else:
             key = _memo_key(prometheus, rule, version)
             rendered = memo.get(key)
             if rendered is None:
-                rendered = memo[key] = _render_one(prometheus, rule, version)
+                rendered = memo[key] = _render_one(prometheus, rule, version, enforced)
         content, rejected, warnings = rendered
         result.rejected.extend(rejected)
         result.warnings.extend(warnings)

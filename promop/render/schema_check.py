@@ -9,7 +9,8 @@ The check uses promop's own CRDs (crds/, the schemas `kubectl apply` installs).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.model import MONITORING_GROUP, MONITORING_VERSION, Problem, obj_meta
 from promop.schema import SchemaNotFound, crd_schema, validate

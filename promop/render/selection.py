@@ -6,7 +6,8 @@ a nil namespace selector means the Prometheus's own namespace only.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from promop.labelselector import Selector, SelectorError, parse_selector
 from promop.render.model import Decision, Problem, obj_meta

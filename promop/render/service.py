@@ -8,7 +8,8 @@ non-controller owner, so the Service lives as long as any of them (upstream
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.meta import MANAGED_BY_LABELS, managed_metadata, owner_reference, prefixed_name
 from promop.render.model import RenderOptions

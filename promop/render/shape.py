@@ -7,7 +7,8 @@ the field instead of an exception that would stop the whole render.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 STR, BOOL, INT = "string", "boolean", "integer"
 INT_OR_STR = "integer or string"

@@ -15,7 +15,8 @@ import json
 import math
 import posixpath
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.globals import DEFAULT_LOG_DIRECTORY
 from promop.render.meta import managed_metadata, prefixed_name

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.model import Problem
 from promop.render.versions import Version

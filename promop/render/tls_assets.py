@@ -8,7 +8,8 @@ by path; `caFile`/`certFile`/`keyFile` paths pass through verbatim.
 from __future__ import annotations
 
 import base64
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions

@@ -6,7 +6,8 @@ change. Checks that need referenced Secrets happen during generation (Reject).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from promop.labelselector import SelectorError, parse_selector
 from promop.render import relabel

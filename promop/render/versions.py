@@ -10,7 +10,7 @@ Build metadata (`+...`) is ignored.
 from __future__ import annotations
 
 import re
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 
 from promop.render.model import DEFAULT_PROMETHEUS_VERSION
 
@@ -51,7 +51,7 @@ class Version:
 
     @staticmethod
     def _coerce(other: "Version | str") -> tuple:
-        return (other if isinstance(other, Version) else Version(other))._key
+        return other._key if isinstance(other, Version) else _key_of(other)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, (Version, str)):
@@ -77,3 +77,9 @@ class Version:
 
     def __repr__(self) -> str:
         return f"Version({str(self)!r})"
+
+
+@lru_cache(maxsize=512)
+def _key_of(text: str) -> tuple:
+    """The sort key of a version string (minimums are a few constants, compared very often)."""
+    return Version(text)._key

@@ -39,7 +39,7 @@ def _load_folder(folder: str) -> tuple[dict[str, Any], ...]:
 
 def load_crds(folder: str | Path | None = None) -> tuple[dict[str, Any], ...]:
     """Every CustomResourceDefinition in `folder` (default: promop's crds/)."""
-    return _load_folder(str(folder if folder is not None else crds_dir()))
+    return _load_folder(str(folder) if folder is not None else _default_folder())
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -48,15 +48,25 @@ def split_api_version(api_version: str) -> tuple[str, str]:
     return group, version
 
 
+@lru_cache(maxsize=1)
+def _default_folder() -> str:
+    return str(crds_dir())
+
+
 def crd_schema(
     kind: str, version: str | None = None, group: str | None = None, folder: str | Path | None = None
 ) -> dict[str, Any]:
     """The `openAPIV3Schema` of `kind` at `version` (default: the storage version).
 
-    Raises SchemaNotFound naming what was looked for and where.
+    Raises SchemaNotFound naming what was looked for and where. The same dict is returned for
+    the same question (validators built for it are reused); treat it as read-only.
     """
-    where = folder if folder is not None else crds_dir()
-    for crd in load_crds(folder):
+    return _crd_schema(kind, version, group, str(folder) if folder is not None else _default_folder())
+
+
+@lru_cache(maxsize=256)
+def _crd_schema(kind: str, version: str | None, group: str | None, where: str) -> dict[str, Any]:
+    for crd in _load_folder(where):
         spec = crd.get("spec") or {}
         if (spec.get("names") or {}).get("kind") != kind:
             continue

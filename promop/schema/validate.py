@@ -58,7 +58,7 @@ def _show(value: Any) -> str:
         return '"object"'
     if isinstance(value, list):
         return '"array"'
-    text = json.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 120 else text[:117] + '..."'
 
 
@@ -336,26 +336,40 @@ def _sort_key(error: ValidationError) -> tuple:
 
 # -- public -------------------------------------------------------------------------------
 
-_validators: dict[int, tuple[dict, Any]] = {}
+# Per schema (by identity; the entry keeps the schema alive so the id stays its own): the
+# jsonschema validator and the compiled "is it valid" check, both built once.
+_validators: dict[int, tuple[dict, Any, Any]] = {}
 
 
-def _validator_for(schema: dict):
+def _validators_for(schema: dict) -> tuple[Any, Any]:
     hit = _validators.get(id(schema))
     if hit is not None and hit[0] is schema:
-        return hit[1]
+        return hit[1], hit[2]
+    from promop.schema.compiled import compile_schema
+
     v = _K8sValidator(schema)
+    fast = compile_schema(schema)
     if len(_validators) > 64:
         _validators.clear()
-    _validators[id(schema)] = (schema, v)
-    return v
+    _validators[id(schema)] = (schema, v, fast)
+    return v, fast
 
 
 def validate(obj: Any, schema: dict) -> list[Violation]:
     """Every violation of `schema` (a CRD version's `openAPIV3Schema`) by `obj`, in path order.
 
-    An empty list means the apiserver's schema validation would accept the object.
+    An empty list means the apiserver's schema validation would accept the object. Valid
+    objects are recognised by the compiled check (promop.schema.compiled); jsonschema runs
+    only for the others, to find every violation with its path and message.
     """
-    errors = sorted(_validator_for(schema).iter_errors(obj), key=_sort_key)
+    validator, fast = _validators_for(schema)
+    if fast is not None and fast(obj):
+        return []
+    return _slow_validate(validator, obj, schema)
+
+
+def _slow_validate(validator: Any, obj: Any, schema: dict) -> list[Violation]:
+    errors = sorted(validator.iter_errors(obj), key=_sort_key)
     out: list[Violation] = []
     seen: set[Violation] = set()
     for error in errors:

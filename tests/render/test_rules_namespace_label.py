@@ -40,3 +40,35 @@ def test_value_is_escaped():
 def test_or_matchers_are_refused_rather_than_guessed():
     with pytest.raises(EnforceError, match="'or' matchers"):
         enforce_namespace_label('up{job="a" or job="b"}', "namespace", "ns")
+
+
+def test_a_character_outside_promql_is_refused_with_its_offset():
+    with pytest.raises(EnforceError, match=r"unexpected ';' at offset 3"):
+        enforce_namespace_label("up ; x", "namespace", "ns")
+
+
+def test_rewrites_shared_within_a_render_keep_each_rule_its_own_namespace_and_problems():
+    """build_rule_configmaps memoises rewrites by (expression, namespace) for one render: rules in
+    two namespaces with the same expressions (one that cannot be rewritten) render exactly as
+    each rule rendered alone."""
+    from promop.render.model import RenderOptions
+    from promop.render.rules import build_rule_configmaps
+
+    from .test_rules import prom, rule
+
+    groups = [{"name": "g", "rules": [{"record": "a:up", "expr": "sum(up)"},
+                                      {"alert": "Up", "expr": "sum(up) > 0"},
+                                      {"record": "b:up", "expr": "sum(up)"}]}]
+    bad = [{"name": "g", "rules": [{"record": "c:up", "expr": 'up{job="a" or job="b"}'}]}]
+    objs = [rule("r1", "apps", groups, uid="1"), rule("r2", "web", groups, uid="2"),
+            rule("bad1", "apps", bad, uid="3"), rule("bad2", "web", bad, uid="4")]
+    p = prom({"enforcedNamespaceLabel": "namespace"})
+    together = build_rule_configmaps(p, objs, RenderOptions())
+    alone = [build_rule_configmaps(p, [o], RenderOptions()) for o in objs]
+    data = together.configmaps[0]["data"]
+    assert data == {k: v for r in alone for k, v in r.configmaps[0]["data"].items()}
+    assert 'sum(up{namespace="web"})' in data["web-r2-2.yaml"]
+    assert 'namespace="apps"' not in data["web-r2-2.yaml"]
+    assert [(p.namespace, p.name, p.field) for p in together.rejected] == [
+        ("apps", "bad1", "spec.groups[0].rules[0].expr"), ("web", "bad2", "spec.groups[0].rules[0].expr")]
+    assert together.rejected == [p for r in alone for p in r.rejected]
