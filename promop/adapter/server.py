@@ -189,10 +189,11 @@ class Handler(BaseHTTPRequestHandler):
         auth = self.server.authenticator
         if auth is None:
             return None
-        cert = None
+        cert = der = None
         if isinstance(self.connection, ssl.SSLSocket):
             cert = self.connection.getpeercert()
-        return auth.authenticate(cert, self.headers)
+            der = self.connection.getpeercert(binary_form=True) if cert else None
+        return auth.authenticate(cert, self.headers, der)
 
     def _route(self, path: str, params: dict) -> tuple[str, dict]:
         state: State = self.server.adapter.state
