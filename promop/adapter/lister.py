@@ -17,6 +17,7 @@ from promop.adapter.resources import ResourceInfo
 from promop.adapter.selector import Requirement
 from promop.kube.client import KubeClient
 from promop.kube.informer import Informer
+from promop.kube.store import NAMESPACE_INDEX
 from promop.kube.resources import Resource
 
 log = logging.getLogger("promop.adapter")
@@ -29,6 +30,14 @@ def _keep_metadata(obj: dict) -> dict:
     if phase:
         out["status"] = {"phase": phase}
     return out
+
+
+def _labels_match(obj: dict, selector: list[Requirement]) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for r in selector:
+        if not r.matches(labels):
+            return False
+    return True
 
 
 def _matches(obj: dict, namespace: str | None, selector: list[Requirement]) -> bool:
@@ -74,7 +83,11 @@ class KubeLister:
              selector_text: str) -> list[dict]:
         inf = self._informer(info)
         if inf is not None:
-            return _order([o for o in inf.store.list() if _matches(o, namespace, selector)])
+            # the namespace index rather than a scan of every object: this runs on each `*` request
+            objs = inf.store.by_index(NAMESPACE_INDEX, namespace) if namespace is not None else inf.store.list()
+            if selector:
+                objs = [o for o in objs if _labels_match(o, selector)]
+            return _order(objs)
         page = self.client.list(self._resource(info), namespace if info.namespaced else None,
                                 label_selector=selector_text or None, metadata_only=info.resource != "pods")
         return _order([_keep_metadata(o) for o in page.get("items") or []])

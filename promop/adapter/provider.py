@@ -219,9 +219,10 @@ class Provider:
         else:
             items = []
             for o in objects:
-                n = _meta(o).get("name", "")
+                meta = o.get("metadata") or {}
+                n = meta.get("name", "")
                 if n in values:
-                    items.append(self._metric_value(version, info, _meta(o).get("namespace", "") if namespaced else "",
+                    items.append(self._metric_value(version, info, meta.get("namespace", "") if namespaced else "",
                                                     n, metric, selector_json, values[n], now))
         return {"kind": "MetricValueList", "apiVersion": f"{CUSTOM}/{version}", "metadata": {}, "items": items}
 

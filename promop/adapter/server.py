@@ -139,9 +139,8 @@ class Handler(BaseHTTPRequestHandler):
                 code = self._health(path)
                 return
             user = self._authenticate()
-            attrs = request_attributes(method, path)
             if self.server.authorizer is not None:
-                self.server.authorizer.authorize(user, attrs)
+                self.server.authorizer.authorize(user, request_attributes(method, path))
             if path == "/metrics":
                 body = generate_latest(self.server.adapter.metrics.registry)
                 code = 200

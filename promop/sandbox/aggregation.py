@@ -34,10 +34,13 @@ import logging
 import tempfile
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import urllib3
 
 from promop.sandbox.errors import ApiError
 from promop.sandbox.resources import ResourceType
@@ -212,8 +215,6 @@ class Aggregator:
               timeout: float) -> Any:
         """One request to the backend, with the front proxy's certificate; urllib3 because each group
         is its own X-Remote-Group header line (requests keeps one value per name)."""
-        import urllib3
-
         spec = apiservice.get("spec") or {}
         tls: dict[str, Any] = {}
         if target.startswith("https"):
@@ -230,14 +231,11 @@ class Aggregator:
             if self._pool is None:
                 self._pool = urllib3.PoolManager(num_pools=16, maxsize=8)
             pool = self._pool
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # insecureSkipTLSVerify is the APIService's own choice
-            conn = pool.connection_from_url(target, pool_kwargs=tls)
-            return conn.urlopen(method, urllib3.util.parse_url(target).request_uri, body=body, headers=headers, retries=False, redirect=False,
-                                timeout=urllib3.Timeout(connect=min(timeout, 5.0), read=timeout),
-                                assert_same_host=False)
+        conn = pool.connection_from_url(target, pool_kwargs=tls)
+        return conn.urlopen(method, urllib3.util.parse_url(target).request_uri, body=body, headers=headers,
+                            retries=False, redirect=False,
+                            timeout=urllib3.Timeout(connect=min(timeout, 5.0), read=timeout),
+                            assert_same_host=False)
 
     @staticmethod
     def _identity_headers(user: str, groups: tuple[str, ...] | list[str]) -> Any:
@@ -305,11 +303,15 @@ class Aggregator:
                     due.append(obj)
         if not due:
             return
-        if len(due) == 1:
-            results = [self.check(due[0])]
-        else:
-            with ThreadPoolExecutor(max_workers=min(8, len(due)), thread_name_prefix="sandbox-apiservice") as ex:
-                results = list(ex.map(self.check, due))
+        # insecureSkipTLSVerify is the APIService's own choice: no warning for it. The filter is set here,
+        # around the workers, not by each of them (catch_warnings is process-wide, and not thread-safe).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+            if len(due) == 1:
+                results = [self.check(due[0])]
+            else:
+                with ThreadPoolExecutor(max_workers=min(8, len(due)), thread_name_prefix="sandbox-apiservice") as ex:
+                    results = list(ex.map(self.check, due))
         for obj, (status, reason, message) in zip(due, results):
             self.set_available(obj, status, reason, message)
 
@@ -369,7 +371,9 @@ class Aggregator:
                 headers[k] = handler.headers[k]
         target = base + url.path + (f"?{url.query}" if url.query else "")
         try:
-            resp = self._send(apiservice, method, target, headers, raw or None, 60.0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+                resp = self._send(apiservice, method, target, headers, raw or None, 60.0)
         except Exception as exc:
             log.warning("aggregated API unreachable apiservice=%s url=%s err=%s", name, target, exc)
             self.set_available(apiservice, "False", "FailedDiscoveryCheck",
