@@ -59,6 +59,7 @@ FRONT_PROXY_CN = "front-proxy-client"
 _PASS_HEADERS = ("Accept", "Content-Type", "User-Agent", "Accept-Encoding")
 AVAILABLE = "Available"
 CHECK_TIMEOUT = 5.0        # kube-aggregator's discovery check timeout
+CHECK_CONNECT_TIMEOUT = 1.0  # the check runs inside a read: a backend address nobody answers must not stall it
 RECHECK_AFTER = 1.0        # seconds a check result is reused for reads
 AGGREGATOR_USER = ("system:kube-aggregator", ("system:masters",))
 
@@ -212,7 +213,7 @@ class Aggregator:
         return f"https://{host}:{int(ref.get('port') or 443)}"
 
     def _send(self, apiservice: dict, method: str, target: str, headers: Any, body: bytes | None,
-              timeout: float) -> Any:
+              timeout: float, connect_timeout: float = 5.0) -> Any:
         """One request to the backend, with the front proxy's certificate; urllib3 because each group
         is its own X-Remote-Group header line (requests keeps one value per name)."""
         spec = apiservice.get("spec") or {}
@@ -234,7 +235,7 @@ class Aggregator:
         conn = pool.connection_from_url(target, pool_kwargs=tls)
         return conn.urlopen(method, urllib3.util.parse_url(target).request_uri, body=body, headers=headers,
                             retries=False, redirect=False,
-                            timeout=urllib3.Timeout(connect=min(timeout, 5.0), read=timeout),
+                            timeout=urllib3.Timeout(connect=min(timeout, connect_timeout), read=timeout),
                             assert_same_host=False)
 
     @staticmethod
@@ -261,7 +262,8 @@ class Aggregator:
             return "False", exc.reason, exc.message
         url = f"{base}/apis/{spec.get('group', '')}/{spec.get('version', '')}"
         try:
-            resp = self._send(apiservice, "GET", url, self._identity_headers(*AGGREGATOR_USER), None, CHECK_TIMEOUT)
+            resp = self._send(apiservice, "GET", url, self._identity_headers(*AGGREGATOR_USER), None, CHECK_TIMEOUT,
+                              CHECK_CONNECT_TIMEOUT)
         except Exception as exc:  # urllib3 errors, TLS failures: the backend is not usable either way
             return "False", "FailedDiscoveryCheck", f"failing or missing response from {url}: {_reason(exc)}"
         if not 200 <= resp.status < 300:
