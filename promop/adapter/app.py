@@ -110,6 +110,7 @@ class Adapter:
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
         self._observer: Any = None
+        self.watch_handler: ConfigWatchHandler | None = None
         for w in config.warnings:
             log.warning("config warning: %s", w)
 
@@ -212,20 +213,13 @@ class Adapter:
 
     def _start_watch(self) -> None:
         try:
-            from watchdog.events import FileSystemEventHandler
             from watchdog.observers import Observer
         except ImportError:  # pragma: no cover - watchdog is a dependency
             return
-        adapter = self
         directory = os.path.dirname(os.path.abspath(self.options.config_path))
-
-        class Handler(FileSystemEventHandler):
-            def on_any_event(self, event: Any) -> None:
-                if adapter.check_config_changed_peek():
-                    adapter._wake.set()
-
         self._observer = Observer()
-        self._observer.schedule(Handler(), directory, recursive=False)
+        self.watch_handler = ConfigWatchHandler(self)
+        self._observer.schedule(self.watch_handler, directory, recursive=False)
         self._observer.daemon = True
         self._observer.start()
 
@@ -241,6 +235,27 @@ class Adapter:
             self._observer.join(5)
         for t in self._threads:
             t.join(10)
+
+
+# Events that can change what the config path reads. Opening and closing without writing cannot, and
+# must be ignored: the handler itself reads the file to compare its hash, which causes exactly those
+# events, so reacting to them spun the watch threads forever (a third of a CPU, slowing every request).
+CONTENT_EVENTS = frozenset({"created", "modified", "moved", "deleted", "closed"})
+
+
+class ConfigWatchHandler:
+    """watchdog handler: wakes the relist loop when the config file's content changed."""
+
+    def __init__(self, adapter: "Adapter") -> None:
+        self.adapter = adapter
+        self.peeks = 0          # times the file was read (for tests)
+
+    def dispatch(self, event: Any) -> None:
+        if event.event_type not in CONTENT_EVENTS:
+            return
+        self.peeks += 1
+        if self.adapter.check_config_changed_peek():
+            self.adapter._wake.set()
 
 
 def _file_hash(path: str) -> str | None:

@@ -4,8 +4,11 @@ The kube-apiserver (the aggregator) proxies requests with its front-proxy
 client certificate and names the user in `X-Remote-User`/`X-Remote-Group`.
 We trust those headers only on a connection whose client certificate the
 requestheader CA (from `kube-system/extension-apiserver-authentication`)
-signed, and whose CN is allowed. A bearer token instead is checked with a
-TokenReview. Each request is then authorized with a SubjectAccessReview,
+signed, and whose CN is allowed. A client certificate signed by the client CA
+(`--client-ca-file`, or `client-ca-file` in that ConfigMap) is a user itself:
+CN the name, O the groups, headers ignored. The TLS layer trusts both CAs, so
+which one signed a certificate is checked here, on its signature. A bearer
+token instead is checked with a TokenReview. Each request is then authorized with a SubjectAccessReview,
 cached briefly (10 s, like the apiserver's delegated authorizer).
 """
 
@@ -84,46 +87,104 @@ class RequestHeaderConfig:
                    extra_prefixes=lst("requestheader-extra-headers-prefix", base.extra_prefixes))
 
 
+def _subject(cert: Mapping[str, Any], key: str) -> list[str]:
+    return [value for rdn in cert.get("subject") or () for k, value in rdn if k == key]
+
+
 def _subject_cn(cert: Mapping[str, Any]) -> str:
-    for rdn in cert.get("subject") or ():
-        for key, value in rdn:
-            if key == "commonName":
-                return value
-    return ""
+    return next(iter(_subject(cert, "commonName")), "")
+
+
+def issued_by(der: bytes, ca_pem: str) -> bool:
+    """Whether one of the CAs in `ca_pem` signed the certificate `der` (directly)."""
+    from cryptography import x509
+    from cryptography.exceptions import InvalidSignature
+
+    if not ca_pem:
+        return False
+    cert = x509.load_der_x509_certificate(der)
+    for ca in x509.load_pem_x509_certificates(ca_pem.encode()):
+        try:
+            cert.verify_directly_issued_by(ca)
+            return True
+        except (ValueError, TypeError, InvalidSignature):  # another issuer name, signature or key type
+            continue
+    return False
 
 
 class Authenticator:
-    def __init__(self, requestheader: RequestHeaderConfig, kube: Any = None, cache_ttl: float = 10.0) -> None:
+    def __init__(self, requestheader: RequestHeaderConfig, kube: Any = None, cache_ttl: float = 10.0,
+                 client_ca: str = "") -> None:
         self.rh = requestheader
+        self.client_ca = client_ca          # PEM: certificates it signed are users (CN, O)
         self.kube = kube
         self.cache_ttl = cache_ttl
         self._tokens: dict[str, tuple[float, User | None]] = {}
+        self._issuers: dict[tuple[bytes, str, str], tuple[bool, bool]] = {}
         self._lock = threading.Lock()
 
-    def authenticate(self, cert: Mapping[str, Any] | None, headers: Any) -> User:
-        if cert:  # verified by the TLS layer against the requestheader CA
-            cn = _subject_cn(cert)
-            if self.rh.allowed_names and cn not in self.rh.allowed_names:
-                raise AuthError(401, "Unauthorized", f"Unauthorized: client certificate CN {cn!r} is not among "
-                                                     f"requestheader-allowed-names {self.rh.allowed_names}")
-            name = next((headers.get(h) for h in self.rh.username_headers if headers.get(h)), "")
-            if not name:
-                raise AuthError(401, "Unauthorized", "Unauthorized: front-proxy request without a user header "
-                                                     f"({', '.join(self.rh.username_headers)})")
-            groups: list[str] = []
-            for h in self.rh.group_headers:
-                groups += list(headers.get_all(h) or [])
-            extra: dict[str, list[str]] = {}
-            for key in headers.keys():
-                for prefix in self.rh.extra_prefixes:
-                    if key.lower().startswith(prefix.lower()):
-                        extra.setdefault(key[len(prefix):].lower(), []).append(headers.get(key))
-            return User(name, tuple(groups), tuple((k, tuple(v)) for k, v in sorted(extra.items())))
+    def _which_ca(self, der: bytes) -> tuple[bool, bool]:
+        """(signed by the requestheader CA, signed by the client CA), cached per certificate and CAs."""
+        key = (der, self.rh.client_ca, self.client_ca)
+        hit = self._issuers.get(key)
+        if hit is None:
+            hit = (issued_by(der, self.rh.client_ca), issued_by(der, self.client_ca))
+            with self._lock:
+                if len(self._issuers) > 1000:
+                    self._issuers.clear()
+                self._issuers[key] = hit
+        return hit
+
+    def authenticate(self, cert: Mapping[str, Any] | None, headers: Any, der: bytes | None = None) -> User:
+        """The user of a request. `cert` is the peer certificate the TLS layer verified against the CAs
+        it trusts, `der` the same certificate's bytes (to tell which CA signed it)."""
+        if cert:
+            if der is None:   # only the TLS layer's word: it trusts just the front proxy's CA then
+                front, client = not self.client_ca, False
+            else:
+                front, client = self._which_ca(der)
+            if front:   # like the apiserver's union: the front proxy first, then the client CA
+                try:
+                    return self._front_proxy(cert, headers)
+                except AuthError:
+                    if not client:
+                        raise
+            if client:
+                return self._client_cert(cert)
+            raise AuthError(401, "Unauthorized", "Unauthorized: the client certificate is signed neither by the "
+                                                 "requestheader CA nor by the client CA")
         auth = headers.get("Authorization") or ""
         if auth.startswith("Bearer ") and self.kube is not None:
             return self._token(auth[7:].strip())
         raise AuthError(401, "Unauthorized", "Unauthorized: no front-proxy client certificate signed by the "
                                              "requestheader CA, and no bearer token")
+
+    def _front_proxy(self, cert: Mapping[str, Any], headers: Any) -> User:
+        cn = _subject_cn(cert)
+        if self.rh.allowed_names and cn not in self.rh.allowed_names:
+            raise AuthError(401, "Unauthorized", f"Unauthorized: client certificate CN {cn!r} is not among "
+                                                 f"requestheader-allowed-names {self.rh.allowed_names}")
+        name = next((headers.get(h) for h in self.rh.username_headers if headers.get(h)), "")
+        if not name:
+            raise AuthError(401, "Unauthorized", "Unauthorized: front-proxy request without a user header "
+                                                 f"({', '.join(self.rh.username_headers)})")
+        groups: list[str] = []
+        for h in self.rh.group_headers:
+            groups += list(headers.get_all(h) or [])
+        extra: dict[str, list[str]] = {}
+        for key in headers.keys():
+            for prefix in self.rh.extra_prefixes:
+                if key.lower().startswith(prefix.lower()):
+                    extra.setdefault(key[len(prefix):].lower(), []).append(headers.get(key))
+        return User(name, tuple(groups), tuple((k, tuple(v)) for k, v in sorted(extra.items())))
+
+    @staticmethod
+    def _client_cert(cert: Mapping[str, Any]) -> User:
+        """x509 client-certificate login: CN is the user, each O a group (the apiserver's convention)."""
+        cn = _subject_cn(cert)
+        if not cn:
+            raise AuthError(401, "Unauthorized", "Unauthorized: the client certificate has no common name (CN)")
+        return User(cn, tuple(_subject(cert, "organizationName")))
 
     def _token(self, token: str) -> User:
         now = time.monotonic()

@@ -83,7 +83,8 @@ class CA:
         ca_cert = x509.load_pem_x509_certificate(self.cert_pem)
         key = _key()
         attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations or ()]
-        attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
+        if cn:   # "" gives a subject without a CN (which a login must refuse)
+            attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
         now = _dt.datetime.now(_dt.timezone.utc)
         b = (x509.CertificateBuilder().subject_name(x509.Name(attrs)).issuer_name(ca_cert.subject)
              .public_key(key.public_key()).serial_number(x509.random_serial_number())

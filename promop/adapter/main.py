@@ -71,29 +71,44 @@ def _kube(args: argparse.Namespace) -> Any:
         raise StartupError(f"{exc}; or pass --no-kube to run without an API server") from None
 
 
-def _requestheader(args: argparse.Namespace, kube: Any) -> Any:
+def _auth_sources(args: argparse.Namespace, kube: Any) -> tuple[Any, str]:
+    """(the front proxy's settings, the client CA PEM): flags win over the authentication ConfigMap."""
     from promop.adapter.auth import AUTH_CONFIGMAP, RequestHeaderConfig
     from promop.kube.resources import Resource
 
     rh = RequestHeaderConfig()
+    client_ca = ""
     if kube is not None and not args.authentication_skip_lookup:
         try:
             cm = kube.get(Resource("", "v1", "configmaps", True, "ConfigMap"), AUTH_CONFIGMAP[1], AUTH_CONFIGMAP[0])
-            rh = RequestHeaderConfig.from_configmap(cm.get("data") or {})
+            data = cm.get("data") or {}
+            rh = RequestHeaderConfig.from_configmap(data)
+            client_ca = data.get("client-ca-file", "")
         except Exception as exc:
             log.warning("cannot read configmap %s/%s (front-proxy requests will be refused unless "
                         "--requestheader-client-ca-file is given): %s", *AUTH_CONFIGMAP, exc)
     if args.requestheader_client_ca_file:
-        try:
-            rh.client_ca = open(args.requestheader_client_ca_file, encoding="utf-8").read()
-        except OSError as exc:
-            raise StartupError(f"--requestheader-client-ca-file: {exc.strerror}") from None
+        rh.client_ca = _read_pem("--requestheader-client-ca-file", args.requestheader_client_ca_file)
     if args.requestheader_allowed_names:
         rh.allowed_names = [n.strip() for n in args.requestheader_allowed_names.split(",") if n.strip()]
-    return rh
+    if getattr(args, "client_ca_file", None):
+        client_ca = _read_pem("--client-ca-file", args.client_ca_file)
+    return rh, client_ca
 
 
-def _tls_context(args: argparse.Namespace, client_ca: str) -> ssl.SSLContext:
+def _read_pem(flag: str, path: str) -> str:
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as exc:
+        raise StartupError(f"{flag}: {exc.strerror}") from None
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        raise StartupError(f"{flag}: {path} holds no PEM certificate")
+    return text
+
+
+def _tls_context(args: argparse.Namespace, *client_cas: str) -> ssl.SSLContext:
+    """The serving context; client certificates are asked for, and verified against `client_cas`
+    (the front proxy's CA, the client CA)."""
     from promop.adapter.certs import self_signed
 
     cert, key = args.tls_cert_file, args.tls_private_key_file
@@ -109,9 +124,13 @@ def _tls_context(args: argparse.Namespace, client_ca: str) -> ssl.SSLContext:
         ctx.load_cert_chain(cert, key)
     except (OSError, ssl.SSLError) as exc:
         raise StartupError(f"cannot load the serving certificate {cert}: {exc}") from None
-    if client_ca:
-        ctx.load_verify_locations(cadata=client_ca)
-        ctx.verify_mode = ssl.CERT_OPTIONAL
+    for ca in client_cas:
+        if ca:
+            try:
+                ctx.load_verify_locations(cadata=ca)
+            except ssl.SSLError as exc:
+                raise StartupError(f"cannot load a client CA: {exc}") from None
+            ctx.verify_mode = ssl.CERT_OPTIONAL
     return ctx
 
 
@@ -120,23 +139,35 @@ class RequestHeaderRefresher:
     the start is trusted for new connections, as upstream's dynamic CA bundle does."""
 
     def __init__(self, args: argparse.Namespace, kube: Any, ctx: ssl.SSLContext, authn: Any, ca: str,
-                 interval: float = 30.0) -> None:
+                 interval: float = 30.0, client_ca: str = "") -> None:
         self.args, self.kube, self.ctx, self.authn, self.ca = args, kube, ctx, authn, ca
+        self.client_ca = client_ca
         self.stop = threading.Event()
         self.interval = interval
         threading.Thread(target=self._run, name="adapter-requestheader", daemon=True).start()
 
     def refresh(self) -> bool:
-        rh = _requestheader(self.args, self.kube)
-        if not rh.client_ca or rh.client_ca == self.ca:
-            return False
-        self.ctx.load_verify_locations(cadata=rh.client_ca)   # adds: the old CA stays valid through a rotation
-        self.ctx.verify_mode = ssl.CERT_OPTIONAL
-        self.ca = rh.client_ca
-        if self.authn is not None:
-            self.authn.rh = rh
-        log.info("front-proxy CA loaded from %s/%s", "kube-system", "extension-apiserver-authentication")
-        return True
+        rh, client_ca = _auth_sources(self.args, self.kube)
+        changed = False
+        # load_verify_locations adds: an old CA stays trusted by TLS through a rotation (the authenticator
+        # then decides with the current ones)
+        if rh.client_ca and rh.client_ca != self.ca:
+            self.ctx.load_verify_locations(cadata=rh.client_ca)
+            self.ca = rh.client_ca
+            if self.authn is not None:
+                self.authn.rh = rh
+            changed = True
+            log.info("front-proxy CA loaded from %s/%s", "kube-system", "extension-apiserver-authentication")
+        if client_ca and client_ca != self.client_ca:
+            self.ctx.load_verify_locations(cadata=client_ca)
+            self.client_ca = client_ca
+            if self.authn is not None:
+                self.authn.client_ca = client_ca
+            changed = True
+            log.info("client CA loaded from %s/%s", "kube-system", "extension-apiserver-authentication")
+        if changed:
+            self.ctx.verify_mode = ssl.CERT_OPTIONAL
+        return changed
 
     def _run(self) -> None:
         while not self.stop.wait(self.interval):
@@ -179,8 +210,8 @@ def build(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     provider = Provider(prom, lister, query_timeout=timeout)
     servers = []
     if args.secure_port:
-        rh = _requestheader(args, kube)
-        authn = Authenticator(rh, kube) if (rh.client_ca or kube) else None
+        rh, client_ca = _auth_sources(args, kube)
+        authn = Authenticator(rh, kube, client_ca=client_ca) if (rh.client_ca or client_ca or kube) else None
         if args.authorization_always_allow:
             authz = None
         elif kube is None:
@@ -188,15 +219,16 @@ def build(args: argparse.Namespace) -> tuple[Any, list[Any]]:
                                "(or run in-cluster), or pass --authorization-always-allow")
         else:
             authz = Authorizer(kube)
-        ctx = _tls_context(args, rh.client_ca)
+        ctx = _tls_context(args, rh.client_ca, client_ca)
         servers.append(AdapterServer((args.bind_address, args.secure_port), adapter, provider, authn, authz, ctx))
-        if kube is not None and not args.authentication_skip_lookup and not args.requestheader_client_ca_file:
+        if kube is not None and not args.authentication_skip_lookup and not (
+                args.requestheader_client_ca_file and getattr(args, "client_ca_file", None)):
             try:
                 every = parse_go_duration(args.requestheader_refresh_interval)
             except ValueError as exc:
                 raise StartupError(f"--requestheader-refresh-interval: {exc}") from None
             adapter.requestheader_refresher = RequestHeaderRefresher(  # type: ignore[attr-defined]
-                args, kube, ctx, authn, rh.client_ca, every)
+                args, kube, ctx, authn, rh.client_ca, every, client_ca)
     if args.insecure_port:
         servers.append(AdapterServer((args.bind_address, args.insecure_port), adapter, provider))
     if not servers:

@@ -217,12 +217,26 @@ class Provider:
             items = [self._metric_value(version, info, ns if namespaced else "", name, metric, selector_json,
                                         values[name], now)]
         else:
+            # one item per object with a value: the parts every item shares are built once
             items = []
+            kind, api_version = info.kind, f"{info.group}/{info.version}"
+            shared_metric = {"name": metric, "selector": selector_json}
             for o in objects:
-                n = _meta(o).get("name", "")
-                if n in values:
-                    items.append(self._metric_value(version, info, _meta(o).get("namespace", "") if namespaced else "",
-                                                    n, metric, selector_json, values[n], now))
+                meta = o.get("metadata") or {}
+                n = meta.get("name", "")
+                if n not in values:
+                    continue
+                described: dict[str, Any] = {"kind": kind}
+                if namespaced and meta.get("namespace"):
+                    described["namespace"] = meta["namespace"]
+                described["name"] = n
+                described["apiVersion"] = api_version
+                if version == "v1beta1":
+                    items.append({"describedObject": described, "metricName": metric, "timestamp": now,
+                                  "value": milli_quantity(values[n]), "selector": selector_json})
+                else:
+                    items.append({"describedObject": described, "metric": shared_metric, "timestamp": now,
+                                  "value": milli_quantity(values[n])})
         return {"kind": "MetricValueList", "apiVersion": f"{CUSTOM}/{version}", "metadata": {}, "items": items}
 
     @staticmethod

@@ -74,9 +74,11 @@ class ResourceMapper:
     def __init__(self, infos: Iterable[ResourceInfo] = BUILTIN) -> None:
         self.infos: list[ResourceInfo] = []
         self._by_gr: dict[GroupResource, ResourceInfo] = {}
+        self._normalized: dict[GroupResource, ResourceInfo | None] = {}   # every request resolves its resource
         self.add(infos)
 
     def add(self, infos: Iterable[ResourceInfo]) -> None:
+        self._normalized = {}
         for info in infos:
             key = info.group_resource
             if key in self._by_gr:
@@ -90,6 +92,16 @@ class ResourceMapper:
         An empty group matches any group, preferring the core group, then the
         first discovered. A group may be given sanitised (`networking_k8s_io`).
         """
+        try:
+            return self._normalized[gr]
+        except KeyError:
+            pass
+        found_info = self._normalize(gr)
+        if len(self._normalized) < 4096:   # requests name resources: keep a bound on what strangers can add
+            self._normalized[gr] = found_info
+        return found_info
+
+    def _normalize(self, gr: GroupResource) -> ResourceInfo | None:
         name = gr.resource.lower()
         found = []
         for info in self.infos:

@@ -139,9 +139,8 @@ class Handler(BaseHTTPRequestHandler):
                 code = self._health(path)
                 return
             user = self._authenticate()
-            attrs = request_attributes(method, path)
             if self.server.authorizer is not None:
-                self.server.authorizer.authorize(user, attrs)
+                self.server.authorizer.authorize(user, request_attributes(method, path))
             if path == "/metrics":
                 body = generate_latest(self.server.adapter.metrics.registry)
                 code = 200
@@ -189,10 +188,11 @@ class Handler(BaseHTTPRequestHandler):
         auth = self.server.authenticator
         if auth is None:
             return None
-        cert = None
+        cert = der = None
         if isinstance(self.connection, ssl.SSLSocket):
             cert = self.connection.getpeercert()
-        return auth.authenticate(cert, self.headers)
+            der = self.connection.getpeercert(binary_form=True) if cert else None
+        return auth.authenticate(cert, self.headers, der)
 
     def _route(self, path: str, params: dict) -> tuple[str, dict]:
         state: State = self.server.adapter.state

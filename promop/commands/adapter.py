@@ -72,6 +72,9 @@ def _serve_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, else $KUBECONFIG)")
     g.add_argument("--requestheader-client-ca-file",
                    help="CA of the front proxy (default: from kube-system/extension-apiserver-authentication)")
+    g.add_argument("--client-ca-file",
+                   help="CA whose client certificates are users: CN the name, O the groups (default: client-ca-file "
+                        "from kube-system/extension-apiserver-authentication)")
     g.add_argument("--requestheader-allowed-names", default="", help="allowed front-proxy CNs, comma-separated")
     g.add_argument("--authorization-always-allow", action="store_true",
                    help="skip SubjectAccessReviews: every authenticated request is allowed")

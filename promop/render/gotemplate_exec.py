@@ -3,9 +3,10 @@
 prometheus-adapter's `metricsQuery` and `resources.template` are Go templates
 (delimiters `<<`/`>>`) executed over a struct. This runs them the way Go does:
 fields, variables, pipelines, `if`/`else if`/`range`/`with`/`break`/`continue`,
-and Go's builtin functions (`and or not len index slice print printf println
-eq ne lt le gt ge html js urlquery`), printing values as Go's fmt would.
-`define`/`template`/`block` and `call` are refused with a clear error.
+`define`/`template`/`block` (named templates within the one text), and Go's
+builtin functions (`and or not len index slice print printf println eq ne lt
+le gt ge html js urlquery`), printing values as Go's fmt would. `call` and
+method calls are refused with a clear error.
 
 Scanning is shared with the syntax checker in gotemplate.py.
 """
@@ -213,7 +214,7 @@ class _Pipeline:
 
 @dataclass
 class _Node:
-    kind: str            # text, action, if, range, with, break, continue
+    kind: str            # text, action, if, range, with, break, continue, template (text: its name)
     line: int = 0
     text: str = ""
     pipe: _Pipeline | None = None
@@ -267,6 +268,7 @@ class _Parser:
         self.delims = delims
         self.segments = scan(text, *delims)
         self.i = 0
+        self.defines: dict[str, list[_Node]] = {}   # named templates: {{define}} and {{block}}
 
     def where(self, line: int, inner: str) -> str:
         return f"line {line}: {self.delims[0]}{inner.strip()}{self.delims[1]}"
@@ -296,13 +298,53 @@ class _Parser:
                 nodes.append(self._block(head[1], line, toks[1:], where))
             elif head[0] == "ident" and head[1] in ("break", "continue"):
                 nodes.append(_Node(head[1], line))
-            elif head[0] == "ident" and head[1] in ("define", "template", "block"):
-                raise TemplateError(f"{where}: {{{{{head[1]}}}}} is not supported here")
+            elif head[0] == "ident" and head[1] == "define":
+                if not top:   # Go: definitions only at the top level
+                    raise TemplateError(f"{where}: unexpected define in command")
+                name, rest = self._template_name(toks[1:], "define", where)
+                if rest:
+                    raise TemplateError(f"{where}: unexpected {rest[0][1]!r} in define clause")
+                self._define(name, self._body("define", where), where)
+            elif head[0] == "ident" and head[1] == "template":
+                name, rest = self._template_name(toks[1:], "template", where)
+                nodes.append(_Node("template", line, text=name, pipe=self._pipeline(rest, where) if rest else None))
+            elif head[0] == "ident" and head[1] == "block":
+                # {{block "name" pipeline}}T{{end}}: {{define "name"}}T{{end}} plus {{template "name" pipeline}}
+                name, rest = self._template_name(toks[1:], "block", where)
+                if not rest:
+                    raise TemplateError(f"{where}: missing value for block clause")
+                pipe = self._pipeline(rest, where)
+                self._define(name, self._body("block", where), where)
+                nodes.append(_Node("template", line, text=name, pipe=pipe))
             else:
                 nodes.append(_Node("action", line, pipe=self._pipeline(toks, where)))
         if not top:
             raise TemplateError("unexpected EOF: a block has no matching end")
         return nodes, ("eof", 0, [])
+
+    @staticmethod
+    def _template_name(toks: list, word: str, where: str) -> tuple[str, list]:
+        if not toks or toks[0][0] not in ("string", "raw"):
+            got = repr(toks[0][1]) if toks else "end of action"
+            raise TemplateError(f"{where}: unexpected {got} in {word} clause: the name must be a quoted string")
+        return _unquote(toks[0][0], toks[0][1]), toks[1:]
+
+    def _body(self, word: str, where: str) -> list[_Node]:
+        body, (end, eline, _) = self._list()
+        if end != "end":
+            raise TemplateError(f"{self.where(eline, end)}: unexpected {end} in {word}")
+        return body
+
+    def _define(self, name: str, body: list[_Node], where: str) -> None:
+        """Go's rule: a second non-empty definition of a name is an error; an empty one is ignored."""
+        def empty(nodes: list[_Node]) -> bool:
+            return all(n.kind == "text" and not n.text.strip() for n in nodes)
+        old = self.defines.get(name)
+        if old is not None and not empty(old):
+            if empty(body):
+                return
+            raise TemplateError(f'{where}: template: multiple definition of template "{name}"')
+        self.defines[name] = body
 
     def _block(self, word: str, line: int, rest: list, where: str) -> _Node:
         node = _Node(word, line, pipe=self._pipeline(rest, where, allow_range_decl=word == "range"))
@@ -515,10 +557,15 @@ class Template:
         self.text = text
         self.functions = {**BUILTINS, **(functions or {})}
         try:
-            self.nodes = _Parser(text, delims).parse()
+            parser = _Parser(text, delims)
+            self.nodes = parser.parse()
         except TemplateError as exc:
             raise TemplateError(f"template {name}: {exc}") from None
+        self.defines = parser.defines
+        self.defines.setdefault(name, self.nodes)   # Go: the template itself is invocable by its name
         self._check_functions(self.nodes)
+        for body in parser.defines.values():
+            self._check_functions(body)
 
     def _check_functions(self, nodes: list[_Node]) -> None:
         for n in nodes:
@@ -542,6 +589,8 @@ class Template:
             self._run(self.nodes, data, scopes, out)
         except TemplateError as exc:
             raise TemplateError(f"template {self.name}: {exc}") from None
+        except RecursionError:   # a template invoking itself without end (Go stops at a depth of 100000)
+            raise TemplateError(f"template {self.name}: exceeded maximum template depth") from None
         return "".join(out)
 
     # -- internals --
@@ -573,6 +622,13 @@ class Template:
                     scopes.pop()
             elif n.kind == "range":
                 self._range(n, dot, scopes, out)
+            elif n.kind == "template":
+                body = self.defines.get(n.text)
+                if body is None:
+                    raise TemplateError(f'line {n.line}: template "{n.text}" not defined')
+                # dot is the pipeline's value (nil without one); variables start afresh with $ = dot
+                value = self._pipe(n.pipe, dot, scopes, n.line) if n.pipe is not None else None
+                self._run(body, value, [{"$": value}], out)
             elif n.kind == "break":
                 raise _Break()
             elif n.kind == "continue":

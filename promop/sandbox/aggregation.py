@@ -5,10 +5,11 @@ So `kubectl get --raw /apis/custom.metrics.k8s.io/v1beta2/...`, `kubectl top pod
 `kubectl top node` work against a sandbox with `promop adapter` registered.
 
 - The backend's URL: the APIService's `sandbox.promop.dev/url` annotation if set, else its
-  Service's `spec.clusterIP` (which the sandbox does not allocate: set it, e.g. 127.0.0.1)
-  and `spec.service.port` (default 443), over HTTPS.
-- Proxied requests carry the front proxy's client certificate and `X-Remote-User`/
-  `X-Remote-Group` (the sandbox authenticates everyone as system:admin, group system:masters).
+  Service's `spec.clusterIP` (the sandbox allocates one nothing listens on: set it, e.g. to
+  127.0.0.1) and `spec.service.port` (default 443), over HTTPS.
+- Proxied requests carry the front proxy's client certificate, `X-Remote-User` and one
+  `X-Remote-Group` per group of the user (with `authorization="rbac"` the token's user and all
+  its groups; otherwise system:admin in system:masters and system:authenticated).
   The front proxy's CA is published in `kube-system/extension-apiserver-authentication`
   (created with the first APIService), so the backend can verify it as in a cluster.
 - The backend's certificate is checked against `spec.caBundle`, or not at all with
@@ -17,6 +18,12 @@ So `kubectl get --raw /apis/custom.metrics.k8s.io/v1beta2/...`, `kubectl top pod
   enforce RBAC.
 - `/apis` lists the aggregated groups; `/apis/<group>` answers for them; everything below a
   registered group/version goes to the backend. A backend that cannot be reached gives 503.
+- `status.conditions` `Available` as kube-aggregator's availability controller sets it (so
+  `kubectl get apiservice` shows AVAILABLE): True `Local` without a service; False
+  `ServiceNotFound`, `MissingEndpoints` (no clusterIP) or `FailedDiscoveryCheck` (the backend's
+  `/apis/<group>/<version>` unreachable or not 2xx, asked as system:kube-aggregator); else True
+  `Passed`. Refreshed when APIServices are read (at most once a second each) and when a proxied
+  request fails or succeeds again; not on a timer.
 """
 
 from __future__ import annotations
@@ -26,8 +33,14 @@ import json
 import logging
 import tempfile
 import threading
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import urllib3
 
 from promop.sandbox.errors import ApiError
 from promop.sandbox.resources import ResourceType
@@ -44,12 +57,55 @@ USER = "system:admin"
 GROUPS = ("system:masters", "system:authenticated")
 FRONT_PROXY_CN = "front-proxy-client"
 _PASS_HEADERS = ("Accept", "Content-Type", "User-Agent", "Accept-Encoding")
+AVAILABLE = "Available"
+CHECK_TIMEOUT = 5.0        # kube-aggregator's discovery check timeout
+CHECK_CONNECT_TIMEOUT = 1.0  # the check runs inside a read: a backend address nobody answers must not stall it
+RECHECK_AFTER = 1.0        # seconds a check result is reused for reads
+AGGREGATOR_USER = ("system:kube-aggregator", ("system:masters",))
+
+
+class Unavailable(Exception):
+    """Why an APIService's backend cannot be reached: the condition's reason and message."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
 
 
 def install(sandbox: "Sandbox") -> None:
     """Serve APIService objects and attach the aggregator to `sandbox`."""
+    from promop.sandbox import tables
+
     sandbox.registry.add(APISERVICES)
     sandbox.aggregator = Aggregator(sandbox)  # type: ignore[attr-defined]
+    tables.PRINTERS.setdefault(APISERVICES.key, (APISERVICE_COLUMNS, apiservice_cells))
+
+
+APISERVICE_COLUMNS = [
+    {"name": "Name", "type": "string", "format": "name", "priority": 0,
+     "description": "Name must be unique within a namespace."},
+    {"name": "Service", "type": "string", "format": "", "priority": 0,
+     "description": "The reference to the service that hosts this API endpoint."},
+    {"name": "Available", "type": "string", "format": "", "priority": 0,
+     "description": "Whether this service is available."},
+    {"name": "Age", "type": "string", "format": "", "priority": 0,
+     "description": "CreationTimestamp is a timestamp representing the server time when this object was created."},
+]
+
+
+def apiservice_cells(obj: dict) -> list:
+    """kube-aggregator's table: the service as namespace/name (or Local), Available as True or
+    `False (Reason)`, Unknown before the first check."""
+    from promop.sandbox.tables import human_age
+
+    ref = (obj.get("spec") or {}).get("service")
+    service = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else "Local"
+    available = "Unknown"
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == AVAILABLE:
+            available = "True" if c.get("status") == "True" else f"{c.get('status')} ({c.get('reason', '')})"
+    return [obj["metadata"]["name"], service, available, human_age(obj["metadata"].get("creationTimestamp"))]
 
 
 def handle(handler: Any, method: str, url: Any, parts: list[str], raw: bytes) -> bool:
@@ -69,7 +125,8 @@ class Aggregator:
         self.sandbox = sandbox
         self._lock = threading.Lock()
         self._pki: dict[str, Any] | None = None
-        self._session: Any = None
+        self._pool: Any = None
+        self._checked: dict[str, float] = {}   # APIService name -> when its availability was last checked
 
     # -- the front proxy's identity ----------------------------------------------------------------
 
@@ -127,26 +184,138 @@ class Aggregator:
         return None
 
     def backend_url(self, apiservice: dict) -> str:
+        try:
+            return self._backend(apiservice)
+        except Unavailable as exc:
+            raise ApiError(503, exc.message) from None
+
+    def _backend(self, apiservice: dict) -> str:
         annotations = (apiservice.get("metadata") or {}).get("annotations") or {}
         if annotations.get(URL_ANNOTATION):
             return annotations[URL_ANNOTATION].rstrip("/")
         ref = (apiservice.get("spec") or {}).get("service")
         name = apiservice["metadata"]["name"]
         if not ref:
-            raise ApiError(503, f"the APIService {name} has no spec.service (a local APIService): "
-                                "nothing to proxy to")
+            raise Unavailable("Local", f"the APIService {name} has no spec.service (a local APIService): "
+                                       "nothing to proxy to")
         rt = self.sandbox.registry.lookup("", "v1", "services")
         try:
             svc = self.sandbox.api.get(rt, ref.get("namespace", ""), ref.get("name", ""))
         except ApiError:
-            raise ApiError(503, f"service {ref.get('namespace')}/{ref.get('name')} of APIService {name} does not "
-                                "exist") from None
+            raise Unavailable("ServiceNotFound", f'service/{ref.get("name")} in "{ref.get("namespace")}" is not '
+                                                 "present") from None
         ip = (svc.get("spec") or {}).get("clusterIP")
         if not ip or ip == "None":
-            raise ApiError(503, f"service {ref.get('namespace')}/{ref.get('name')} has no spec.clusterIP: in the "
-                                f"sandbox set it (e.g. 127.0.0.1) or annotate the APIService with {URL_ANNOTATION}")
+            raise Unavailable("MissingEndpoints",
+                              f"service {ref.get('namespace')}/{ref.get('name')} has no spec.clusterIP: in the "
+                              f"sandbox set it (e.g. 127.0.0.1) or annotate the APIService with {URL_ANNOTATION}")
         host = f"[{ip}]" if ":" in ip else ip
         return f"https://{host}:{int(ref.get('port') or 443)}"
+
+    def _send(self, apiservice: dict, method: str, target: str, headers: Any, body: bytes | None,
+              timeout: float, connect_timeout: float = 5.0) -> Any:
+        """One request to the backend, with the front proxy's certificate; urllib3 because each group
+        is its own X-Remote-Group header line (requests keeps one value per name)."""
+        spec = apiservice.get("spec") or {}
+        tls: dict[str, Any] = {}
+        if target.startswith("https"):
+            tls["cert_file"], tls["key_file"] = self._front_proxy()["cert"]
+            if spec.get("insecureSkipTLSVerify"):
+                tls["cert_reqs"] = "CERT_NONE"
+            else:
+                tls["cert_reqs"] = "CERT_REQUIRED"
+                if spec.get("caBundle"):
+                    ca = self._front_proxy()["dir"] / f"ca-{apiservice['metadata']['name']}.crt"
+                    ca.write_bytes(base64.b64decode(spec["caBundle"]))
+                    tls["ca_certs"] = str(ca)
+        with self._lock:
+            if self._pool is None:
+                self._pool = urllib3.PoolManager(num_pools=16, maxsize=8)
+            pool = self._pool
+        conn = pool.connection_from_url(target, pool_kwargs=tls)
+        return conn.urlopen(method, urllib3.util.parse_url(target).request_uri, body=body, headers=headers,
+                            retries=False, redirect=False,
+                            timeout=urllib3.Timeout(connect=min(timeout, connect_timeout), read=timeout),
+                            assert_same_host=False)
+
+    @staticmethod
+    def _identity_headers(user: str, groups: tuple[str, ...] | list[str]) -> Any:
+        from urllib3 import HTTPHeaderDict
+
+        headers = HTTPHeaderDict()
+        headers["X-Remote-User"] = user
+        for g in groups:   # one header per group, as kube-apiserver sends them
+            headers.add("X-Remote-Group", g)
+        return headers
+
+    # -- availability (kube-aggregator's availability controller) -------------------------------------
+
+    def check(self, apiservice: dict) -> tuple[str, str, str]:
+        """(status, reason, message) of the Available condition, from a discovery request to the backend."""
+        spec = apiservice.get("spec") or {}
+        annotations = (apiservice.get("metadata") or {}).get("annotations") or {}
+        if not spec.get("service") and not annotations.get(URL_ANNOTATION):
+            return "True", "Local", "Local APIServices are always available"
+        try:
+            base = self._backend(apiservice)
+        except Unavailable as exc:
+            return "False", exc.reason, exc.message
+        url = f"{base}/apis/{spec.get('group', '')}/{spec.get('version', '')}"
+        try:
+            resp = self._send(apiservice, "GET", url, self._identity_headers(*AGGREGATOR_USER), None, CHECK_TIMEOUT,
+                              CHECK_CONNECT_TIMEOUT)
+        except Exception as exc:  # urllib3 errors, TLS failures: the backend is not usable either way
+            return "False", "FailedDiscoveryCheck", f"failing or missing response from {url}: {_reason(exc)}"
+        if not 200 <= resp.status < 300:
+            return "False", "FailedDiscoveryCheck", (f"failing or missing response from {url}: bad status from "
+                                                     f"{url}: {resp.status}")
+        return "True", "Passed", "all checks passed"
+
+    def set_available(self, apiservice: dict, status: str, reason: str, message: str) -> None:
+        """Write the Available condition if it changed (lastTransitionTime moves only with the status)."""
+        conditions = list((apiservice.get("status") or {}).get("conditions") or [])
+        old = next((c for c in conditions if c.get("type") == AVAILABLE), None)
+        if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == (status, reason, message):
+            return
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        new = {"type": AVAILABLE, "status": status,
+               "lastTransitionTime": old.get("lastTransitionTime", now) if old and old.get("status") == status else now,
+               "reason": reason, "message": message}
+        body = {**apiservice, "status": {**(apiservice.get("status") or {}),
+                                         "conditions": [c for c in conditions if c is not old] + [new]}}
+        try:
+            self.sandbox.api.update(APISERVICES, "", apiservice["metadata"]["name"], body, subresource="status")
+        except ApiError as exc:   # changed or deleted meanwhile: the next read checks again
+            log.debug("apiservice status not written name=%s err=%s", apiservice["metadata"]["name"], exc)
+            return
+        if old is None or old.get("status") != status:
+            log.info("apiservice availability name=%s available=%s reason=%s", apiservice["metadata"]["name"],
+                     status, reason)
+
+    def refresh(self, name: str | None = None, force: bool = False) -> None:
+        """Check (in parallel) the APIServices (or the one named), unless checked within RECHECK_AFTER."""
+        now = time.monotonic()
+        items = self.sandbox.api.list(APISERVICES, None, None).objects
+        due = []
+        with self._lock:
+            for obj in items:
+                n = obj["metadata"]["name"]
+                if (name is None or n == name) and (force or now - self._checked.get(n, -1e9) >= RECHECK_AFTER):
+                    self._checked[n] = now
+                    due.append(obj)
+        if not due:
+            return
+        # insecureSkipTLSVerify is the APIService's own choice: no warning for it. The filter is set here,
+        # around the workers, not by each of them (catch_warnings is process-wide, and not thread-safe).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+            if len(due) == 1:
+                results = [self.check(due[0])]
+            else:
+                with ThreadPoolExecutor(max_workers=min(8, len(due)), thread_name_prefix="sandbox-apiservice") as ex:
+                    results = list(ex.map(self.check, due))
+        for obj, (status, reason, message) in zip(due, results):
+            self.set_available(obj, status, reason, message)
 
     # -- requests ---------------------------------------------------------------------------------------
 
@@ -170,6 +339,9 @@ class Aggregator:
         if len(parts) >= 2 and parts[1] == APISERVICES.group and method in ("POST", "PUT", "PATCH"):
             self.ensure_auth_configmap()
             return False
+        if len(parts) >= 4 and parts[1] == APISERVICES.group and parts[3] == APISERVICES.plural and method == "GET":
+            self.refresh(parts[4] if len(parts) > 4 else None)   # what `kubectl get apiservice` shows is current
+            return False
         if len(parts) < 2 or any(key[0] == parts[1] for key in list(self.sandbox.registry.types)):
             return False  # a group the sandbox serves itself (the common case: no APIService lookup)
         if len(parts) == 2 and method == "GET":
@@ -189,45 +361,58 @@ class Aggregator:
         return True
 
     def _proxy(self, handler: Any, method: str, url: Any, apiservice: dict, raw: bytes) -> None:
-        import requests
-
-        base = self.backend_url(apiservice)
-        spec = apiservice.get("spec") or {}
-        verify: Any = True
-        if spec.get("insecureSkipTLSVerify"):
-            verify = False
-        elif spec.get("caBundle"):
-            ca = self._front_proxy()["dir"] / f"ca-{apiservice['metadata']['name']}.crt"
-            ca.write_bytes(base64.b64decode(spec["caBundle"]))
-            verify = str(ca)
-        headers = {k: handler.headers[k] for k in _PASS_HEADERS if handler.headers.get(k)}
-        headers["X-Remote-User"] = USER
-        headers["X-Remote-Group"] = GROUPS[0]   # one header per group in kube-apiserver; the first decides here
-        target = base + url.path + (f"?{url.query}" if url.query else "")
-        with self._lock:
-            if self._session is None:
-                self._session = requests.Session()
-                self._session.trust_env = False
-            session = self._session
+        name = apiservice["metadata"]["name"]
         try:
-            import warnings
-
+            base = self._backend(apiservice)
+        except Unavailable as exc:
+            self.set_available(apiservice, "False", exc.reason, exc.message)
+            raise ApiError(503, exc.message) from None
+        headers = self._identity_headers(*self._user(handler))
+        for k in _PASS_HEADERS:
+            if handler.headers.get(k):
+                headers[k] = handler.headers[k]
+        target = base + url.path + (f"?{url.query}" if url.query else "")
+        try:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")   # insecureSkipTLSVerify is the APIService's own choice
-                resp = session.request(method, target, data=raw or None, verify=verify, timeout=60,
-                                       cert=self._front_proxy()["cert"] if base.startswith("https") else None,
-                                       headers=headers)
-        except requests.RequestException as exc:
-            log.warning("aggregated API unreachable apiservice=%s url=%s err=%s", apiservice["metadata"]["name"],
-                        target, exc)
+                warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+                resp = self._send(apiservice, method, target, headers, raw or None, 60.0)
+        except Exception as exc:
+            log.warning("aggregated API unreachable apiservice=%s url=%s err=%s", name, target, exc)
+            self.set_available(apiservice, "False", "FailedDiscoveryCheck",
+                               f"failing or missing response from {target}: {_reason(exc)}")
             raise ApiError(503, f"the server is currently unable to handle the request "
-                                f"(APIService {apiservice['metadata']['name']}: {base} unreachable: "
-                                f"{type(exc).__name__})") from None
-        body = resp.content
-        handler.send_response(resp.status_code)
+                                f"(APIService {name}: {base} unreachable: {type(exc).__name__})") from None
+        if not _is_available(apiservice):
+            self.refresh(name, force=True)   # it answers again: check it as the aggregator would
+        body = resp.data
+        handler.send_response(resp.status)
         handler.send_header("Content-Type", resp.headers.get("Content-Type", "application/json"))
         handler.send_header("Content-Length", str(len(body)))
         handler.send_header("Cache-Control", "no-cache, private")
         handler.end_headers()
         handler.wfile.write(body)
 
+    def _user(self, handler: Any) -> tuple[str, tuple[str, ...]]:
+        """Who the proxied request is for: the token's user under RBAC, else the sandbox's admin."""
+        sandbox = self.sandbox
+        if getattr(sandbox, "authorization", "none") == "rbac":
+            user = sandbox.authenticator.authenticate(handler.headers.get("Authorization"), sandbox.store)
+            return user.name, tuple(user.groups)
+        return USER, GROUPS
+
+
+def _is_available(apiservice: dict) -> bool:
+    return any(c.get("type") == AVAILABLE and c.get("status") == "True"
+               for c in (apiservice.get("status") or {}).get("conditions") or [])
+
+
+def _reason(exc: Exception) -> str:
+    """The innermost readable reason of a urllib3 error."""
+    reason: Any = exc
+    for _ in range(4):
+        inner = getattr(reason, "reason", None)
+        if inner is None or inner is reason or isinstance(inner, str):
+            break
+        reason = inner
+    text = str(reason)
+    return text if len(text) < 300 else text[:300] + "..."

@@ -83,18 +83,25 @@ def pki(tmp_path: Path):
     front = CA.create("front-proxy-ca")
     rogue = CA.create("rogue-ca")
     serving = CA.create("serving-ca")
+    users = CA.create("kubernetes-ca")      # the apiserver's client CA: its certificates are users
     files = {}
     for name, (crt, key) in {
         "serving": serving.issue("localhost", hosts=["localhost", "127.0.0.1"]),
         "proxy": front.issue("front-proxy-client", client=True),
         "other-cn": front.issue("someone-else", client=True),
         "rogue": rogue.issue("front-proxy-client", client=True),
+        "carol": users.issue("carol", client=True, organizations=["system:masters", "team-x"]),
+        "dave": users.issue("dave", client=True),
+        "user-named-like-the-proxy": users.issue("front-proxy-client", client=True),
+        "no-cn": users.issue("", client=True, organizations=["system:masters"]),
     }.items():
         (tmp_path / f"{name}.crt").write_bytes(crt)
         (tmp_path / f"{name}.key").write_bytes(key)
         files[name] = (str(tmp_path / f"{name}.crt"), str(tmp_path / f"{name}.key"))
     (tmp_path / "serving-ca.crt").write_bytes(serving.cert_pem)
-    return SimpleNamespace(front=front, files=files, serving_ca=str(tmp_path / "serving-ca.crt"), dir=tmp_path)
+    (tmp_path / "users-ca.crt").write_bytes(users.cert_pem)
+    return SimpleNamespace(front=front, users=users, files=files, serving_ca=str(tmp_path / "serving-ca.crt"),
+                           users_ca=str(tmp_path / "users-ca.crt"), dir=tmp_path)
 
 
 @pytest.fixture
@@ -102,15 +109,15 @@ def secure(cluster_prom, adapter_factory, pki):  # noqa: F811
     authz_api = FakeAuthorizationAPI()
     servers = []
 
-    def make(always_allow: bool = False):
+    def make(always_allow: bool = False, client_ca: str = ""):
         plain = adapter_factory(cluster_prom.url)
         rh = RequestHeaderConfig(client_ca=pki.front.cert_pem.decode(), allowed_names=["front-proxy-client"])
         authz = None if always_allow else Authorizer(authz_api.client())
         ctx = _tls_context(SimpleNamespace(tls_cert_file=pki.files["serving"][0],
                                            tls_private_key_file=pki.files["serving"][1], cert_dir=str(pki.dir)),
-                           rh.client_ca)
+                           rh.client_ca, client_ca)
         server = AdapterServer(("127.0.0.1", 0), plain.adapter, plain.provider,
-                               Authenticator(rh, authz_api.client()), authz, ctx)
+                               Authenticator(rh, authz_api.client(), client_ca=client_ca), authz, ctx)
         server.serve_in_background()
         servers.append(server)
         return f"https://127.0.0.1:{server.port}", authz
@@ -198,3 +205,112 @@ def test_authorization_always_allow(secure, pki) -> None:
     assert _get(base + PATH, pki, "proxy", user="bob").status_code == 200
     assert _get(base + PATH, pki, None).status_code == 401     # authentication still applies
     assert api.reviews == []
+
+
+def test_client_ca_certificates_are_users(secure, pki) -> None:
+    """--client-ca-file: a certificate the client CA signed logs in as CN (user) and O (groups); its
+    X-Remote-* headers mean nothing, whatever its CN; the front proxy keeps working alongside."""
+    make, api = secure
+    base, _ = make(client_ca=pki.users.cert_pem.decode())
+    r = _get(base + PATH, pki, "carol")
+    assert r.status_code == 200 and len(r.json()["items"]) == 2
+    assert api.reviews[-1]["spec"]["user"] == "carol"
+    assert api.reviews[-1]["spec"]["groups"] == ["system:masters", "team-x"]
+    # a user cannot claim to be someone else with the front proxy's headers
+    r = _get(base + PATH, pki, "dave", user="alice", groups=("system:masters",))
+    assert r.status_code == 403 and 'User "dave"' in r.json()["message"]
+    assert api.reviews[-1]["spec"] == {**api.reviews[-1]["spec"], "user": "dave", "groups": []}
+    # not even with the front proxy's CN: only the requestheader CA's signature makes a front proxy
+    r = _get(base + PATH, pki, "user-named-like-the-proxy", user="alice")
+    assert r.status_code == 403 and 'User "front-proxy-client"' in r.json()["message"]
+    r = _get(base + PATH, pki, "no-cn")
+    assert r.status_code == 401 and "no common name" in r.json()["message"]
+    # the front proxy still speaks for its users
+    r = _get(base + PATH, pki, "proxy", user="alice", groups=("team-a",))
+    assert r.status_code == 200 and api.reviews[-1]["spec"]["user"] == "alice"
+    # and a third CA is still refused at the handshake
+    with pytest.raises(requests.exceptions.SSLError):
+        _get(base + PATH, pki, "rogue", user="alice")
+
+
+def test_without_client_ca_user_certificates_are_refused(secure, pki) -> None:
+    make, _ = secure
+    base, _ = make()
+    with pytest.raises(requests.exceptions.SSLError):
+        _get(base + PATH, pki, "carol")
+
+
+def test_client_ca_file_flag(cluster_prom, pki, tmp_path) -> None:  # noqa: F811
+    """The flag as users pass it: `promop adapter --client-ca-file` wires the CA into TLS and login."""
+    import yaml
+
+    from adapter.adapter_fixtures import CONFIG
+    from prom.prom_fixtures import free_port
+    from promop.adapter.main import StartupError, build
+    from promop.cli import build_parser
+
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+
+    def args(*extra: str):
+        return build_parser().parse_args([
+            "adapter", f"--config={config}", f"--prometheus-url={cluster_prom.url}", "--no-kube",
+            "--authorization-always-allow", f"--secure-port={free_port()}", "--bind-address=127.0.0.1",
+            f"--tls-cert-file={pki.files['serving'][0]}", f"--tls-private-key-file={pki.files['serving'][1]}",
+            *extra])
+
+    with pytest.raises(StartupError, match="--client-ca-file: .* holds no PEM certificate"):
+        build(args(f"--client-ca-file={config}"))
+    adapter, servers = build(args(f"--client-ca-file={pki.users_ca}"))
+    (server,) = servers
+    server.serve_in_background()
+    try:
+        assert adapter.relist() is not None
+        base = f"https://127.0.0.1:{server.port}"
+        queue = base + "/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/metrics/queue_depth"  # no listing
+        assert _get(queue, pki, "carol").status_code == 200
+        assert _get(queue, pki, None).status_code == 401
+    finally:
+        server.shutdown()
+        server.server_close()
+        adapter.stop()
+
+
+def test_client_ca_from_the_authentication_configmap(sandbox, sandbox_kubeconfig, pki) -> None:
+    """Without --client-ca-file, `client-ca-file` of kube-system/extension-apiserver-authentication is
+    the client CA (upstream's lookup), re-read like the front proxy's CA so a later one is trusted."""
+    import ssl
+
+    from promop.adapter.main import RequestHeaderRefresher, _auth_sources
+    from promop.cli import build_parser
+    from promop.kube.client import KubeClient
+    from promop.kube.resources import Resource
+
+    kube = KubeClient.from_kubeconfig(sandbox_kubeconfig)
+    cms = Resource("", "v1", "configmaps", True, "ConfigMap")
+    kube.create(cms, {"metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
+                      "data": {"requestheader-client-ca-file": pki.front.cert_pem.decode()}}, "kube-system")
+    args = build_parser().parse_args(["adapter", "--config=x", f"--kubeconfig={sandbox_kubeconfig}"])
+    rh, client_ca = _auth_sources(args, kube)
+    assert rh.client_ca == pki.front.cert_pem.decode() and client_ca == ""
+
+    authn = Authenticator(rh, kube)
+    ctx = _tls_context(SimpleNamespace(tls_cert_file=pki.files["serving"][0],
+                                       tls_private_key_file=pki.files["serving"][1], cert_dir=str(pki.dir)),
+                       rh.client_ca)
+    refresher = RequestHeaderRefresher(args, kube, ctx, authn, rh.client_ca, interval=3600)
+    try:
+        assert refresher.refresh() is False                    # nothing new
+        cm = kube.get(cms, "extension-apiserver-authentication", "kube-system")
+        cm["data"]["client-ca-file"] = pki.users.cert_pem.decode()
+        kube.update(cms, cm, "kube-system")
+        assert refresher.refresh() is True
+        assert authn.client_ca == pki.users.cert_pem.decode()
+        assert ctx.verify_mode == ssl.CERT_OPTIONAL
+        assert {c["subject"] for c in ctx.get_ca_certs()} >= {((("commonName", "kubernetes-ca"),),),
+                                                               ((("commonName", "front-proxy-ca"),),)}
+        # and the flag wins over the ConfigMap
+        flagged = build_parser().parse_args(["adapter", "--config=x", f"--client-ca-file={pki.serving_ca}"])
+        assert _auth_sources(flagged, kube)[1] == (pki.dir / "serving-ca.crt").read_text()
+    finally:
+        refresher.stop.set()

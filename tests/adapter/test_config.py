@@ -212,6 +212,32 @@ def test_go_template_behaviour() -> None:
     assert [go_float(x) for x in (0.1, 100000.0, 1234567.0, 1e-5)] == ["0.1", "100000", "1.234567e+06", "1e-05"]
 
 
+def test_go_template_define_template_block() -> None:
+    """Named templates as Go's text/template documents them: {{template "n"}} runs with nil data,
+    {{template "n" p}} with dot = p and a fresh $, {{block "n" p}}T{{end}} defines n and runs it in place,
+    definitions only at the top level, a second non-empty definition is an error, an empty one is ignored."""
+    d = Struct("args", A="x", L=["a", "b"])
+    assert render('{{define "item"}}<{{.}}>{{end}}{{range .L}}{{template "item" .}}{{end}}', d) == "<a><b>"
+    assert render('{{template "n"}}{{define "n"}}{{.}}{{end}}', d) == "<no value>"
+    assert render('{{$v := 1}}{{define "n"}}{{$}}{{end}}{{template "n" .A}}', d) == "x"
+    assert render('{{block "b" .A}}[{{.}}]{{end}}/{{template "b" "y"}}', d) == "[x]/[y]"
+    assert render('{{define "n"}}one{{end}}{{define "n"}} {{end}}{{template "n"}}', d) == "one"
+    for bad, why in [('{{if true}}{{define "n"}}{{end}}{{end}}', "unexpected define"),
+                     ('{{define "n"}}a{{end}}{{define "n"}}b{{end}}', 'multiple definition of template "n"'),
+                     ("{{template n}}", "the name must be a quoted string"),
+                     ('{{block "n"}}{{end}}', "missing value for block"),
+                     ('{{template "missing"}}', 'template "missing" not defined'),
+                     ('{{define "r"}}{{template "r"}}{{end}}{{template "r"}}', "maximum template depth")]:
+        with pytest.raises(TemplateError, match=why):
+            render(bad, d)
+    # in a metricsQuery, with the adapter's delimiters
+    n = _namer(metricsQuery='<<define "sel">><<.Series>>{<<.LabelMatchers>>}<<end>>'
+                            'sum(rate(<<template "sel" .>>[2m])) by (<<.GroupBy>>)')
+    pods = MAPPER.get(GroupResource("", "pods"))
+    assert n.query("http_requests_total", pods, "ns1", ["p1"], []) == \
+        'sum(rate(http_requests_total{namespace="ns1",pod="p1"}[2m])) by (pod)'
+
+
 def test_quantities() -> None:
     assert [milli_quantity(v) for v in (0.033, 0.0336, 2, 1.5, 1500, 2000, -0.5, float("nan"), 0)] == [
         "33m", "33m", "2", "1500m", "1500", "2k", "-500m", "0", "0"]

@@ -135,3 +135,43 @@ def test_reload_on_a_configmap_style_symlink_swap(cluster_prom, adapter_factory,
     os.replace(volume / "..data_tmp", volume / "..data")
     wait_for(lambda: a.get(NEW).status_code == 200, 30, "the swapped config to be served")
     assert a.get(OLD).status_code == 404
+
+
+def test_config_watch_does_not_feed_on_its_own_reads(tmp_path) -> None:
+    """Reading the config to compare it opens and closes it: those events must not start another read
+    (they did, and the watch threads then spun forever, taking a third of a CPU from requests)."""
+    from promop.adapter.app import Adapter, Options
+    from promop.adapter.config import load_config
+    from promop.adapter.resources import ResourceMapper
+    from promop.prom import PrometheusClient
+
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("rules: []\n")
+    adapter = Adapter(Options(str(cfg)), PrometheusClient("http://127.0.0.1:1", retries=0), ResourceMapper(),
+                      load_config(str(cfg)))
+    adapter._start_watch()
+    try:
+        handler = adapter.watch_handler
+        assert handler is not None
+
+        class Recorder:   # a second handler on the same watch: sees each event once the adapter's has
+            paths: list[str] = []
+
+            def dispatch(self, event) -> None:
+                self.paths.append(event.src_path)
+
+        recorder = Recorder()
+        adapter._observer.schedule(recorder, str(tmp_path), recursive=False)
+        (tmp_path / "other.log").write_text("x")          # any write in the directory: one look at the config
+        wait_for(lambda: handler.peeks >= 1, 10, "the watch to look at the config")
+        for i in range(3):   # events are dispatched in order: once a later file's are seen, the earlier are done
+            before = handler.peeks
+            marker = tmp_path / f"marker-{i}"
+            marker.write_text("x")
+            wait_for(lambda: str(marker) in recorder.paths, 10, "the marker's events")
+            assert handler.peeks - before <= 12, f"{handler.peeks - before} reads of the config for one write"
+        assert not adapter._wake.is_set()                 # the content never changed: no reload woken
+        cfg.write_text("rules: []\nexternalRules: []\n")  # a real change still wakes the relist loop
+        wait_for(adapter._wake.is_set, 10, "the change to wake the relist loop")
+    finally:
+        adapter.stop()

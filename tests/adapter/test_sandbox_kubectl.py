@@ -130,7 +130,11 @@ def test_get_raw_through_the_aggregation(registered) -> None:
     missing = _kubectl(kc, "get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/pods/*/nope",
                        check=False)
     assert missing.returncode != 0 and "could not find the metric nope for pods" in missing.stderr
-    assert "v1beta1.metrics.k8s.io" in _kubectl(kc, "get", "apiservices").stdout
+    # the aggregator's discovery check through the real adapter (front-proxy certificate, SubjectAccessReview)
+    rows = {line.split()[0]: line.split()[1:3] for line in _kubectl(kc, "get", "apiservices").stdout.splitlines()[1:]}
+    for name in ("v1beta2.custom.metrics.k8s.io", "v1beta1.custom.metrics.k8s.io", "v1beta1.external.metrics.k8s.io",
+                 "v1beta1.metrics.k8s.io"):
+        assert rows[name] == ["promop/promop-adapter", "True"], (name, rows.get(name))
 
 
 def test_kubectl_top_pod_and_node(registered) -> None:
