@@ -7,7 +7,9 @@ matrix a list of `RangeSeries`, a scalar a `Scalar`, a string a `String`.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Union
 
 
@@ -39,6 +41,19 @@ class RangeSeries:
     @property
     def values(self) -> list[float]:
         return [v for _, v in self.points]
+
+
+@dataclass(slots=True)
+class SeriesColumns:
+    """One series of a range vector as two parallel float arrays (times, values).
+
+    For readers of large answers (days of history for thousands of series): the
+    points are decoded in one pass each, without a tuple or float object per point.
+    """
+
+    labels: dict[str, str]
+    times: array = field(default_factory=lambda: array("d"))
+    values: array = field(default_factory=lambda: array("d"))
 
 
 @dataclass(slots=True, frozen=True)
@@ -89,3 +104,22 @@ def decode_result(data: dict[str, Any]) -> QueryResult:
     if kind == "string":
         return String(str(result[1]), float(result[0]))
     raise ValueError(f"unknown resultType {kind!r}")
+
+
+_TIME, _VALUE = itemgetter(0), itemgetter(1)
+
+
+def decode_matrix_columns(data: dict[str, Any]) -> list[SeriesColumns]:
+    """The `data` member of a range-query response as SeriesColumns (the same numbers as
+    decode_result's points: values as floats, "NaN"/"+Inf" included).
+
+    Raises ValueError when the answer is not a matrix; IndexError or TypeError for a malformed point.
+    """
+    if data.get("resultType") != "matrix":
+        raise ValueError(f"expected a matrix, got resultType {data.get('resultType')!r}")
+    out = []
+    for item in data.get("result") or ():
+        pairs = item.get("values") or ()
+        out.append(SeriesColumns(item.get("metric") or {}, array("d", map(float, map(_TIME, pairs))),
+                                 array("d", map(float, map(_VALUE, pairs)))))
+    return out

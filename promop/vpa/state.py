@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from bisect import bisect_left
+from itertools import accumulate, compress, islice, repeat
+from operator import gt, le, lt, mul, truediv
+from typing import Iterable, Sequence
 
 from promop.vpa.amounts import (
     cores_from_cpu_amount,
@@ -160,7 +165,7 @@ class ContainerState:
         self.last_cpu_sample_start = last
         return len(times)
 
-    def add_memory_samples(self, samples: list[tuple[float, int]]) -> int:
+    def add_memory_samples(self, samples: Iterable[tuple[float, int]]) -> int:
         """add_memory_sample for each (time, bytes) in order; samples that change nothing take a short path
         (inside the current interval and not above its peak)."""
         n = 0
@@ -178,7 +183,53 @@ class ContainerState:
         self.last_memory_sample_start = last
         return n
 
-    def add_cpu_points(self, points: list[tuple[float, float]]) -> int:
+    def add_cpu_usage(self, times: Sequence[float], cores: Sequence[float]) -> int:
+        """add_cpu_points for parallel sequences (a range query's columns), in whole-sequence passes when
+        the times rise strictly past the last sample and every value converts in range (the usual
+        history); point by point otherwise. The same samples and float operations either way."""
+        if not times:
+            return 0
+        xs = list(map(mul, cores, repeat(1000.0)))
+        if not (times[0] > self.last_cpu_sample_start and not any(map(math.isnan, xs))
+                and min(xs) >= 0.0 and max(xs) <= 1e14 and all(map(lt, times, islice(times, 1, None)))):
+            return self.add_cpu_points(zip(times, cores))
+        values = list(map(truediv, map(int, xs), repeat(1000.0)))   # CPUAmountFromCores, then back to cores
+        a = self.aggregate
+        a.cpu.add_samples(values, times, MIN_SAMPLE_WEIGHT)
+        if times[-1] > a.last_sample_start:
+            a.last_sample_start = times[-1]
+        if a.first_sample_start == ZERO_TIME or times[0] < a.first_sample_start:
+            a.first_sample_start = times[0]
+        a.total_samples_count += len(values)
+        self.last_cpu_sample_start = times[-1]
+        return len(values)
+
+    def add_memory_usage(self, times: Sequence[float], amounts: Sequence[int]) -> int:
+        """add_memory_samples for parallel sequences (a range query's columns). When the times are in order
+        from the last memory sample on and no amount is negative (the usual history), only the samples
+        that raise an interval's peak go through add_memory_sample: they are found per interval with a
+        running maximum; the others only move the last sample time, as they do one by one."""
+        n = len(times)
+        if not (n and times[0] >= self.last_memory_sample_start and min(amounts) >= 0
+                and all(map(le, times, islice(times, 1, None)))):
+            return self.add_memory_samples(zip(times, amounts))
+        i = 0
+        while i < n:
+            if not times[i] < self.window_end:  # the first sample, or one that opens a new interval
+                self.add_memory_sample(amounts[i], times[i])
+                i += 1
+                continue
+            j = bisect_left(times, self.window_end, i)  # [i, j): inside the current interval
+            peak = self.max_memory_peak()
+            if peak != 0:  # a zero peak is never replaced (upstream: oldMaxMem != 0 && usage > oldMaxMem)
+                seg = amounts[i:j]
+                for k in compress(range(i, j), map(gt, seg, accumulate(seg, max, initial=peak))):
+                    self.add_memory_sample(amounts[k], times[k])
+            self.last_memory_sample_start = times[j - 1]
+            i = j
+        return n
+
+    def add_cpu_points(self, points: Iterable[tuple[float, float]]) -> int:
         """add_cpu_samples for raw (time, cores) points (Prometheus' values): each converted as upstream's
         CPUAmountFromCores (x1000, truncated, clamped to [0, 1e14]); NaN points are dropped."""
         last = self.last_cpu_sample_start
