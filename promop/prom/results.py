@@ -120,6 +120,6 @@ def decode_matrix_columns(data: dict[str, Any]) -> list[SeriesColumns]:
     out = []
     for item in data.get("result") or ():
         pairs = item.get("values") or ()
-        out.append(SeriesColumns(item.get("metric") or {}, array("d", map(float, map(_TIME, pairs))),
+        out.append(SeriesColumns(item.get("metric") or {}, array("d", map(_TIME, pairs)),
                                  array("d", map(float, map(_VALUE, pairs)))))
     return out

@@ -9,10 +9,9 @@ float additions in the same order as upstream's walk, found by bisection.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
-from functools import reduce
-from itertools import accumulate, islice, repeat
-from operator import add, ge, le, mul, sub, truediv
+from bisect import bisect_left
+from itertools import accumulate, islice
+from typing import Sequence
 
 from promop.vpa.timeutil import ZERO_TIME, go_round
 
@@ -267,46 +266,7 @@ class DecayingHistogram(Histogram):
         Histogram.add_sample(self, value, weight * self.decay_factor(time), time)
 
     def add_samples(self, values: list[float], times: list[float], weight: float) -> None:
-        """add_sample for each (value, time) in order: the same float operations, without the call overhead
-        (in whole-sequence passes when the times are in order and the values finite, the usual history)."""
-        if len(values) > 4 and all(map(le, times, islice(times, 1, None))) and all(map(math.isfinite, values)):
-            self._add_ordered(values, times, weight)
-        else:
-            self._add_one_by_one(values, times, weight)
-
-    def _add_ordered(self, values, times, weight: float) -> None:
-        """add_samples for times in order: between reference-time shifts, the decay factors, buckets and
-        the total are computed in passes over the sequence; each bucket still adds its samples in order.
-        A bucket's weight only grows here, so it reaches epsilon at some add iff it ends at or above it:
-        the min/max bounds come out as the one-by-one loop leaves them."""
-        opts = self.options
-        first, ratio1, log_ratio = opts.first_bucket_size, opts.ratio - 1, math.log(opts.ratio)
-        last_bucket, eps = opts.num_buckets - 1, opts.epsilon
-        # find_bucket for each value (values below the first bucket's size go to 0 through the mask; they
-        # are raised to that size first so that the logarithm is defined).
-        buckets = list(map(mul, map(min, map(int, map(truediv, map(math.log, map(add, map(truediv, map(
-            mul, map(max, values, repeat(first)), repeat(ratio1)), repeat(first)), repeat(1))), repeat(log_ratio))),
-            repeat(last_bucket)), map(ge, values, repeat(first))))
-        w, hl, n, i = self.weights, self.half_life, len(values), 0
-        while i < n:
-            if times[i] > self.reference_time + hl * MAX_DECAY_EXPONENT:
-                self.shift_reference_time(times[i])
-            ref = self.reference_time
-            j = bisect_right(times, ref + hl * MAX_DECAY_EXPONENT, i)
-            decayed = list(map(mul, repeat(weight), map(pow, repeat(2.0), map(
-                truediv, map(sub, times[i:j], repeat(ref)), repeat(hl)))))
-            seg = buckets[i:j]
-            for b, x in zip(seg, decayed):
-                w[b] += x
-            self.total_weight = reduce(add, decayed, self.total_weight)
-            reached = [b for b in set(seg) if w[b] >= eps]
-            if reached:
-                self.min_bucket = min(self.min_bucket, min(reached))
-                self.max_bucket = max(self.max_bucket, max(reached))
-            i = j
-        self._cum = None
-
-    def _add_one_by_one(self, values, times, weight: float) -> None:
+        """add_sample for each (value, time) in order: the same float operations, without the call overhead."""
         opts = self.options
         first, ratio1, log_ratio = opts.first_bucket_size, opts.ratio - 1, math.log(opts.ratio)
         last_bucket, eps, log = opts.num_buckets - 1, opts.epsilon, math.log
@@ -343,6 +303,49 @@ class DecayingHistogram(Histogram):
 
     def subtract_sample(self, value: float, weight: float, time: float = 0.0) -> None:
         Histogram.subtract_sample(self, value, weight * self.decay_factor(time), time)
+
+    def replace_run(self, values: Sequence[float], weight: float, time: float) -> None:
+        """For each next value: subtract_sample(previous, weight, time) then add_sample(value, weight, time),
+        with the same float operations in the same order; values[0] must be in the histogram already.
+        (A memory peak raised several times inside its interval: all at the interval's end.)"""
+        if len(values) < 2:
+            return
+        if weight < 0.0:
+            raise ValueError("sample weight must be non-negative")
+        sw = weight * self.decay_factor(time)   # later calls would give the same factor: no further shift
+        opts, w = self.options, self.weights
+        first, ratio1, log_ratio = opts.first_bucket_size, opts.ratio - 1, math.log(opts.ratio)
+        last_bucket, eps, log = opts.num_buckets - 1, opts.epsilon, math.log
+        find = opts.find_bucket
+        prev = find(values[0])
+        total, lo, hi = self.total_weight, self.min_bucket, self.max_bucket
+        for v in islice(values, 1, None):
+            total -= sw                                  # Histogram.subtract_sample: total, bucket, bounds
+            if total < eps:
+                total = 0.0
+            x = w[prev] - sw
+            w[prev] = x if x >= eps else 0.0
+            if w[lo] < eps or w[hi] < eps:
+                self.min_bucket, self.max_bucket = lo, hi
+                self._update_min_max()
+                lo, hi = self.min_bucket, self.max_bucket
+            if v < first:                                # Histogram.add_sample: bucket, total, bounds
+                b = 0
+            else:
+                b = int(log(v * ratio1 / first + 1) / log_ratio)
+                if b > last_bucket:
+                    b = last_bucket
+            x = w[b] + sw
+            w[b] = x
+            total += sw
+            if x >= eps:
+                if b < lo:
+                    lo = b
+                if b > hi:
+                    hi = b
+            prev = b
+        self.total_weight, self.min_bucket, self.max_bucket = total, lo, hi
+        self._cum = None
 
     def merge(self, other: "Histogram") -> None:
         if isinstance(other, DecayingHistogram) and other.reference_time != self.reference_time:

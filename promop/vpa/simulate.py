@@ -192,7 +192,7 @@ def simulate(samples: Samples) -> Result:
     d = container.dropped
     if d["cpu"] or d["memory"] or d["oom"]:
         lines.append(f"dropped: {d['cpu']} CPU samples not newer than the previous one, {d['memory']} memory "
-                     f"samples older than the last one, {d['oom']} OOMs older than the current interval's start")
+                     f"samples older than the last one, {d['oom']} OOMs older than the last memory sample minus one interval")
     if samples.ooms:
         lines.append(f"ooms: {len(samples.ooms) - d['oom']} recorded, each as max(used + "
                      f"{samples.config.oom_min_bump_up_bytes:.0f} B, used x {samples.config.oom_bump_up_ratio:g}) "

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from bisect import bisect_left
-from itertools import accumulate, compress, islice, repeat
-from operator import gt, le, lt, mul, truediv
+from itertools import accumulate, compress, islice
+from operator import gt, le, lt
 from typing import Iterable, Sequence
 
 from promop.vpa.amounts import (
@@ -51,6 +51,10 @@ class AggregateContainerState:
 
     def subtract_memory_peak(self, bytes_: int, t: float) -> None:
         self.memory.subtract_sample(float(bytes_), 1.0, t)
+
+    def raise_memory_peak(self, peaks: list[int], t: float) -> None:
+        """subtract_memory_peak(previous, t) then add_memory_peak(peak, t) for each peak after the first."""
+        self.memory.replace_run(list(map(float, peaks)), 1.0, t)
 
     def merge(self, other: "AggregateContainerState") -> None:
         self.cpu.merge(other.cpu)
@@ -184,16 +188,14 @@ class ContainerState:
         return n
 
     def add_cpu_usage(self, times: Sequence[float], cores: Sequence[float]) -> int:
-        """add_cpu_points for parallel sequences (a range query's columns), in whole-sequence passes when
-        the times rise strictly past the last sample and every value converts in range (the usual
-        history); point by point otherwise. The same samples and float operations either way."""
-        if not times:
-            return 0
-        xs = list(map(mul, cores, repeat(1000.0)))
-        if not (times[0] > self.last_cpu_sample_start and not any(map(math.isnan, xs))
-                and min(xs) >= 0.0 and max(xs) <= 1e14 and all(map(lt, times, islice(times, 1, None)))):
+        """add_cpu_points for parallel sequences (a range query's columns). When the times rise strictly
+        past the last CPU sample and every value converts in range (the usual history), the checks run
+        over whole sequences and the conversion in one comprehension; otherwise point by point."""
+        if not (times and times[0] > self.last_cpu_sample_start and not any(map(math.isnan, cores))
+                and min(cores) * 1000.0 >= 0.0 and max(cores) * 1000.0 <= 1e14   # x1000 keeps the order
+                and all(map(lt, times, islice(times, 1, None)))):
             return self.add_cpu_points(zip(times, cores))
-        values = list(map(truediv, map(int, xs), repeat(1000.0)))   # CPUAmountFromCores, then back to cores
+        values = [int(v * 1000.0) / 1000.0 for v in cores]   # CPUAmountFromCores, then back to cores
         a = self.aggregate
         a.cpu.add_samples(values, times, MIN_SAMPLE_WEIGHT)
         if times[-1] > a.last_sample_start:
@@ -207,8 +209,9 @@ class ContainerState:
     def add_memory_usage(self, times: Sequence[float], amounts: Sequence[int]) -> int:
         """add_memory_samples for parallel sequences (a range query's columns). When the times are in order
         from the last memory sample on and no amount is negative (the usual history), only the samples
-        that raise an interval's peak go through add_memory_sample: they are found per interval with a
-        running maximum; the others only move the last sample time, as they do one by one."""
+        that raise an interval's peak touch the histogram (old peak out, new in, as add_memory_sample
+        does): they are found per interval with a running maximum; the others only move the last
+        sample time, as they do one by one."""
         n = len(times)
         if not (n and times[0] >= self.last_memory_sample_start and min(amounts) >= 0
                 and all(map(le, times, islice(times, 1, None)))):
@@ -223,8 +226,11 @@ class ContainerState:
             peak = self.max_memory_peak()
             if peak != 0:  # a zero peak is never replaced (upstream: oldMaxMem != 0 && usage > oldMaxMem)
                 seg = amounts[i:j]
-                for k in compress(range(i, j), map(gt, seg, accumulate(seg, max, initial=peak))):
-                    self.add_memory_sample(amounts[k], times[k])
+                # What add_memory_sample does with each sample above the peak: the old peak out, the new in.
+                raised = list(compress(seg, map(gt, seg, accumulate(seg, max, initial=peak))))
+                if raised:
+                    self.aggregate.raise_memory_peak([peak, *raised], self.window_end)
+                    self.memory_peak = raised[-1]
             self.last_memory_sample_start = times[j - 1]
             i = j
         return n
@@ -302,8 +308,11 @@ class ContainerState:
                    scale_resource(used, self.config.oom_bump_up_ratio))
 
     def record_oom(self, t: float, memory_request: int) -> bool:
-        """Adds the bumped sample; False when the OOM is older than the current interval's start."""
-        if t < self.window_end - self.config.memory_aggregation_interval:
+        """Adds the bumped sample; False when the OOM is older than the last memory sample's time minus one
+        interval (the reference, autoscaling.md §3.3: "unless the event is older than
+        `lastMemorySampleStart − interval`"; upstream's container.go compares with `WindowEnd − interval`,
+        the current interval's start, which drops more: see docs/recommender.md)."""
+        if t < self.last_memory_sample_start - self.config.memory_aggregation_interval:
             self.dropped["oom"] += 1
             return False
         return self.add_memory_sample(self.oom_sample(memory_request), t, is_oom=True)

@@ -44,6 +44,24 @@ def test_ordered_add_samples_equals_one_by_one(options_points, before):
     assert hist_state(a) == hist_state(b)
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from([(CPU_OPTIONS, CPU_VALUES), (MEMORY_OPTIONS, MEM_VALUES)]).flatmap(
+    lambda ov: st.lists(st.tuples(st.integers(0, 400 * DAY), ov[1], ov[1]), min_size=1, max_size=12)))
+def test_replace_run_equals_subtract_then_add(steps):
+    """Peaks raised in runs; one run shifts the reference time (more than 100 half-lives later)."""
+    options = CPU_OPTIONS if isinstance(steps[0][1], float) else MEMORY_OPTIONS
+    a, b = DecayingHistogram(options, DAY), DecayingHistogram(options, DAY)
+    for t, old, new in steps:
+        run = [float(old), float(new), float(old), float(new) * 3]
+        a.add_sample(run[0], 1.0, T0 + t)
+        b.add_sample(run[0], 1.0, T0 + t)
+        for prev, v in zip(run, run[1:]):
+            a.subtract_sample(prev, 1.0, T0 + t + 5)
+            a.add_sample(v, 1.0, T0 + t + 5)
+        b.replace_run(run, 1.0, T0 + t + 5)
+        assert hist_state(a) == hist_state(b)
+
+
 CORES = st.sampled_from([float("nan"), float("inf"), -1.0, 0.0, 1e12]) | st.floats(0, 64, allow_nan=False)
 
 
