@@ -75,7 +75,9 @@ def make_data(containers: int, days: int, seed: int = 7):
 def body(series, t0: float, t1: float) -> bytes:
     result = [{"metric": labels, "values": [[t, v] for t, v in values if t0 <= t <= t1]}
               for labels, values in series]
-    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+    # Compact, as Prometheus writes its answers.
+    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}},
+                      separators=(",", ":")).encode()
 
 
 class Stub:

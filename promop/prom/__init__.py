@@ -9,11 +9,11 @@
 from promop.prom.client import ClientOptions, PromConnectionError, PromError, PrometheusClient, format_time
 from promop.prom.results import (
     Matrix, QueryResult, RangeSeries, Sample, Scalar, SeriesColumns, String, Vector, decode_matrix_columns,
-    decode_result,
+    decode_range_body, decode_result,
 )
 
 __all__ = [
     "ClientOptions", "Matrix", "PromConnectionError", "PromError", "PrometheusClient", "QueryResult",
-    "RangeSeries", "Sample", "Scalar", "SeriesColumns", "String", "Vector", "decode_matrix_columns", "decode_result",
-    "format_time",
+    "RangeSeries", "Sample", "Scalar", "SeriesColumns", "String", "Vector", "decode_matrix_columns",
+    "decode_range_body", "decode_result", "format_time",
 ]

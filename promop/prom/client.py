@@ -25,7 +25,7 @@ from requests.adapters import HTTPAdapter
 
 from promop.prom.stream import StreamDecodeError, iter_data_batches
 from promop.prom.results import (
-    Matrix, QueryResult, Sample, Scalar, SeriesColumns, Vector, decode_matrix_columns, decode_result,
+    Matrix, QueryResult, Sample, Scalar, SeriesColumns, Vector, decode_range_body, decode_result,
 )
 
 log = logging.getLogger("promop.prom")
@@ -177,12 +177,21 @@ class PrometheusClient:
                             timeout: float | None = None) -> list[SeriesColumns]:
         """A range query as SeriesColumns (labels, times and values as float arrays): query_range's
         numbers without a Python object per point, for readers of long histories."""
-        data, what = self._range_data(query, start, end, step, timeout)
+        body, what = self._range_data(query, start, end, step, timeout, raw=True)
         try:
-            return decode_matrix_columns(data)
+            doc, series = decode_range_body(body)
+        except orjson.JSONDecodeError:
+            raise PromError(what, f"answer is not JSON: {body[:200]!r}", status=200, error_type="bad_response",
+                            url=self.base) from None
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
             raise PromError(what, f"cannot decode the result: {exc}", error_type="bad_response",
                             url=self.base) from None
+        if doc.get("status") != "success":
+            raise PromError(what, doc.get("error") or "status is not success", status=200,
+                            error_type=doc.get("errorType") or "", url=self.base)
+        for w in doc.get("warnings") or ():
+            log.warning("prometheus warning request=%s warning=%s", what, w)
+        return series
 
     def series(self, matches: str | Sequence[str], start: TimeArg = None, end: TimeArg = None, *,
                timeout: float | None = None) -> list[dict[str, str]]:
@@ -250,7 +259,7 @@ class PrometheusClient:
     # -- internals ----------------------------------------------------------
 
     def _range_data(self, query: str, start: TimeArg, end: TimeArg, step: float,
-                    timeout: float | None) -> tuple[Any, str]:
+                    timeout: float | None, raw: bool = False) -> tuple[Any, str]:
         if step <= 0:
             raise ValueError(f"step must be positive, got {step}")
         params = {
@@ -261,7 +270,7 @@ class PrometheusClient:
             "timeout": format_duration(timeout or self.options.timeout),
         }
         what = f"range query {query!r}"
-        return self._call("/api/v1/query_range", params, what, timeout=timeout, verb=self.verb), what
+        return self._call("/api/v1/query_range", params, what, timeout=timeout, verb=self.verb, raw=raw), what
 
     def _decode(self, data: dict, what: str) -> QueryResult:
         try:

@@ -445,3 +445,31 @@ def yaml_dump(doc: dict) -> str:
     import yaml
 
     return yaml.safe_dump(doc)
+
+
+def test_decode_range_body_equals_the_ordinary_decode() -> None:
+    """The text-level cut of each series' points gives what orjson plus decode_matrix_columns gives, for
+    compact answers (Prometheus' own) and spaced ones (the ordinary path), with the awkward cases."""
+    import orjson
+
+    from promop.prom.results import decode_matrix_columns, decode_range_body
+
+    result = [
+        {"metric": {"__name__": "a", "values": "x"}, "values": [[1.5, "NaN"], [2, "+Inf"], [3, "-Inf"], [4, "1e-05"]]},
+        {"metric": {"tricky": 'say "values":[[1,"2"]] twice \\ "values":['}, "values": [[10, "0.25"]]},
+        {"metric": {}, "values": []},
+        {"metric": {"h": "1"}, "histograms": [[10, {"count": "1", "sum": "2"}]]},
+        {"metric": {"b": "2"}, "values": [[1767225600.123, "123456789"], [1767229200, "0"]]},
+    ]
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": result}, "warnings": ["w"]}
+    for body in (json.dumps(doc, separators=(",", ":")).encode(), json.dumps(doc).encode(), orjson.dumps(doc)):
+        want = decode_matrix_columns(orjson.loads(body)["data"])
+        rest, got = decode_range_body(body)
+        assert rest["status"] == "success" and rest["warnings"] == ["w"]
+        assert [(s.labels, list(s.times), [repr(v) for v in s.values]) for s in got] == \
+            [(s.labels, list(s.times), [repr(v) for v in s.values]) for s in want]
+        assert all(s.times.typecode == s.values.typecode == "d" for s in got)
+    for bad in (b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"x"]]}]}}',
+                b'{"status":"success","data":{"resultType":"vector","result":[]}}'):
+        with pytest.raises(ValueError):
+            decode_range_body(bad)
