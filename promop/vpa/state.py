@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from bisect import bisect_left
+from dataclasses import dataclass, field
 from itertools import accumulate, compress, islice
 from operator import gt, le, lt
 from typing import Iterable, Sequence
