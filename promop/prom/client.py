@@ -176,7 +176,7 @@ class PrometheusClient:
     def query_range_columns(self, query: str, start: TimeArg, end: TimeArg, step: float, *,
                             timeout: float | None = None) -> list[SeriesColumns]:
         """A range query as SeriesColumns (labels, times and values as float arrays): query_range's
-        numbers without a Python object per point, for readers of long histories."""
+        numbers without a Python list or float kept per point, for readers of long histories."""
         body, what = self._range_data(query, start, end, step, timeout, raw=True)
         try:
             doc, series = decode_range_body(body)

@@ -3,6 +3,8 @@
 Prometheus encodes sample values as strings ("1.5", "NaN", "+Inf") and times
 as float seconds; here they are floats. A vector is a list of `Sample`, a
 matrix a list of `RangeSeries`, a scalar a `Scalar`, a string a `String`.
+For long range answers, `SeriesColumns` holds a series' times and values as
+two float arrays (`decode_range_body` reads them straight from the answer's text).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class SeriesColumns:
     """One series of a range vector as two parallel float arrays (times, values).
 
     For readers of large answers (days of history for thousands of series): the
-    points are decoded in one pass each, without a tuple or float object per point.
+    points are held in two arrays rather than a tuple of two floats per point.
     """
 
     labels: dict[str, str]

@@ -120,7 +120,7 @@ def load_history(client, cfg: HistoryConfig, cluster: ClusterState, now: float,
         c_start = start + k * step
         c_end = start + min(k + chunk - 1, n_steps) * step
         for query, kind in ((cfg.cpu_query(), "cpu"), (cfg.memory_query(), "memory")):
-            # Columns (two float arrays per series): no Python object per point before the model.
+            # Columns (two float arrays per series): nothing kept per point before the model.
             per: dict[tuple[str, str, str], tuple] = {}
             for series in client.query_range_columns(query, c_start, c_end, step, timeout=timeout):
                 key = container_key(cfg, series.labels)
