@@ -75,7 +75,9 @@ def make_data(containers: int, days: int, seed: int = 7):
 def body(series, t0: float, t1: float) -> bytes:
     result = [{"metric": labels, "values": [[t, v] for t, v in values if t0 <= t <= t1]}
               for labels, values in series]
-    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+    # Compact, as Prometheus writes its answers.
+    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}},
+                      separators=(",", ":")).encode()
 
 
 class Stub:
@@ -234,12 +236,13 @@ def main() -> None:
 
     gc.collect()
     before = rss_mib()
-    load_times = []
-    t = time.perf_counter()
+    load_times, load_cpu = [], []
+    t, c = time.perf_counter(), time.process_time()
     cluster = ClusterState()
     register_vpas(cluster, vl)
     stats = load_history(client, CFG, cluster, NOW, live, chunk_steps=args.chunk)
     load_times.append(time.perf_counter() - t)
+    load_cpu.append(time.process_time() - c)
     peak = peak_rss_mib() - before
     gc.collect()
     rss_growth = rss_mib() - before
@@ -250,19 +253,21 @@ def main() -> None:
     bodies = [requests.get(url + "/api/v1/query_range", params={"query": q, **full}, timeout=600).content
               for q in (CFG.cpu_query(), CFG.memory_query())]
     print(f"  response bodies: cpu {len(bodies[0]) / 2**20:.1f} MiB, memory {len(bodies[1]) / 2**20:.1f} MiB")
-    json_times = []
+    json_times, json_cpu = [], []
     for r in range(args.rounds):
         gc.collect()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         for b in bodies:
             json.loads(b)
         json_times.append(time.perf_counter() - t)
+        json_cpu.append(time.process_time() - c)
         if r:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             c2 = ClusterState()
             register_vpas(c2, vl)
             load_history(client, CFG, c2, NOW, live, chunk_steps=args.chunk)
             load_times.append(time.perf_counter() - t)
+            load_cpu.append(time.process_time() - c)
             del c2
     child.stdin.close()
     child.wait(timeout=60)
@@ -270,6 +275,10 @@ def main() -> None:
     print(f"  json.loads of the bodies:     {jt:.2f} s (median of {args.rounds})")
     print(f"  history load (HTTP+decode+model): {lt:.2f} s  ratio {lt / jt:.2f}x  (target <= 3x: "
           f"{'met' if lt / jt <= 3 else 'MISSED'})")
+    # On a loaded machine the wall-clock ratio mostly measures the other processes; this process's CPU
+    # time (the stub Prometheus runs in another one) is the steadier figure.
+    jc, lc = statistics.median(json_cpu), statistics.median(load_cpu)
+    print(f"  the same in CPU time of this process: json.loads {jc:.2f} s, load {lc:.2f} s, ratio {lc / jc:.2f}x")
 
     vl = sorted(set(vpas(pods)))
     history: dict = {}

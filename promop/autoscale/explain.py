@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from promop.autoscale.hpa import Decision, MetricResult
-from promop.autoscale.quantity import format_milli
+from promop.quantity import format_milli
 from promop.autoscale.spec import HpaSpec
 
 

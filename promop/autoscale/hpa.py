@@ -15,7 +15,7 @@ from promop.autoscale.model import History, MetricError, MetricValues, Options, 
 from promop.autoscale.normalize import (
     Behavior, Condition, normalize, normalize_with_behaviors, record_initial_recommendation, store_scale_event,
 )
-from promop.autoscale.quantity import format_milli
+from promop.quantity import format_milli
 from promop.autoscale.spec import HpaSpec, MetricSpec
 
 

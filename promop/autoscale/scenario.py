@@ -14,7 +14,7 @@ from promop.autoscale.hpa import Cooldown, Decision, decide
 from promop.autoscale.model import (
     Container, History, MetricValues, Options, Pod, PodMetric, ScaleEvent, TimedRecommendation,
 )
-from promop.autoscale.quantity import QuantityError, format_milli, milli_value
+from promop.quantity import QuantityError, format_milli, milli_value
 from promop.autoscale.spec import HpaSpec, SpecError, parse_hpa_spec
 
 _GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")

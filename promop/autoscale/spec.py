@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from promop.autoscale.normalize import Behavior, Policy, ScalingRules, default_scale_down, default_scale_up
-from promop.autoscale.quantity import QuantityError, approximate_float, milli_value
+from promop.quantity import QuantityError, approximate_float, milli_value
 
 METRIC_TYPES = ("Resource", "ContainerResource", "Pods", "Object", "External")
 TARGET_TYPES = ("Utilization", "Value", "AverageValue")

@@ -18,7 +18,7 @@ from typing import Any
 
 from promop.autoscale.explain import explain
 from promop.autoscale.model import MetricValues, Options, PodMetric
-from promop.autoscale.quantity import milli_value
+from promop.quantity import milli_value
 from promop.autoscale.scenario import Scenario, decision_to_dict
 from promop.autoscale.spec import HpaSpec, SpecError, parse_hpa_spec
 from promop.autoscale.whatif import WhatIfError, apply_what_if, parse_what_if

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from promop.autoscale.model import Container, Pod
-from promop.autoscale.quantity import QuantityError, milli_value
+from promop.quantity import QuantityError, milli_value
 
 
 def parse_time(text: str | None) -> float | None:

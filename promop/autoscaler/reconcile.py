@@ -18,7 +18,7 @@ from typing import Any, Callable
 from promop.autoscale.hpa import Decision
 from promop.autoscale.memhpa import MemHpaSpec, decide_memhpa, render_query, validate
 from promop.autoscale.model import History
-from promop.autoscale.quantity import format_milli
+from promop.quantity import format_milli
 from promop.autoscale.spec import SpecError
 from promop.autoscaler.crd import MEMHPAS
 from promop.autoscaler.pods import parse_time, to_pod

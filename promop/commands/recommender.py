@@ -72,7 +72,7 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 
 def format_result(name: str, rec, lines: list[str]) -> str:
-    from promop.vpa.quantity import format_bytes, format_millicores
+    from promop.quantity import format_bytes, format_milli
 
     out = []
     if rec is None:
@@ -83,7 +83,7 @@ def format_result(name: str, rec, lines: list[str]) -> str:
                          ("uncappedTarget", rec.uncapped_target)):
             parts = []
             if "cpu" in d:
-                parts.append(f"cpu {format_millicores(d['cpu'])}")
+                parts.append(f"cpu {format_milli(d['cpu'])}")
             if "memory" in d:
                 b = d["memory"]
                 parts.append(f"memory {b}" + (f" ({format_bytes(b)})" if format_bytes(b) != str(b) else ""))

@@ -7,9 +7,13 @@
 """
 
 from promop.prom.client import ClientOptions, PromConnectionError, PromError, PrometheusClient, format_time
-from promop.prom.results import Matrix, QueryResult, RangeSeries, Sample, Scalar, String, Vector, decode_result
+from promop.prom.results import (
+    Matrix, QueryResult, RangeSeries, Sample, Scalar, SeriesColumns, String, Vector, decode_matrix_columns,
+    decode_range_body, decode_result,
+)
 
 __all__ = [
     "ClientOptions", "Matrix", "PromConnectionError", "PromError", "PrometheusClient", "QueryResult",
-    "RangeSeries", "Sample", "Scalar", "String", "Vector", "decode_result", "format_time",
+    "RangeSeries", "Sample", "Scalar", "SeriesColumns", "String", "Vector", "decode_matrix_columns",
+    "decode_range_body", "decode_result", "format_time",
 ]

@@ -24,7 +24,9 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from promop.prom.stream import StreamDecodeError, iter_data_batches
-from promop.prom.results import Matrix, QueryResult, Sample, Scalar, Vector, decode_result
+from promop.prom.results import (
+    Matrix, QueryResult, Sample, Scalar, SeriesColumns, Vector, decode_range_body, decode_result,
+)
 
 log = logging.getLogger("promop.prom")
 
@@ -164,22 +166,32 @@ class PrometheusClient:
     def query_range(self, query: str, start: TimeArg, end: TimeArg, step: float, *,
                     timeout: float | None = None) -> Matrix:
         """A range query: one RangeSeries per series, points in time order."""
-        if step <= 0:
-            raise ValueError(f"step must be positive, got {step}")
-        params = {
-            "query": query,
-            "start": format_time(start),
-            "end": format_time(end),
-            "step": format_duration(step),
-            "timeout": format_duration(timeout or self.options.timeout),
-        }
-        what = f"range query {query!r}"
-        data = self._call("/api/v1/query_range", params, what, timeout=timeout, verb=self.verb)
+        data, what = self._range_data(query, start, end, step, timeout)
         result = self._decode(data, what)
         if not isinstance(result, list):
             raise PromError(what, f"expected a matrix, got {type(result).__name__}",
                             error_type="bad_response", url=self.base)
         return result  # type: ignore[return-value]
+
+    def query_range_columns(self, query: str, start: TimeArg, end: TimeArg, step: float, *,
+                            timeout: float | None = None) -> list[SeriesColumns]:
+        """A range query as SeriesColumns (labels, times and values as float arrays): query_range's
+        numbers without a Python list or float kept per point, for readers of long histories."""
+        body, what = self._range_data(query, start, end, step, timeout, raw=True)
+        try:
+            doc, series = decode_range_body(body)
+        except orjson.JSONDecodeError:
+            raise PromError(what, f"answer is not JSON: {body[:200]!r}", status=200, error_type="bad_response",
+                            url=self.base) from None
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            raise PromError(what, f"cannot decode the result: {exc}", error_type="bad_response",
+                            url=self.base) from None
+        if doc.get("status") != "success":
+            raise PromError(what, doc.get("error") or "status is not success", status=200,
+                            error_type=doc.get("errorType") or "", url=self.base)
+        for w in doc.get("warnings") or ():
+            log.warning("prometheus warning request=%s warning=%s", what, w)
+        return series
 
     def series(self, matches: str | Sequence[str], start: TimeArg = None, end: TimeArg = None, *,
                timeout: float | None = None) -> list[dict[str, str]]:
@@ -245,6 +257,20 @@ class PrometheusClient:
         self.close()
 
     # -- internals ----------------------------------------------------------
+
+    def _range_data(self, query: str, start: TimeArg, end: TimeArg, step: float,
+                    timeout: float | None, raw: bool = False) -> tuple[Any, str]:
+        if step <= 0:
+            raise ValueError(f"step must be positive, got {step}")
+        params = {
+            "query": query,
+            "start": format_time(start),
+            "end": format_time(end),
+            "step": format_duration(step),
+            "timeout": format_duration(timeout or self.options.timeout),
+        }
+        what = f"range query {query!r}"
+        return self._call("/api/v1/query_range", params, what, timeout=timeout, verb=self.verb, raw=raw), what
 
     def _decode(self, data: dict, what: str) -> QueryResult:
         try:

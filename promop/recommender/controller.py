@@ -27,7 +27,7 @@ from promop.recommender.metrics import make_metrics
 from promop.recommender.options import Options
 from promop.recommender.targets import OwnerCache, TargetError, resolve_target
 from promop.vpa.cluster import ClusterState
-from promop.vpa.quantity import bytes_of
+from promop.quantity import int_value
 from promop.vpa.recommend import ContainerPolicy, container_policy, recommend
 from promop.vpa.state import AggregateContainerState
 from promop.vpa.timeutil import format_time, parse_time
@@ -256,7 +256,7 @@ class Recommender:
                     continue
                 self.seen_ooms.add(seen)
                 try:
-                    request = bytes_of(requests.get(st.get("name"), {}).get("memory") or 0)
+                    request = int_value(requests.get(st.get("name"), {}).get("memory") or 0)
                     t = parse_time(term["finishedAt"])
                 except ValueError:
                     continue
@@ -342,7 +342,7 @@ class Recommender:
         return n
 
     def _fresh_from_metrics_api(self, now: float) -> int:
-        from promop.vpa.quantity import millicores_of
+        from promop.quantity import milli_value
 
         try:
             items = self.client.list(METRICS_PODS, self.options.vpa_object_namespace or None).get("items") or []
@@ -363,9 +363,9 @@ class Recommender:
                     cs = self.model.container(meta.get("namespace", ""), meta.get("name", ""), c.get("name", ""), now)
                     try:
                         if "cpu" in usage:
-                            n += cs.add_cpu_sample(millicores_of(usage["cpu"]), t)
+                            n += cs.add_cpu_sample(milli_value(usage["cpu"]), t)
                         if "memory" in usage:
-                            n += cs.add_memory_sample(bytes_of(usage["memory"]), t)
+                            n += cs.add_memory_sample(int_value(usage["memory"]), t)
                     except ValueError:
                         continue
         self.metrics.samples.labels("metrics-api").inc(n)

@@ -8,8 +8,11 @@ Two range queries over --history-length at --history-resolution steps: CPU as
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from itertools import chain
 from operator import itemgetter
+from typing import Sequence
 
 from promop.prom.client import PromError
 from promop.vpa.cluster import ClusterState
@@ -117,25 +120,28 @@ def load_history(client, cfg: HistoryConfig, cluster: ClusterState, now: float,
         c_start = start + k * step
         c_end = start + min(k + chunk - 1, n_steps) * step
         for query, kind in ((cfg.cpu_query(), "cpu"), (cfg.memory_query(), "memory")):
-            per: dict[tuple[str, str, str], list] = {}
-            for series in client.query_range(query, c_start, c_end, step, timeout=timeout):
+            # Columns (two float arrays per series): nothing kept per point before the model.
+            per: dict[tuple[str, str, str], tuple] = {}
+            for series in client.query_range_columns(query, c_start, c_end, step, timeout=timeout):
                 key = container_key(cfg, series.labels)
                 if key is None:
                     continue
-                # CPU points go in raw (converted on intake); memory as int64 amounts.
-                points = series.points if kind == "cpu" else to_amounts(series.points, kind)
                 if key in per:  # several series for one container (e.g. cAdvisor ids): one sorted list
-                    per[key] = sorted(per[key] + points, key=lambda s: s[0])
+                    merged = sorted(chain(zip(*per[key]), zip(series.times, series.values)), key=itemgetter(0))
+                    per[key] = ([p[0] for p in merged], [p[1] for p in merged])
                 else:
-                    per[key] = points
+                    per[key] = (series.times, series.values)
             stats.queries += 1
-            for (ns, pod, cname), samples in per.items():
+            for (ns, pod, cname), (times, values) in per.items():
                 if (ns, pod) not in seen_pods:
                     seen_pods.add((ns, pod))
                     cluster.add_or_update_pod(ns, pod, labels.get((ns, pod), {}), now)
                 containers.add((ns, pod, cname))
                 c = cluster.container(ns, pod, cname, now)
-                stats.samples += c.add_cpu_points(samples) if kind == "cpu" else c.add_memory_samples(samples)
+                if kind == "cpu":  # raw cores, converted on intake as upstream's CPUAmountFromCores
+                    stats.samples += c.add_cpu_usage(times, values)
+                else:
+                    stats.samples += c.add_memory_usage(*memory_amounts(times, values))
             del per
         k += chunk
     stats.pods, stats.containers = len(seen_pods), len(containers)
@@ -159,6 +165,15 @@ def to_amounts(points, kind: str) -> list[tuple[float, int]]:
     if None in map(itemgetter(1), out):
         out = [p for p in out if p[1] is not None]
     return out
+
+
+def memory_amounts(times: Sequence[float], values: Sequence[float]) -> tuple[Sequence[float], list[int]]:
+    """to_amounts for columns, as columns: one pass of int() when every value is a number in [0, 1e14]
+    (the usual history), else point by point with clamping and NaN points dropped."""
+    if not values or (not any(map(math.isnan, values)) and min(values) >= 0.0 and max(values) <= 1e14):
+        return times, list(map(int, values))
+    points = to_amounts(zip(times, values), "memory")
+    return [p[0] for p in points], [p[1] for p in points]
 
 
 def _clamp(x: float) -> int | None:

@@ -118,7 +118,7 @@ def _dur(args: argparse.Namespace, attr: str, flag: str) -> float:
 
 
 def from_args(args: argparse.Namespace) -> Options:
-    from promop.vpa.quantity import bytes_of, millicores_of
+    from promop.quantity import int_value, milli_value
 
     for attr, flag in (("history_length", "--history-length"), ("history_resolution", "--history-resolution"),
                        ("prometheus_query_timeout", "--prometheus-query-timeout")):
@@ -137,9 +137,9 @@ def from_args(args: argparse.Namespace) -> Options:
         if not 0 <= v <= 1 and flag != "--recommendation-margin-fraction":
             raise OptionsError(f"{flag}: want a fraction in [0, 1], got {v}")
     try:
-        max_cpu = millicores_of(args.container_recommendation_max_allowed_cpu) \
+        max_cpu = milli_value(args.container_recommendation_max_allowed_cpu) \
             if args.container_recommendation_max_allowed_cpu else 0
-        max_mem = bytes_of(args.container_recommendation_max_allowed_memory) \
+        max_mem = int_value(args.container_recommendation_max_allowed_memory) \
             if args.container_recommendation_max_allowed_memory else 0
     except ValueError as exc:
         raise OptionsError(f"--container-recommendation-max-allowed-*: {exc}") from None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from promop.vpa.config import Config
-from promop.vpa.quantity import format_bytes, format_millicores
+from promop.quantity import format_bytes, format_milli
 from promop.vpa.recommend import ContainerRecommendation
 from promop.vpa.state import CPU, MEMORY, AggregateContainerState
 from promop.vpa.timeutil import ZERO_TIME, format_time
@@ -13,7 +13,7 @@ WHICH = (("target", "target"), ("lower", "lowerBound"), ("upper", "upperBound"))
 
 def _amount(res: str, v: int) -> str:
     if res == CPU:
-        return format_millicores(v)
+        return format_milli(v)
     text = format_bytes(v)
     return f"{v} B" if text == str(v) else f"{v} B ({text})"
 
@@ -47,7 +47,7 @@ def explain_lines(rec: ContainerRecommendation, state: AggregateContainerState, 
     lines.append(f"lower multiplier = (1 + {config.lower_bound_confidence_multiplier:g}/confidence)"
                  f"^{config.lower_bound_confidence_exponent:g} = {_factor(rec.lower_factor)}")
     lines.append(f"floors = pod minimum ({config.pod_min_cpu_millicores:g}m, {config.pod_min_memory_mb:g} MiB) "
-                 f"/ {num_containers} container(s), truncated = {format_millicores(rec.min_resources[CPU])}, "
+                 f"/ {num_containers} container(s), truncated = {format_milli(rec.min_resources[CPU])}, "
                  f"{_amount(MEMORY, rec.min_resources[MEMORY])}")
     pct = {CPU: (config.target_percentile_cpu, config.lower_bound_percentile_cpu, config.upper_bound_percentile_cpu),
            MEMORY: (config.target_percentile_memory, config.lower_bound_percentile_memory,

@@ -70,12 +70,12 @@ class ContainerRecommendation:
 
     def as_status(self) -> dict:
         """status.recommendation.containerRecommendations[] entry."""
-        from promop.vpa.quantity import format_bytes, format_millicores
+        from promop.quantity import format_bytes, format_milli
 
         def rl(amounts: dict[str, int]) -> dict[str, str]:
             out = {}
             if CPU in amounts:
-                out[CPU] = format_millicores(amounts[CPU])
+                out[CPU] = format_milli(amounts[CPU])
             if MEMORY in amounts:
                 out[MEMORY] = format_bytes(amounts[MEMORY])
             return out
@@ -111,16 +111,16 @@ class ContainerPolicy:
     @classmethod
     def from_spec(cls, spec: dict, where: str = "containerPolicies[]") -> "ContainerPolicy":
         """Parse upstream's fields; ValueError names the field."""
-        from promop.vpa.quantity import bytes_of, millicores_of, parse_quantity
+        from promop.quantity import int_value, milli_value, parse_quantity
 
         def amounts(key: str) -> dict:
             out = {}
             for res, q in (spec.get(key) or {}).items():
                 try:
                     if res == CPU:
-                        out[CPU] = millicores_of(q)
+                        out[CPU] = milli_value(q)
                     elif res == MEMORY:
-                        out[MEMORY] = bytes_of(q)
+                        out[MEMORY] = int_value(q)
                 except ValueError as exc:
                     raise ValueError(f"{where}.{key}.{res}: {exc}") from None
             return out
@@ -143,7 +143,7 @@ class ContainerPolicy:
             raise ValueError(f"{where}.oomBumpUpRatio: {exc}") from None
         try:
             if spec.get("oomMinBumpUp") is not None:
-                overrides["oom_min_bump_up_bytes"] = float(bytes_of(spec["oomMinBumpUp"]))
+                overrides["oom_min_bump_up_bytes"] = float(int_value(spec["oomMinBumpUp"]))
         except ValueError as exc:
             raise ValueError(f"{where}.oomMinBumpUp: {exc}") from None
         for key, name in (("memoryAggregationIntervalSeconds", "memory_aggregation_interval"),
@@ -236,10 +236,10 @@ def apply_policy(rec: ContainerRecommendation, policy: ContainerPolicy | None, c
         global_max[CPU] = config.max_allowed_cpu_millicores
     if config.max_allowed_memory_bytes:
         global_max[MEMORY] = config.max_allowed_memory_bytes
-    from promop.vpa.quantity import format_bytes, format_millicores
+    from promop.quantity import format_bytes, format_milli
 
     def q(res: str, v: int) -> str:
-        return format_millicores(v) if res == CPU else format_bytes(v)
+        return format_milli(v) if res == CPU else format_bytes(v)
 
     for label, d in (("target", rec.target), ("lowerBound", rec.lower_bound), ("upperBound", rec.upper_bound)):
         for res, v in list(d.items()):

@@ -12,7 +12,7 @@ from typing import Any
 from promop.vpa.amounts import cpu_amount_from_cores, memory_amount_from_bytes
 from promop.vpa.config import DEFAULT, Config
 from promop.vpa.explain import explain_lines
-from promop.vpa.quantity import bytes_of, parse_quantity
+from promop.quantity import int_value, parse_quantity
 from promop.vpa.recommend import ContainerPolicy, ContainerRecommendation, apply_policy, estimate, min_resources
 from promop.vpa.state import AggregateContainerState, ContainerState
 from promop.vpa.timeutil import format_time, parse_time
@@ -150,11 +150,11 @@ def parse_samples(doc: Any) -> Samples:
     memory = []
     for where, item in _list(doc, "memory"):
         t = _time(item, where)
-        memory.append((t, memory_amount_from_bytes(float(_number(item, "bytes", where, bytes_of)))))
+        memory.append((t, memory_amount_from_bytes(float(_number(item, "bytes", where, int_value)))))
     ooms = []
     for where, item in _list(doc, "ooms"):
         t = _time(item, where)
-        ooms.append((t, _number(item, "memoryRequest", where, bytes_of)))
+        ooms.append((t, _number(item, "memoryRequest", where, int_value)))
     policy = None
     if doc.get("policy") is not None:
         if not isinstance(doc["policy"], dict):
@@ -192,7 +192,7 @@ def simulate(samples: Samples) -> Result:
     d = container.dropped
     if d["cpu"] or d["memory"] or d["oom"]:
         lines.append(f"dropped: {d['cpu']} CPU samples not newer than the previous one, {d['memory']} memory "
-                     f"samples older than the last one, {d['oom']} OOMs older than the current interval's start")
+                     f"samples older than the last one, {d['oom']} OOMs older than the last memory sample minus one interval")
     if samples.ooms:
         lines.append(f"ooms: {len(samples.ooms) - d['oom']} recorded, each as max(used + "
                      f"{samples.config.oom_min_bump_up_bytes:.0f} B, used x {samples.config.oom_bump_up_ratio:g}) "

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from itertools import accumulate, compress, islice
+from operator import gt, le, lt
+from typing import Iterable, Sequence
 
 from promop.vpa.amounts import (
     cores_from_cpu_amount,
@@ -46,6 +51,10 @@ class AggregateContainerState:
 
     def subtract_memory_peak(self, bytes_: int, t: float) -> None:
         self.memory.subtract_sample(float(bytes_), 1.0, t)
+
+    def raise_memory_peak(self, peaks: list[int], t: float) -> None:
+        """subtract_memory_peak(previous, t) then add_memory_peak(peak, t) for each peak after the first."""
+        self.memory.replace_run(list(map(float, peaks)), 1.0, t)
 
     def merge(self, other: "AggregateContainerState") -> None:
         self.cpu.merge(other.cpu)
@@ -160,7 +169,7 @@ class ContainerState:
         self.last_cpu_sample_start = last
         return len(times)
 
-    def add_memory_samples(self, samples: list[tuple[float, int]]) -> int:
+    def add_memory_samples(self, samples: Iterable[tuple[float, int]]) -> int:
         """add_memory_sample for each (time, bytes) in order; samples that change nothing take a short path
         (inside the current interval and not above its peak)."""
         n = 0
@@ -178,7 +187,55 @@ class ContainerState:
         self.last_memory_sample_start = last
         return n
 
-    def add_cpu_points(self, points: list[tuple[float, float]]) -> int:
+    def add_cpu_usage(self, times: Sequence[float], cores: Sequence[float]) -> int:
+        """add_cpu_points for parallel sequences (a range query's columns). When the times rise strictly
+        past the last CPU sample and every value converts in range (the usual history), the checks run
+        over whole sequences and the conversion in one comprehension; otherwise point by point."""
+        if not (times and times[0] > self.last_cpu_sample_start and not any(map(math.isnan, cores))
+                and min(cores) * 1000.0 >= 0.0 and max(cores) * 1000.0 <= 1e14   # x1000 keeps the order
+                and all(map(lt, times, islice(times, 1, None)))):
+            return self.add_cpu_points(zip(times, cores))
+        values = [int(v * 1000.0) / 1000.0 for v in cores]   # CPUAmountFromCores, then back to cores
+        a = self.aggregate
+        a.cpu.add_samples(values, times, MIN_SAMPLE_WEIGHT)
+        if times[-1] > a.last_sample_start:
+            a.last_sample_start = times[-1]
+        if a.first_sample_start == ZERO_TIME or times[0] < a.first_sample_start:
+            a.first_sample_start = times[0]
+        a.total_samples_count += len(values)
+        self.last_cpu_sample_start = times[-1]
+        return len(values)
+
+    def add_memory_usage(self, times: Sequence[float], amounts: Sequence[int]) -> int:
+        """add_memory_samples for parallel sequences (a range query's columns). When the times are in order
+        from the last memory sample on and no amount is negative (the usual history), only the samples
+        that raise an interval's peak touch the histogram (old peak out, new in, as add_memory_sample
+        does): they are found per interval with a running maximum; the others only move the last
+        sample time, as they do one by one."""
+        n = len(times)
+        if not (n and times[0] >= self.last_memory_sample_start and min(amounts) >= 0
+                and all(map(le, times, islice(times, 1, None)))):
+            return self.add_memory_samples(zip(times, amounts))
+        i = 0
+        while i < n:
+            if not times[i] < self.window_end:  # the first sample, or one that opens a new interval
+                self.add_memory_sample(amounts[i], times[i])
+                i += 1
+                continue
+            j = bisect_left(times, self.window_end, i)  # [i, j): inside the current interval
+            peak = self.max_memory_peak()
+            if peak != 0:  # a zero peak is never replaced (upstream: oldMaxMem != 0 && usage > oldMaxMem)
+                seg = amounts[i:j]
+                # What add_memory_sample does with each sample above the peak: the old peak out, the new in.
+                raised = list(compress(seg, map(gt, seg, accumulate(seg, max, initial=peak))))
+                if raised:
+                    self.aggregate.raise_memory_peak([peak, *raised], self.window_end)
+                    self.memory_peak = raised[-1]
+            self.last_memory_sample_start = times[j - 1]
+            i = j
+        return n
+
+    def add_cpu_points(self, points: Iterable[tuple[float, float]]) -> int:
         """add_cpu_samples for raw (time, cores) points (Prometheus' values): each converted as upstream's
         CPUAmountFromCores (x1000, truncated, clamped to [0, 1e14]); NaN points are dropped."""
         last = self.last_cpu_sample_start
@@ -251,8 +308,11 @@ class ContainerState:
                    scale_resource(used, self.config.oom_bump_up_ratio))
 
     def record_oom(self, t: float, memory_request: int) -> bool:
-        """Adds the bumped sample; False when the OOM is older than the current interval's start."""
-        if t < self.window_end - self.config.memory_aggregation_interval:
+        """Adds the bumped sample; False when the OOM is older than the last memory sample's time minus one
+        interval (the reference, autoscaling.md §3.3: "unless the event is older than
+        `lastMemorySampleStart − interval`"; upstream's container.go compares with `WindowEnd − interval`,
+        the current interval's start, which drops more: see docs/recommender.md)."""
+        if t < self.last_memory_sample_start - self.config.memory_aggregation_interval:
             self.dropped["oom"] += 1
             return False
         return self.add_memory_sample(self.oom_sample(memory_request), t, is_oom=True)

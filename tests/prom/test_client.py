@@ -98,6 +98,46 @@ def test_range_query(prom: PrometheusServer, verb: str) -> None:
 
 
 @pytest.mark.parametrize("verb", ["GET", "POST"])
+def test_range_query_columns_equal_points(prom: PrometheusServer, verb: str) -> None:
+    """The lean range-query form: the same series, times and values as query_range, as float arrays."""
+    with PrometheusClient(prom.url, verb=verb) as c:
+        for q, start, end, step in (("wave", T0 + 100, T0 + 400, 30),
+                                    ("rate(http_requests_total[1m])", T0 + 300, T0 + 600, 60),
+                                    ("memory_bytes / (memory_bytes - memory_bytes)", T0, T0 + 120, 60)):
+            points = c.query_range(q, start, end, step)
+            columns = c.query_range_columns(q, start, end, step)
+            assert len(points) == len(columns) > 0
+            for p, col in zip(points, columns):
+                assert col.labels == p.labels and col.times.typecode == col.values.typecode == "d"
+                assert list(col.times) == [t for t, _ in p.points]
+                assert [repr(v) for v in col.values] == [repr(v) for _, v in p.points]  # NaN/+Inf too
+        nan_inf = c.query_range_columns("memory_bytes / (memory_bytes - memory_bytes)", T0, T0 + 60, 60)
+        assert {repr(v) for s in nan_inf for v in s.values} == {"inf"}
+        with pytest.raises(ValueError):
+            c.query_range_columns("wave", T0, T1, 0)
+        with pytest.raises(PromError) as e:
+            c.query_range_columns("rate(", T0, T1, 60)
+        assert e.value.status == 400 and "rate(" in str(e.value)
+
+
+def test_range_query_columns_bad_answers_are_named(proxy: "FlakyProxy") -> None:
+    c = PrometheusClient(proxy.url, retries=0)
+    answer = {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"a": "1"}, "values": [[10, "NaN"], [20, "-Inf"], [30.5, "1e3"]]},
+        {"metric": {"a": "2"}, "histograms": [[10, {"count": "1"}]]}]}}
+    proxy.script = [(200, json.dumps(answer).encode(), {"Content-Type": "application/json"})]
+    first, hist_only = c.query_range_columns("x", T0, T1, 10)
+    assert list(first.times) == [10.0, 20.0, 30.5] and [repr(v) for v in first.values] == ["nan", "-inf", "1000.0"]
+    assert hist_only.labels == {"a": "2"} and len(hist_only.times) == len(hist_only.values) == 0
+    for bad in ({"resultType": "vector", "result": []}, {"resultType": "matrix", "result": [{"values": [[1]]}]},
+                {"resultType": "matrix", "result": [{"values": [[1, "one"]]}]}):
+        proxy.script = [(200, json.dumps({"status": "success", "data": bad}).encode(), {})]
+        with pytest.raises(PromError) as e:
+            c.query_range_columns("some_query", T0, T1, 10)
+        assert e.value.error_type == "bad_response" and "some_query" in str(e.value)
+
+
+@pytest.mark.parametrize("verb", ["GET", "POST"])
 def test_series_and_labels(prom: PrometheusServer, verb: str) -> None:
     with PrometheusClient(prom.url, verb=verb) as c:
         got = c.series('{__name__=~"memory_bytes|http_requests_total",namespace="shop"}', T0, T1)
@@ -405,3 +445,31 @@ def yaml_dump(doc: dict) -> str:
     import yaml
 
     return yaml.safe_dump(doc)
+
+
+def test_decode_range_body_equals_the_ordinary_decode() -> None:
+    """The text-level cut of each series' points gives what orjson plus decode_matrix_columns gives, for
+    compact answers (Prometheus' own) and spaced ones (the ordinary path), with the awkward cases."""
+    import orjson
+
+    from promop.prom.results import decode_matrix_columns, decode_range_body
+
+    result = [
+        {"metric": {"__name__": "a", "values": "x"}, "values": [[1.5, "NaN"], [2, "+Inf"], [3, "-Inf"], [4, "1e-05"]]},
+        {"metric": {"tricky": 'say "values":[[1,"2"]] twice \\ "values":['}, "values": [[10, "0.25"]]},
+        {"metric": {}, "values": []},
+        {"metric": {"h": "1"}, "histograms": [[10, {"count": "1", "sum": "2"}]]},
+        {"metric": {"b": "2"}, "values": [[1767225600.123, "123456789"], [1767229200, "0"]]},
+    ]
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": result}, "warnings": ["w"]}
+    for body in (json.dumps(doc, separators=(",", ":")).encode(), json.dumps(doc).encode(), orjson.dumps(doc)):
+        want = decode_matrix_columns(orjson.loads(body)["data"])
+        rest, got = decode_range_body(body)
+        assert rest["status"] == "success" and rest["warnings"] == ["w"]
+        assert [(s.labels, list(s.times), [repr(v) for v in s.values]) for s in got] == \
+            [(s.labels, list(s.times), [repr(v) for v in s.values]) for s in want]
+        assert all(s.times.typecode == s.values.typecode == "d" for s in got)
+    for bad in (b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"x"]]}]}}',
+                b'{"status":"success","data":{"resultType":"vector","result":[]}}'):
+        with pytest.raises(ValueError):
+            decode_range_body(bad)

@@ -217,13 +217,13 @@ def _exists(kube, name) -> bool:
 
 
 def _milli(q: str) -> float:
-    from promop.vpa.quantity import millicores_of
-    return millicores_of(q)
+    from promop.quantity import milli_value
+    return milli_value(q)
 
 
 def _bytes(q: str) -> float:
-    from promop.vpa.quantity import bytes_of
-    return bytes_of(q)
+    from promop.quantity import int_value
+    return int_value(q)
 
 
 assert DEFAULT.safety_margin == 0.15

@@ -145,3 +145,52 @@ def test_fresh_samples_from_metrics_api(kube, cluster):
     assert r.fetch_fresh_samples(NOW) == 2
     c = r.model.container("ns", "web-1", "app", NOW)
     assert c.aggregate.total_samples_count == 1 and c.memory_peak == 300 * MI
+
+
+def test_history_columns_load_equals_samples_fed_one_by_one():
+    """load_history on range-query columns: two series for one container (cAdvisor ids) merged in time
+    order, NaN and negative points as to_amounts treats them, unlabelled series skipped; the model ends
+    as if every sample had been fed one at a time."""
+    from array import array
+
+    from promop.prom.results import SeriesColumns
+    from promop.recommender.history import HistoryConfig, load_history, to_amounts
+    from promop.vpa.cluster import ClusterState
+
+    cfg = HistoryConfig(cadvisor_job_name="", ctr_pod_name_label="pod", ctr_name_label="container",
+                        metric_for_pod_labels="", history_length="2d", history_resolution="1h")
+    start = NOW - 2 * 86400
+    hours = [start + 3600 * h for h in range(49)]
+    lab = {"namespace": "ns", "pod": "web-1", "container": "app"}
+    cpu = [SeriesColumns(dict(lab, id="a"), array("d", hours[::2]), array("d", [0.25 + 0.01 * i for i in range(25)])),
+           SeriesColumns(dict(lab, id="b"), array("d", hours[1::2]), array("d", [float("nan")] + [0.5] * 23)),
+           SeriesColumns({"pod": "x"}, array("d", hours), array("d", [1.0] * 49))]
+    mem = [SeriesColumns(lab, array("d", hours), array("d", [3e8 + 1e6 * ((h * 7) % 11) for h in range(48)] + [-5.0]))]
+
+    class Columns:
+        def query(self, *a, **k):
+            return []
+
+        def query_range_columns(self, query, s, e, step, timeout=None):
+            series = cpu if "cpu" in query else mem
+            return [SeriesColumns(c.labels, array("d", [t for t in c.times if s <= t <= e]),
+                                  array("d", [v for t, v in zip(c.times, c.values) if s <= t <= e])) for c in series]
+
+    model = ClusterState()
+    stats = load_history(Columns(), cfg, model, NOW, {("ns", "web-1"): {"app": "web"}}, chunk_steps=7)
+    assert stats.containers == 1 and stats.pods == 1
+
+    ref = ClusterState()
+    ref.add_or_update_pod("ns", "web-1", {"app": "web"}, NOW)
+    c = ref.container("ns", "web-1", "app", NOW)
+    points = sorted([(t, v) for s in cpu[:2] for t, v in zip(s.times, s.values)], key=lambda p: p[0])
+    for t, m in to_amounts(points, "cpu"):
+        c.add_cpu_sample(m, t)
+    for t, b in to_amounts(list(zip(mem[0].times, mem[0].values)), "memory"):
+        c.add_memory_sample(b, t)
+    got, want = model.container("ns", "web-1", "app", NOW), c
+    for h in ("cpu", "memory"):
+        assert getattr(got.aggregate, h).equals(getattr(want.aggregate, h))
+    assert (got.aggregate.total_samples_count, got.window_end, got.memory_peak) == \
+        (want.aggregate.total_samples_count, want.window_end, want.memory_peak)
+    assert got.aggregate.total_samples_count == 48   # the NaN point is not a sample

@@ -167,7 +167,7 @@ def test_memory_peak_replaced_within_interval_and_new_interval():
     c.add_memory_sample(100 * mi, T0 + 3 * 86400 + 5)  # skips two empty intervals
     assert c.window_end == T0 + 4 * 86400
     assert not c.add_memory_sample(500 * mi, T0)        # older than the last memory sample: dropped
-    assert not c.record_oom(T0 + 86400, 500 * mi)       # before the current interval's start: dropped
+    assert not c.record_oom(T0 + 2 * 86400, 500 * mi)   # older than the last memory sample - 24h: dropped
 
 
 @settings(max_examples=300, deadline=None)

@@ -123,6 +123,26 @@ def test_v7_oom_ignores_previous_oom_peak():
     assert c.oom_sample(500 * MI) == 629145600  # not bumped from the first OOM's 600 MiB
 
 
+def test_stale_oom_cutoff_is_last_memory_sample_minus_interval():
+    """§3.3: the OOM sample is added "unless the event is older than `lastMemorySampleStart − interval`".
+    The first memory sample at T0 opens the interval [T0, T0+24h); the last one is at T0+20h, so the
+    cutoff is T0+20h−24h = T0−4h. (The current interval's start, T0, would drop every OOM below.)"""
+    interval = DEFAULT.memory_aggregation_interval
+    assert interval == DAY
+    for oom_at, kept in ((T0 - 2 * 3600, True),              # after the cutoff, before the interval's start
+                         (T0 - 4 * 3600, True),              # at the cutoff: not older than it
+                         (T0 - 4 * 3600 - 1, False)):        # older than the cutoff: dropped
+        a, c = fresh()
+        c.add_memory_sample(300 * MI, T0)
+        c.add_memory_sample(310 * MI, T0 + 20 * 3600)
+        assert c.window_end == T0 + DAY and c.last_memory_sample_start == T0 + 20 * 3600
+        assert c.record_oom(oom_at, 500 * MI) is kept
+        assert c.dropped["oom"] == (0 if kept else 1)
+        # A kept OOM is always processed: 600 MiB (V7) becomes the interval's peak.
+        assert c.oom_peak == (629145600 if kept else 0)
+        assert MEMORY_OPTIONS.find_bucket(629145600 if kept else 310 * MI) == a.memory.max_bucket
+
+
 def test_v8_two_containers_floors():
     assert min_resources(DEFAULT, 2) == {"cpu": 12, "memory": 131072000}
     states = {}

@@ -1,8 +1,10 @@
-"""Kubernetes quantities (`500m`, `1Gi`, `1.5e3`) as exact fractions, and milli-values as upstream rounds them.
+"""Kubernetes quantities (`500m`, `1Gi`, `1.5e3`) as exact fractions, their integer views as upstream
+rounds them, and their canonical text: one module for every pure core (the HPA's `promop.autoscale`,
+the VPA's `promop.vpa`) and the controllers around them.
 
-Upstream's `Quantity.MilliValue()` rounds up (away from zero) when the
-quantity has more precision than a milli-unit; the replica calculator works on
-those integers, so we do too.
+Upstream's `Quantity.MilliValue()` and `Quantity.Value()` round up (away from zero) when the quantity
+has more precision than the unit; the HPA's replica calculator and the VPA's capping work on those
+integers, so we do too.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ def parse_quantity(value: object) -> Fraction:
     sign, number, exponent, suffix = m.groups()
     result = Fraction(number)
     if exponent:
+        if abs(int(exponent[1:])) > 1000:   # 10**1e9 would take the process down for a typo
+            raise QuantityError(f"{value!r} is not a quantity: exponent out of range")
         result *= Fraction(10) ** int(exponent[1:])
     else:
         result *= _SUFFIX[suffix or ""]
@@ -58,6 +62,13 @@ def milli_value(value: object) -> int:
     return max(-MAX_INT64 - 1, min(MAX_INT64, n))
 
 
+def int_value(value: object) -> int:
+    """`Quantity.Value()`: the value in units (bytes for memory), rounded away from zero."""
+    q = parse_quantity(value)
+    n = math.ceil(q) if q >= 0 else math.floor(q)
+    return max(-MAX_INT64 - 1, min(MAX_INT64, n))
+
+
 def format_milli(milli: int) -> str:
     """`resource.NewMilliQuantity(milli, DecimalSI).String()`: the canonical form."""
     if milli == 0:
@@ -67,6 +78,21 @@ def format_milli(milli: int) -> str:
         milli //= 1000
         exp += 3
     return f"{milli}{_SI_SUFFIX[exp]}"
+
+
+_BINARY = [("Ei", 1 << 60), ("Pi", 1 << 50), ("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)]
+
+
+def format_bytes(b: int) -> str:
+    """`resource.NewQuantity(b, BinarySI).String()` (how the VPA writes memory): the largest binary suffix
+    that keeps the number whole (`512Mi`, `1536Ki`), else plain bytes; below 1024 in magnitude upstream
+    switches to DecimalSI (`1k` for 1000)."""
+    if -1024 < b < 1024:
+        return format_milli(b * 1000)
+    for suffix, size in _BINARY:
+        if b % size == 0:
+            return f"{b // size}{suffix}"
+    return str(b)
 
 
 def approximate_float(value: object) -> float:
