@@ -101,10 +101,13 @@ class MemoryExporter:
             lines.append(f'container_memory_working_set_bytes{{namespace="default",pod="{pod}",container="app"}} '
                          f"{value:.0f}")
         lines.append("# TYPE container_cpu_usage_seconds_total counter")
-        cpu_seconds = CPU_CORES * (time.time() - self.started)
+        # The sample carries the time it was computed at: Prometheus would otherwise stamp it with the scrape's
+        # start, and on a loaded machine the gap between the two varies enough to skew irate() by half.
+        now = time.time()
+        cpu_seconds = CPU_CORES * (now - self.started)
         for pod in pods:
             lines.append(f'container_cpu_usage_seconds_total{{namespace="default",pod="{pod}",container="app"}} '
-                         f"{cpu_seconds:.3f}")
+                         f"{cpu_seconds:.6f} {int(now * 1000)}")
         return "\n".join(lines) + "\n"
 
     def close(self) -> None:
