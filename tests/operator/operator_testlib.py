@@ -7,7 +7,6 @@ objects the end-to-end tests apply.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import threading
@@ -18,6 +17,7 @@ from typing import Any, Callable
 
 import pytest
 import yaml
+from deadlines import TIMEOUT_SCALE, scaled  # noqa: F401  (re-exported to the operator tests)
 
 from promop.kube.errors import ApiError, Conflict, NotFound
 from promop.kube.resources import SECRETS
@@ -33,14 +33,9 @@ FAST_INFORMERS = {"backoff_base": 0.05, "backoff_cap": 0.5, "idle_timeout": 10.0
 FAST_LEASE = {"lease_duration": 4.0, "renew_deadline": 3.0, "retry_period": 0.2}
 
 
-# Deadlines only bound failures (a passing test returns as soon as its condition holds), so they
-# are stretched for a loaded 2-core CI machine: the timeouts written in the tests are what a
-# quiet machine needs, times this factor.
-TIMEOUT_SCALE = float(os.environ.get("PROMOP_TEST_TIMEOUT_SCALE", "3"))
-
-
 def eventually(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    """Poll `check` until it returns a truthy value before `timeout` (times TIMEOUT_SCALE);
+    """Poll `check` until it returns a truthy value before `timeout` (times TIMEOUT_SCALE, see
+    tests/deadlines.py: the timeouts written in the tests are what a quiet machine needs);
     AssertionError and NotFound (the object is not there yet) count as not yet."""
     timeout *= TIMEOUT_SCALE
     deadline = time.monotonic() + timeout

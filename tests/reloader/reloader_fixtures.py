@@ -38,6 +38,7 @@ class Prometheus:
 
     def __init__(self, config: Path, workdir: Path, port: int | None = None, executable: str | None = None):
         self.config = config
+        self._chosen_port = port is not None
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.workdir = workdir
@@ -47,16 +48,27 @@ class Prometheus:
 
     def start(self) -> "Prometheus":
         storage = self.workdir / f"tsdb-{self.port}"
-        args = [
-            self.executable,
-            "--web.enable-lifecycle",
-            f"--config.file={self.config}",
-            f"--storage.tsdb.path={storage}",
-            f"--web.listen-address=127.0.0.1:{self.port}",
-        ]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(self.log, "wb"))
-        wait_for(self._ready, timeout=30, what=f"prometheus on port {self.port} to be ready (log: {self.log})")
-        return self
+        for attempt in range(5):
+            args = [
+                self.executable,
+                "--web.enable-lifecycle",
+                f"--config.file={self.config}",
+                f"--storage.tsdb.path={storage}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ]
+            with open(self.log, "wb") as log:
+                self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log)
+            wait_for(lambda: self.proc.poll() is not None or self._ready(), timeout=30,
+                     what=f"prometheus on port {self.port} to be ready (log: {self.log})")
+            if self.proc.poll() is None:
+                return self
+            # free_port() closes its socket before Prometheus binds: under xdist another process
+            # may take the port in between. Only that is retried, on a new port the test did not choose.
+            if attempt == 4 or self._chosen_port or "address already in use" not in self.log.read_text():
+                break
+            self.port = free_port()
+            self.base = f"http://127.0.0.1:{self.port}"
+        raise AssertionError(f"prometheus exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}")
 
     def _ready(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:
