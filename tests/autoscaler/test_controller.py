@@ -29,7 +29,8 @@ def test_scale_up_under_load_then_cooldown(env):
     assert env.replicas("web") == 2
     env.offset += 181  # past the upscale window, within the downscale one
     wait_for(lambda: env.replicas("web") == 4, what="scale to 4 after the cool-down")
-    assert len(env.pods()) == 4
+    # the sandbox's kubelet creates the pods on its own thread, after the scale
+    wait_for(lambda: len(env.pods()) == 4, what="4 pods")
     assert env.memhpa("web")["status"]["currentMemoryUtilizationPercentage"] == 90
 
 
@@ -105,7 +106,9 @@ def test_zero_replicas_is_left_alone(env):
 def test_leader_election_one_writer_and_failover(env):
     env.client.create(DEPLOYMENTS, deployment("web", 1), "default")
     env.usage_per_pod = 90 * MI
-    timings = dict(leader_elect=True, lease_duration=1.0, renew_deadline=0.8, retry_period=0.2)
+    # a renew deadline a loaded machine's stall does not exceed (a lost lease would let b lead too
+    # early); the failover stays quick, as a stopped leader releases its lease
+    timings = dict(leader_elect=True, lease_duration=4.0, renew_deadline=3.0, retry_period=0.2)
     a = env.start(env.prometheus.url, identity="a", **timings)
     wait_for(lambda: a.leading.is_set(), what="a leads")
     b = env.start(env.prometheus.url, identity="b", **timings)

@@ -77,9 +77,12 @@ class Running:
             inf.pending() == 0 for inf in ctl.informers) and ctl.reporter.idle()
 
     def settle(self, sb: Sandbox, timeout: float = 20.0) -> None:
-        """Wait until every informer has seen the API as it is now (the sandbox's bookmarks carry
-        its latest resourceVersion), then until nothing is queued or in flight. `idle()` alone can
-        hold while the event of a write just made is still on its way."""
+        """Wait until the sandbox's own background work is done (the simulated StatefulSet
+        controller reports readiness ~50 ms after each StatefulSet write, a write the operator
+        reacts to), then until every informer has seen the API as it is now (the sandbox's
+        bookmarks carry its latest resourceVersion), then until nothing is queued or in flight.
+        `idle()` alone can hold while the event of a write just made is still on its way."""
+        assert sb.background.wait_idle(scaled(timeout)), "the sandbox's background work never ended"
         target = sb.store.rv
         reflectors = [r for inf in self.controller.informers for r in inf.reflectors]
         eventually(lambda: all(int(r.last_rv or 0) >= target for r in reflectors), timeout,

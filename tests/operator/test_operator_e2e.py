@@ -367,7 +367,7 @@ def test_run_flags_shape_what_it_creates_and_watches(cluster, kube, start_operat
     kube.create(PROMETHEUSES, prometheus())
     kube.create(PROMETHEUSRULES, rule("r", "up"))
     eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p"] and names(kube, CONFIGMAPS), 20)
-    eventually(op.idle, 20)
+    op.settle(cluster)  # the add events of its own Secrets are in before the baseline below is read
     created = [kube.get(SECRETS, "prometheus-p", NS), kube.get(STATEFULSETS, "prometheus-p", NS),
                kube.get(CONFIGMAPS, "prometheus-p-rulefiles-0", NS)]
     for obj in created:  # --labels / --annotations

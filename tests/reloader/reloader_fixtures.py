@@ -19,6 +19,7 @@ from typing import Callable, Iterator, TypeVar
 import pytest
 import requests
 
+from deadlines import scaled
 from reloader_testlib import CountingServer, free_port, metric_values, parse_json_lines, wait_for
 
 PROMETHEUS = shutil.which("prometheus")
@@ -168,7 +169,8 @@ class ReloaderProcess:
                  what=f"{n} successful reloads; log tail:\n" + "\n".join(self.lines[-10:]))
 
     def wait_exit(self, timeout: float = 10.0) -> int:
-        rc = self.proc.wait(timeout=timeout)
+        """The exit code, waiting at most `timeout` times PROMOP_TEST_TIMEOUT_SCALE."""
+        rc = self.proc.wait(timeout=scaled(timeout))
         self._reader.join(2)
         return rc
 
