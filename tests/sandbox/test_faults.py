@@ -9,6 +9,7 @@ import pytest
 import urllib3
 from kubernetes import client
 from kubernetes.client import ApiException
+from deadlines import scaled
 
 from .helpers import configmap
 from .test_watch import raw_stream, read_events
@@ -91,7 +92,7 @@ def test_latency(sandbox, core):
 
 
 def _wait_for_watchers(sandbox, count: int = 1) -> None:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while len(sandbox.store.all_watchers()) < count:
         assert time.monotonic() < deadline, "the watch never registered"
         time.sleep(0.01)
