@@ -290,9 +290,10 @@ class PrometheusServer:
         return body["data"]["result"]
 
     def wait_scrapes(self, n: int, job: str = "test", timeout: float = 30) -> None:
-        """Wait until Prometheus has stored at least `n` scrapes of `job`."""
+        """Wait until Prometheus has stored at least `n` successful scrapes of `job` (up is 1 or
+        0: a scrape that timed out on a loaded machine stored no sample of the target)."""
         def enough() -> bool:
-            result = self.query(f'count_over_time(up{{job="{job}"}}[1h])')
+            result = self.query(f'sum_over_time(up{{job="{job}"}}[1h])')
             return bool(result) and float(result[0]["value"][1]) >= n
         wait_for(enough, timeout, f"{n} scrapes of job {job} by {self.url}")
 
