@@ -139,7 +139,9 @@ def test_api_down_falls_back_to_mounted_files_and_catches_up(
     cluster.put_secret(_config("11s"))
     cluster.put_configmap({"a.yaml": _rules("first")})
     mounted.publish_bytes({"prometheus.yaml.gz": gz(_config("11s"))})
-    rules_mount.publish({"a.yaml": _rules("first")})
+    # kubelet's copy lags the API: had it the API's content, a first pass that ran before the watch
+    # connected would apply the mounted copy, and the API's identical version would log nothing
+    rules_mount.publish({"a.yaml": _rules("older")})
     out.write_text(_config("11s"))
     prom = prometheus_factory(out)
     side = reloader_factory(_args(sandbox_kubeconfig, mounted, out, rules_mount, rules_dir, prom.port, fast_flags))
