@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from operator_testlib import ROOT, eventually
+from operator_testlib import ROOT, eventually, scaled
 
 
 def test_demo_once(tmp_path):
@@ -102,7 +102,7 @@ def test_demo_keeps_running_reacts_to_kubectl_and_stops_on_ctrl_c(tmp_path):
         eventually(lambda: any("msg=synced" in line and "ServiceMonitor monitoring/mine add" in line
                                for line in lines), 20, "the sync logged in one line")
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(60) == 0, "".join(lines)
+        assert proc.wait(scaled(60)) == 0, "".join(lines)
     finally:
         if proc.poll() is None:
             proc.kill()
