@@ -96,16 +96,23 @@ def test_run_serves_endpoints_and_exits_0_on_sigterm(cluster, tmp_path, proc_fac
 
 
 def test_unreachable_apiserver_is_retried_and_logged(tmp_path, proc_factory):
-    sb = Sandbox(port=0).start()
-    port = sb.port
-    kubeconfig = sb.write_kubeconfig(tmp_path / "kubeconfig")
-    sb.stop()
-    proc = proc_factory("--kubeconfig", kubeconfig, "--web.listen-address", "127.0.0.1:0")
-    url = proc.url()
-    eventually(lambda: len(proc.grep("apiserver unreachable; retrying")) >= 2, 20, "two logged retries")
-    assert http_get(url + "/healthz")[0] == 200
-    assert http_get(url + "/readyz")[0] == 503
-    assert proc.p.poll() is None
+    import socket
+
+    # a port bound but not listening refuses connections, and no parallel process can take it
+    # before the sandbox comes up on it
+    reserved = socket.socket()
+    reserved.bind(("127.0.0.1", 0))
+    port = reserved.getsockname()[1]
+    try:
+        kubeconfig = Sandbox(port=port).write_kubeconfig(tmp_path / "kubeconfig")
+        proc = proc_factory("--kubeconfig", kubeconfig, "--web.listen-address", "127.0.0.1:0")
+        url = proc.url()
+        eventually(lambda: len(proc.grep("apiserver unreachable; retrying")) >= 2, 20, "two logged retries")
+        assert http_get(url + "/healthz")[0] == 200
+        assert http_get(url + "/readyz")[0] == 503
+        assert proc.p.poll() is None
+    finally:
+        reserved.close()
     sb2 = Sandbox(port=port).start()
     try:
         install_crds(KubeClient(sb2.api_client()), ROOT / "crds")
