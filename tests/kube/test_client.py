@@ -146,7 +146,7 @@ def test_errors_are_mapped(kube, sandbox):
 
 
 def test_unreachable(kube, sandbox):
-    sandbox.stop()
+    sandbox.stop(keep_port=True)  # no parallel test's server can answer on it
     with pytest.raises(errors.ApiUnreachable) as exc:
         kube.get(CONFIGMAPS, "x", "default")
     assert exc.value.status == 0 and "127.0.0.1" in str(exc.value)
@@ -382,7 +382,7 @@ def test_metrics(kube, registry):
 
 def test_unreachable_is_counted_as_error(registry, api_client, sandbox):
     kube = KubeClient(api_client, qps=0, burst=0, registry=registry)
-    sandbox.stop()
+    sandbox.stop(keep_port=True)  # no parallel test's server can answer on it
     with pytest.raises(errors.ApiUnreachable):
         kube.list(CONFIGMAPS)
     assert sample(registry, "prometheus_operator_kubernetes_client_http_requests_total", status_code="<error>") == 1

@@ -284,7 +284,7 @@ def test_sandbox_restart(kube, sandbox, make_informer):
     inf.start()
     assert inf.wait_for_sync(scaled(10))
     churn(kube, "before")
-    sandbox.stop()
+    sandbox.stop(keep_port=True)  # the same port for start(), whatever runs in parallel
     time.sleep(0.1)  # let the reflector meet the dead server (it must back off, not spin)
     sandbox.start()
     churn(kube, "after")

@@ -148,7 +148,7 @@ def test_api_down_falls_back_to_mounted_files_and_catches_up(
     side.wait_log("rule files source", source="api")
 
     # The API goes away; kubelet's copy shows a change made meanwhile: it is applied.
-    sandbox.stop()
+    sandbox.stop(keep_port=True)  # it comes back on the same port, whatever runs in parallel
     mounted.publish_bytes({"prometheus.yaml.gz": gz(_config("13s"))})
     wait_for(lambda: "scrape_interval: 13s" in prom.status_config(), timeout=15,
              what="the mounted config applied while the API is down")

@@ -137,9 +137,49 @@ def test_restart_keeps_state_and_port(sandbox, core):
     assert got.metadata.resource_version == made.metadata.resource_version
 
 
+def test_a_stopped_sandbox_keeps_its_port_from_other_servers_until_it_restarts():
+    """stop(keep_port=True): the port stays bound, never listening, so a client of the stopped
+    sandbox gets a refused connection and the kernel hands the port to no other socket (bind(0)
+    skips it, a plain bind fails); start() takes it back; leaving the `with` block frees it."""
+    import socket
+
+    from promop.sandbox import Sandbox
+
+    def plain_bind(port: int) -> bool:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+            return True
+
+    def reuse_listen(port: int) -> bool:  # as servers do (past TIME_WAIT)
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+                s.listen()
+            except OSError:
+                return False
+            return True
+
+    with Sandbox(port=0) as sb:
+        port = sb.port
+        assert client.CoreV1Api(sb.api_client()).list_namespace().items
+        sb.stop(keep_port=True)
+        assert not plain_bind(port), "the stopped sandbox's port was free for anyone"
+        with pytest.raises(urllib3.exceptions.MaxRetryError) as excinfo:
+            client.CoreV1Api(sb.api_client()).list_namespace(_request_timeout=2)
+        assert isinstance(excinfo.value.reason, urllib3.exceptions.NewConnectionError)
+        sb.start()
+        assert sb.port == port and client.CoreV1Api(sb.api_client()).list_namespace().items
+        sb.stop(keep_port=True)
+    assert reuse_listen(port), "leaving the with block must free the port"
+
+
 def test_stop_refuses_connections_and_ends_watches(sandbox, core):
     response = raw_stream(core, timeout_seconds=30)
-    sandbox.stop()
+    sandbox.stop(keep_port=True)
     assert response.read() == b""
     with pytest.raises(urllib3.exceptions.MaxRetryError) as excinfo:
         client.CoreV1Api(sandbox.api_client()).list_namespace(_request_timeout=2)
