@@ -42,7 +42,7 @@ def test_process_serves_health_and_metrics_and_stops_cleanly(env):
                 return None
 
         wait_for(lambda: (r := get("/readyz")) is not None and r.status_code == 200, what="/readyz 200")
-        assert get("/healthz").status_code == 200
+        wait_for(lambda: (r := get("/healthz")) is not None and r.status_code == 200, what="/healthz 200")
         wait_for(lambda: env.replicas("web") == 2, what="the process scales")
         metrics = wait_for(lambda: (r := get("/metrics")) and 'promop_autoscaler_rescales_total{direction="up"} 1.0'
                            in r.text and r.text, what="the rescale counted")
