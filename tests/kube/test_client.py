@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from deadlines import scaled
 from prometheus_client import CollectorRegistry
 
 from promop.kube import errors
@@ -285,7 +286,7 @@ def test_watch_events_bookmarks_and_close(kube):
     reader.start()
     time.sleep(0.1)  # let the reader block in recv(); the assertion below is the real check
     stream.close()
-    assert done.wait(5), "close() did not unblock the reader"
+    assert done.wait(scaled(5)), "close() did not unblock the reader"
     reader.join(5)
 
 

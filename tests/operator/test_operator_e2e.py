@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 from operator_testlib import (NS, OPERATOR_AGENT, config, eventually, job, jobs, modify, names, operator_writes,
-                              prometheus, rule, service_monitor)
+                              prometheus, rule, scaled, service_monitor)
 
 from promop.kube.errors import NotFound
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
@@ -306,7 +306,7 @@ def test_statefulset_status_change_refreshes_only_the_prometheus_status(cluster,
 
     syncs = ctl.metrics.reconcile_operations.labels("prometheus")._value.get()
     # the pods go down: the StatefulSet controller reports it in status only
-    assert cluster.background.wait_idle()  # the simulated controller's own status write is done
+    assert cluster.background.wait_idle(scaled(10))  # the simulated controller's own status write is done
     cluster.reset_requests()
     sts = kube.get(STATEFULSETS, "prometheus-p", NS)
     sts["status"].update(readyReplicas=0, availableReplicas=0)
