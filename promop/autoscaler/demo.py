@@ -246,8 +246,11 @@ def show_metrics_api(client, kubeconfig: str, pods: list[str]) -> None:
     kubectl = shutil.which("kubectl")
     top = None
     if kubectl:
-        proc = subprocess.run([kubectl, f"--kubeconfig={kubeconfig}", "top", "pod", "-n", "default"],
-                              capture_output=True, text=True, timeout=60)
+        # a discovery cache of its own: kubectl's shared one is keyed by host:port, and an earlier
+        # sandbox on this port (without the metrics APIs) would make `top` say they are missing
+        with tempfile.TemporaryDirectory(prefix="promop-demo-kubectl-") as cache:
+            proc = subprocess.run([kubectl, f"--kubeconfig={kubeconfig}", "--cache-dir", cache,
+                                   "top", "pod", "-n", "default"], capture_output=True, text=True, timeout=60)
         if proc.returncode == 0:
             top = proc.stdout.strip().splitlines()
         else:

@@ -4,6 +4,7 @@ request log."""
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -69,6 +70,7 @@ class Sandbox:
         self._requests_lock = threading.Lock()
         self._server: SandboxHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._reserved: socket.socket | None = None  # the port, held while stopped (stop(keep_port=True))
         for name in INITIAL_NAMESPACES:
             self.api.create(self.registry.lookup("", "v1", "namespaces"), "",
                             {"metadata": {"name": name}})
@@ -80,6 +82,7 @@ class Sandbox:
     def start(self) -> "Sandbox":
         if self._server is not None:
             return self
+        self._release_port()
         try:
             server = SandboxHTTPServer((self.host, self.port), self)
         except OSError as exc:
@@ -93,18 +96,22 @@ class Sandbox:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, keep_port: bool = False) -> None:
         """Close the listener and every open connection and watch; state is kept.
 
         Watches end cleanly. Other requests still in flight (e.g. delayed by injected latency)
         lose their connection but may still be applied, as when an apiserver dies between
-        committing a write and answering it."""
+        committing a write and answering it. `keep_port`: the port stays bound (connections
+        are refused) until start(), so that no other process takes it meanwhile: tests run in
+        parallel, and a client of this sandbox must not reach another server on its port."""
         server, self._server = self._server, None
         if server is None:
             return
         server.stopping = True
         server.shutdown()
         server.server_close()
+        if keep_port:
+            self._reserve_port()
         for watcher in self.store.all_watchers():
             watcher.close()
         # let watches (also those whose handler has not registered yet) end their streams
@@ -119,14 +126,30 @@ class Sandbox:
 
     def restart(self) -> "Sandbox":
         """Stop, then serve the same state on the same port again."""
-        self.stop()
+        self.stop(keep_port=True)
         return self.start()
+
+    def _reserve_port(self) -> None:
+        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the closed connections' TIME_WAIT
+        try:
+            sock.bind((self.host, self.port))  # bound, never listening: connections are refused
+        except OSError:  # taken in the instant since the listener closed: nothing left to hold
+            sock.close()
+            return
+        self._reserved = sock
+
+    def _release_port(self) -> None:
+        reserved, self._reserved = self._reserved, None
+        if reserved is not None:
+            reserved.close()
 
     def __enter__(self) -> "Sandbox":
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+        self._release_port()
 
     @property
     def url(self) -> str:

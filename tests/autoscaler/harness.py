@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
+from deadlines import scaled
+
 from promop.autoscaler.app import Autoscaler, Options
 from promop.autoscaler.crd import MEMHPAS, crd
 from promop.kube.client import KubeClient
@@ -19,6 +21,8 @@ DEPLOYMENTS = Resource("apps", "v1", "deployments", kind="Deployment")
 
 
 def wait_for(check, timeout: float = 20.0, what: str = "condition", interval: float = 0.05):
+    """Poll `check` until truthy; `timeout` times PROMOP_TEST_TIMEOUT_SCALE (deadlines.py)."""
+    timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
     while True:
         value = check()

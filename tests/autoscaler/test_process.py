@@ -2,37 +2,38 @@
 
 from __future__ import annotations
 
+import json
 import signal
-import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 import requests
 
+from deadlines import scaled
 from promop.autoscaler.crd import MEMHPAS
 from tests.autoscaler.harness import DEPLOYMENTS, MI, deployment, memhpa, wait_for
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_process_serves_health_and_metrics_and_stops_cleanly(env):
     env.client.create(DEPLOYMENTS, deployment("web", 1), "default")
     env.usage_per_pod = 90 * MI
     env.client.create(MEMHPAS, memhpa("web", "web"), "default")
-    port = free_port()
+    # port 0 and the address it logs: a port picked free beforehand may be taken by then (xdist)
     proc = subprocess.Popen([sys.executable, "-m", "promop", "autoscaler", "--kubeconfig", env.kubeconfig,
                              "--prometheus-url", env.prometheus.url, "--sync-period", "0.5",
-                             "--web.listen-address", f"127.0.0.1:{port}", "--log-format", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--web.listen-address", "127.0.0.1:0", "--log-format", "json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()
     try:
-        base = f"http://127.0.0.1:{port}"
+        serving = wait_for(lambda: next((json.loads(line) for line in list(lines) if '"serving /metrics' in line), None),
+                           what="the logged web address")
+        base = f"http://{serving['address']}"
 
         def get(path):
             try:
@@ -41,14 +42,15 @@ def test_process_serves_health_and_metrics_and_stops_cleanly(env):
                 return None
 
         wait_for(lambda: (r := get("/readyz")) is not None and r.status_code == 200, what="/readyz 200")
-        assert get("/healthz").status_code == 200
+        wait_for(lambda: (r := get("/healthz")) is not None and r.status_code == 200, what="/healthz 200")
         wait_for(lambda: env.replicas("web") == 2, what="the process scales")
         metrics = wait_for(lambda: (r := get("/metrics")) and 'promop_autoscaler_rescales_total{direction="up"} 1.0'
                            in r.text and r.text, what="the rescale counted")
         assert "promop_autoscaler_syncs_total" in metrics
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
-        _, err = proc.communicate(timeout=5)
+        assert proc.wait(scaled(30)) == 0
+        reader.join(scaled(5))
+        err = "".join(lines)
         assert '"msg": "rescaled"' in err or '"msg":"rescaled"' in err
     finally:
         if proc.poll() is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from deadlines import scaled
 
 from promop.kube.client import KubeClient
 from promop.kube.resources import Resource
@@ -26,7 +27,7 @@ def workload(kind: str, name: str, replicas: int) -> dict:
 
 
 def wait_for(check, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)  # times PROMOP_TEST_TIMEOUT_SCALE (tests/deadlines.py)
     while True:
         value = check()
         if value:

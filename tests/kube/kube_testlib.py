@@ -6,14 +6,17 @@ import time
 import uuid
 from typing import Callable
 
+from deadlines import scaled
+
 
 def wait_until(predicate: Callable[[], object], what: str = "condition", timeout: float = 10.0,
                interval: float = 0.005) -> None:
     """Poll `predicate` until it is true; fail with `what` after `timeout` seconds.
 
-    The deadlines are generous (a loaded 2-core CI machine); a passing test
-    returns as soon as the condition holds.
+    `timeout` is a quiet machine's deadline, times PROMOP_TEST_TIMEOUT_SCALE (deadlines.py);
+    a passing test returns as soon as the condition holds.
     """
+    timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from deadlines import scaled
 from prometheus_client import CollectorRegistry
 
 from promop.kube import errors
@@ -146,7 +147,7 @@ def test_errors_are_mapped(kube, sandbox):
 
 
 def test_unreachable(kube, sandbox):
-    sandbox.stop()
+    sandbox.stop(keep_port=True)  # no parallel test's server can answer on it
     with pytest.raises(errors.ApiUnreachable) as exc:
         kube.get(CONFIGMAPS, "x", "default")
     assert exc.value.status == 0 and "127.0.0.1" in str(exc.value)
@@ -285,7 +286,7 @@ def test_watch_events_bookmarks_and_close(kube):
     reader.start()
     time.sleep(0.1)  # let the reader block in recv(); the assertion below is the real check
     stream.close()
-    assert done.wait(5), "close() did not unblock the reader"
+    assert done.wait(scaled(5)), "close() did not unblock the reader"
     reader.join(5)
 
 
@@ -382,7 +383,7 @@ def test_metrics(kube, registry):
 
 def test_unreachable_is_counted_as_error(registry, api_client, sandbox):
     kube = KubeClient(api_client, qps=0, burst=0, registry=registry)
-    sandbox.stop()
+    sandbox.stop(keep_port=True)  # no parallel test's server can answer on it
     with pytest.raises(errors.ApiUnreachable):
         kube.list(CONFIGMAPS)
     assert sample(registry, "prometheus_operator_kubernetes_client_http_requests_total", status_code="<error>") == 1

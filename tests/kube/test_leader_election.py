@@ -24,6 +24,7 @@ from promop.kube.leader_election import (
 )
 from promop.kube.queue import FakeClock
 from promop.kube.resources import LEASES
+from deadlines import scaled
 from kube.kube_testlib import wait_until
 
 NS = "default"
@@ -109,7 +110,7 @@ class Contender:
 
     def stop(self) -> None:
         self.elector.stop()
-        assert self.returned.wait(10), f"{self.name}: run() did not return after stop()"
+        assert self.returned.wait(scaled(10)), f"{self.name}: run() did not return after stop()"
 
     def status(self) -> Optional[float]:
         return self.registry.get_sample_value(STATUS, {"name": self.config.lease_name})
@@ -171,7 +172,7 @@ def test_single_elector_leads_renews_and_releases(sandbox, kube, lease_name):
     a = Contender(sandbox, lease_name, "a", timeline)
     assert a.status() == 0
     a.start()
-    assert a.led.wait(10)
+    assert a.led.wait(scaled(10))
     assert a.elector.is_leader() and a.status() == 1
     first = kube.get(LEASES, lease_name, NS)["spec"]
     assert first["holderIdentity"] == "a"
@@ -227,7 +228,7 @@ def test_record_timestamps_are_never_trusted(sandbox, kube, lease_name):
     started = time.monotonic()
     a = Contender(sandbox, lease_name, "a", Timeline()).start()
     try:
-        assert a.led.wait(10)
+        assert a.led.wait(scaled(10))
         assert time.monotonic() - started >= 2.0, "took over before a full lease duration"
         spec = kube.get(LEASES, lease_name, NS)["spec"]
         assert spec["holderIdentity"] == "a"
@@ -255,7 +256,7 @@ def test_exactly_one_of_two_leads_and_hand_over_after_release(sandbox, kube, lea
 
         released_at = time.monotonic()
         first.stop()
-        assert second.led.wait(10)
+        assert second.led.wait(scaled(10))
         # released: no need to wait out the 2 s lease; 1 s (the released lease's
         # duration) plus the standby's retry jitter at most
         assert time.monotonic() - released_at < 2.0
@@ -270,13 +271,13 @@ def test_exactly_one_of_two_leads_and_hand_over_after_release(sandbox, kube, lea
 def test_hand_over_after_expiry_when_the_leader_is_cut_off(sandbox, kube, lease_name):
     timeline = Timeline()
     a = Contender(sandbox, lease_name, "a", timeline).start()
-    assert a.led.wait(10)
+    assert a.led.wait(scaled(10))
     b = Contender(sandbox, lease_name, "b", timeline).start()
     try:
         wait_until(lambda: len(timeline.intervals) == 1 and a.elector.is_leader(), "a leading")
         cut_at = time.monotonic()
         a.client.cut.set()  # a can no longer reach the API and cannot release
-        assert b.led.wait(10), "b must take over once a's lease expires"
+        assert b.led.wait(scaled(10)), "b must take over once a's lease expires"
         assert time.monotonic() - cut_at >= TIMINGS["lease_duration"] - TIMINGS["retry_period"]
         timeline.assert_no_overlap()  # a stopped its work before b started
         assert a.returned.is_set(), "a must give up leadership when it cannot renew"
@@ -313,7 +314,7 @@ def test_no_split_brain_under_injected_api_failures(sandbox, lease_name):
         ]
         for n, code, verb in bursts:
             sandbox.faults.fail_next(n, code, verb=verb, resource="leases")
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + scaled(15)
             while pending(sandbox):
                 timeline.assert_no_overlap()
                 assert len(leaders(contenders)) <= 1
@@ -340,10 +341,10 @@ def pending(sandbox) -> bool:
 def test_losing_leadership_stops_the_work_and_run_returns(sandbox, lease_name):
     timeline = Timeline()
     a = Contender(sandbox, lease_name, "a", timeline).start()
-    assert a.led.wait(10)
+    assert a.led.wait(scaled(10))
     sandbox.faults.fail_next(1000, 500, resource="leases")
     try:
-        assert a.returned.wait(10)
+        assert a.returned.wait(scaled(10))
         wait_until(lambda: timeline.intervals[0][2] is not None, "the work to see the stop")
         assert a.stopped_calls == 1
     finally:
@@ -359,10 +360,10 @@ def test_check_fails_when_leading_but_not_renewed(sandbox, lease_name):
     a = Contender(sandbox, lease_name, "a", Timeline(), clock=clock,
                   lease_duration=15.0, renew_deadline=10.0, retry_period=2.0)
     a.start()
-    assert a.led.wait(10)
+    assert a.led.wait(scaled(10))
     assert a.elector.check()
     a.client.hang.set()  # the next renewal hangs inside the request
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while not a.client.hanging.wait(0.02):  # until the renew loop wakes and calls the API
         assert time.monotonic() < deadline, "no renewal attempt"
         if clock.now() < acquired_at + 8.0:  # past 10 s the renewal would give up unsent
@@ -383,7 +384,7 @@ def test_a_foreign_holder_written_while_we_lead_is_not_overwritten(sandbox, kube
     timeline = Timeline()
     a = Contender(sandbox, lease_name, "a", timeline).start()
     try:
-        assert a.led.wait(10)
+        assert a.led.wait(scaled(10))
         def intrude() -> bool:
             lease = kube.get(LEASES, lease_name, NS)
             lease["spec"] = {**lease["spec"], "holderIdentity": "intruder", "leaseDurationSeconds": 60}
@@ -394,7 +395,7 @@ def test_a_foreign_holder_written_while_we_lead_is_not_overwritten(sandbox, kube
                 return False
 
         wait_until(intrude, "the intruder's write")
-        assert a.returned.wait(10), "a must lose leadership to the foreign holder"
+        assert a.returned.wait(scaled(10)), "a must lose leadership to the foreign holder"
         wait_until(lambda: timeline.intervals[0][2] is not None, "a's work to see the stop")
         assert not a.elector.is_leader() and a.status() == 0
         assert kube.get(LEASES, lease_name, NS)["spec"]["holderIdentity"] == "intruder", \
@@ -409,12 +410,12 @@ def test_a_hung_renewal_times_out_and_leadership_is_lost_within_the_renew_deadli
     timeline = Timeline()
     a = Contender(sandbox, lease_name, "a", timeline).start()
     try:
-        assert a.led.wait(10)
+        assert a.led.wait(scaled(10))
         renewed = kube.get(LEASES, lease_name, NS)["spec"]["renewTime"]
         wait_until(lambda: kube.get(LEASES, lease_name, NS)["spec"]["renewTime"] != renewed, "a renewal")
         hung_at = time.monotonic()
         sandbox.faults.add_latency(4.0, verb="update", resource="leases")
-        assert a.returned.wait(10), "a must give up when its renewals hang"
+        assert a.returned.wait(scaled(10)), "a must give up when its renewals hang"
         wait_until(lambda: timeline.intervals[0][2] is not None, "a's work to see the stop")
         # The last successful renewal began before hung_at: the work stops within the
         # renew deadline of it (plus scheduling slack), long before a 4 s answer.

@@ -15,6 +15,7 @@ from promop.kube.informer_metrics import informer_metrics
 from promop.kube.reflector import Reflector
 from promop.operator.logs import LogfmtFormatter
 from promop.kube.resources import CONFIGMAPS
+from deadlines import scaled
 from kube.kube_testlib import own_requests, tag, wait_until
 
 
@@ -122,7 +123,7 @@ def test_stop_interrupts_a_backoff_wait(kube, sandbox, reflectors):
     r, _ = start(kube, reflectors, backoff=Backoff(30, 30))
     wait_until(lambda: queries(sandbox, kube, "list"), what="the first LIST")
     r.stop()
-    assert r.join(2)
+    assert r.join(scaled(2))  # not the 30 s backoff
 
 
 def test_a_failing_transform_keeps_the_object_and_logs_fields(kube, reflectors, caplog):

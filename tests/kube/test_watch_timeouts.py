@@ -20,6 +20,7 @@ from promop.kube.informer import Informer
 from promop.kube.reflector import watch_timeouts
 from promop.kube.resources import CONFIGMAPS
 from promop.sandbox import Sandbox
+from deadlines import scaled
 from kube.kube_testlib import own_requests, tag, wait_until
 from kube.test_informer import Recorder, assert_converges, cm, metric
 
@@ -63,7 +64,7 @@ def start(kube, registry, informers, **kw) -> tuple[Informer, Recorder]:
     inf.add_handler(**rec.handlers())
     informers.append(inf)
     inf.start()
-    assert inf.wait_for_sync(10)
+    assert inf.wait_for_sync(scaled(10))
     return inf, rec
 
 
@@ -87,8 +88,11 @@ def test_an_idle_resource_is_rewatched_only_when_the_server_ends_the_watch(kube,
     """Quiet for several times the guard: every watch lasts until the server's timeout, each
     re-watch resumes from the list's RV at once, and nothing counts as a failure."""
     started = time.monotonic()
-    inf, _ = start(kube, registry, informers, watch_timeout_range=(2, 2), idle_grace=1.0)
-    guard = 2 + 1.0
+    # the grace is the margin for the server's end of a watch to arrive after its 2 s: stretched
+    # on a loaded machine, where a late end would count as a failure
+    grace = scaled(1.0)
+    inf, _ = start(kube, registry, informers, watch_timeout_range=(2, 2), idle_grace=grace)
+    guard = 2 + grace
     list_rv = inf.reflectors[0].last_rv
     wait_until(lambda: len(watches(sandbox, kube)) >= 4, what="three server-ended watches", timeout=30)
     assert time.monotonic() - started > guard  # quiet for longer than the guard

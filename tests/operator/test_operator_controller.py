@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from operator_testlib import eventually, modify, operator_writes
+from operator_testlib import eventually, modify, operator_writes, scaled
 from operator_fakes import decode, fake_references, fake_render
 
 from promop.kube.errors import NotFound
@@ -118,7 +118,7 @@ def test_status_refresh_is_a_full_sync_when_the_prometheus_changed_since(kube, c
 
     assert syncer.sync_status(key).skipped == ""  # never synced: a full sync
     assert syncs._value.get() == 1
-    assert cluster.background.wait_idle()  # the simulated StatefulSet controller wrote status
+    assert cluster.background.wait_idle(scaled(10))  # the simulated StatefulSet controller wrote status
     stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
     proms[key] = kube.get(PROMETHEUSES, "p", NS)
     assert syncer.sync(key).skipped == ""
@@ -148,7 +148,7 @@ def test_a_sync_ends_when_config_is_written_and_feedback_waits_in_its_own_queue(
     syncer = Syncer(kube, stores, RenderOptions(), OperatorMetrics(CollectorRegistry()), fake_render, fake_references)
     syncer.sync(key)
     assert jobs(kube) == ["serviceMonitor/mon/a/0", "serviceMonitor/mon/b/0"]
-    assert cluster.background.wait_idle()  # the simulated StatefulSet controller wrote status
+    assert cluster.background.wait_idle(scaled(10))  # the simulated StatefulSet controller wrote status
     stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
     assert "status" not in kube.get(PROMETHEUSES, "p", NS)
     assert "status" not in kube.get(SERVICEMONITORS, "a", NS)
@@ -186,7 +186,7 @@ def test_a_status_change_is_not_lost_while_the_cache_lags_behind_our_last_status
 
     syncer.sync(key)
     feedback.run_pending()
-    assert cluster.background.wait_idle()  # the simulated StatefulSet controller wrote status
+    assert cluster.background.wait_idle(scaled(10))  # the simulated StatefulSet controller wrote status
     stss[f"{NS}/prometheus-p"] = kube.get(STATEFULSETS, "prometheus-p", NS)
     proms[key] = kube.get(PROMETHEUSES, "p", NS)
     syncer.sync(key)  # now with its StatefulSet: Available

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from operator_testlib import (FAST_LEASE, NS, OPERATOR_AGENT, eventually, jobs, operator_writes, prometheus,
-                              service_monitor)
+                              scaled, service_monitor)
 
 from promop.kube.resources import LEASES, NAMESPACES, PROMETHEUSES, SERVICEMONITORS
 
@@ -104,6 +104,6 @@ def test_lost_leadership_exits_non_zero(cluster, kube, start_operator):
     # the apiserver refuses every lease renewal for longer than the renew deadline
     cluster.faults.fail_next(1000, 500, verb="update", resource="leases")
     cluster.faults.fail_next(1000, 500, verb="get", resource="leases")
-    r.thread.join(30)
+    r.thread.join(scaled(30))
     assert not r.thread.is_alive()
     assert r.result.get("code") == 1

@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from operator_testlib import FAST_LEASE, NS, ROOT, eventually, jobs, prometheus, service_monitor
+from operator_testlib import FAST_LEASE, NS, ROOT, eventually, jobs, prometheus, scaled, service_monitor
 
 from promop.kube.client import KubeClient
 from promop.operator.install import install_crds
@@ -44,7 +44,7 @@ class Proc:
     def stop(self) -> None:
         if self.p.poll() is None:
             self.p.kill()
-            self.p.wait(10)
+            self.p.wait(scaled(10))
 
 
 def http_get(url: str) -> tuple[int, str]:
@@ -85,7 +85,7 @@ def test_run_serves_endpoints_and_exits_0_on_sigterm(cluster, tmp_path, proc_fac
     eventually(lambda: 'prometheus_operator_ready{controller="prometheus"} 1.0' in http_get(url + "/metrics")[1],
                10, "ready=1 once the workers run")
     proc.p.send_signal(signal.SIGTERM)
-    assert proc.p.wait(30) == 0
+    assert proc.p.wait(scaled(30)) == 0
     assert proc.grep('"msg": "stopped"')
     import json
     for line in proc.lines:
@@ -96,30 +96,37 @@ def test_run_serves_endpoints_and_exits_0_on_sigterm(cluster, tmp_path, proc_fac
 
 
 def test_unreachable_apiserver_is_retried_and_logged(tmp_path, proc_factory):
-    sb = Sandbox(port=0).start()
-    port = sb.port
-    kubeconfig = sb.write_kubeconfig(tmp_path / "kubeconfig")
-    sb.stop()
-    proc = proc_factory("--kubeconfig", kubeconfig, "--web.listen-address", "127.0.0.1:0")
-    url = proc.url()
-    eventually(lambda: len(proc.grep("apiserver unreachable; retrying")) >= 2, 20, "two logged retries")
-    assert http_get(url + "/healthz")[0] == 200
-    assert http_get(url + "/readyz")[0] == 503
-    assert proc.p.poll() is None
+    import socket
+
+    # a port bound but not listening refuses connections, and no parallel process can take it
+    # before the sandbox comes up on it
+    reserved = socket.socket()
+    reserved.bind(("127.0.0.1", 0))
+    port = reserved.getsockname()[1]
+    try:
+        kubeconfig = Sandbox(port=port).write_kubeconfig(tmp_path / "kubeconfig")
+        proc = proc_factory("--kubeconfig", kubeconfig, "--web.listen-address", "127.0.0.1:0")
+        url = proc.url()
+        eventually(lambda: len(proc.grep("apiserver unreachable; retrying")) >= 2, 20, "two logged retries")
+        assert http_get(url + "/healthz")[0] == 200
+        assert http_get(url + "/readyz")[0] == 503
+        assert proc.p.poll() is None
+    finally:
+        reserved.close()
     sb2 = Sandbox(port=port).start()
     try:
         install_crds(KubeClient(sb2.api_client()), ROOT / "crds")
         eventually(lambda: http_get(url + "/readyz")[0] == 200, 60, "ready after the apiserver came up")
         assert proc.grep("apiserver reachable")
         proc.p.send_signal(signal.SIGTERM)
-        assert proc.p.wait(30) == 0
+        assert proc.p.wait(scaled(30)) == 0
     finally:
         sb2.stop()
 
 
 def test_bad_flags_exit_2_with_a_message(proc_factory):
     proc = proc_factory("--namespaces", "a", "--deny-namespaces", "b")
-    assert proc.p.wait(30) == 2
+    assert proc.p.wait(scaled(30)) == 2
     eventually(lambda: proc.grep("mutually exclusive"), 5, "the error message")
 
 
@@ -137,7 +144,7 @@ def test_killed_leader_is_replaced_by_the_standby(cluster, kube, tmp_path, proc_
                              leader_kwargs=FAST_LEASE)
     assert not standby.operator.leading.is_set()
     leader.p.send_signal(signal.SIGKILL)  # no release: the standby must wait for the lease to expire
-    leader.p.wait(10)
+    leader.p.wait(scaled(10))
     eventually(standby.operator.leading.is_set, 20, "the standby to take over")
     kube.create(NAMESPACES, {"metadata": {"name": NS}})
     kube.create(PROMETHEUSES, prometheus())
@@ -156,7 +163,7 @@ def test_missing_crds_keep_it_unready_until_installed(tmp_path, proc_factory):
         install_crds(KubeClient(sb.api_client()), ROOT / "crds")
         eventually(lambda: http_get(url + "/readyz")[0] == 200, 60, "ready once the CRDs exist")
         proc.p.send_signal(signal.SIGTERM)
-        assert proc.p.wait(30) == 0
+        assert proc.p.wait(scaled(30)) == 0
 
 
 def test_context_flag_selects_the_cluster(cluster, tmp_path, proc_factory):
@@ -183,7 +190,7 @@ def test_context_flag_selects_the_cluster(cluster, tmp_path, proc_factory):
     eventually(lambda: http_get(url + "/readyz")[0] == 200, 30, "ready against the --context cluster")
     assert not proc.grep("apiserver unreachable")
     proc.p.send_signal(signal.SIGTERM)
-    assert proc.p.wait(30) == 0
+    assert proc.p.wait(scaled(30)) == 0
 
 
 def test_sigterm_stops_within_10_s_whatever_the_feedback_backlog(cluster, kube, tmp_path, proc_factory):
@@ -207,7 +214,7 @@ def test_sigterm_stops_within_10_s_whatever_the_feedback_backlog(cluster, kube, 
     assert bound < 300, "the backlog was already written: the test proves nothing"
     started = time.monotonic()
     proc.p.send_signal(signal.SIGTERM)
-    assert proc.p.wait(30) == 0
+    assert proc.p.wait(scaled(30)) == 0
     took = time.monotonic() - started
     assert took < 10, f"SIGTERM took {took:.1f} s"
     left = sum(1 for o in kube.list(SERVICEMONITORS, NS)["items"] if not (o.get("status") or {}).get("bindings"))

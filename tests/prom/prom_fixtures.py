@@ -34,6 +34,8 @@ import pytest
 import requests
 import yaml
 
+from deadlines import scaled
+
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
 
@@ -54,7 +56,9 @@ def free_port() -> int:
 
 
 def wait_for(check: Callable[[], object], timeout: float, what: str, interval: float = 0.05) -> object:
-    """Poll `check` until it returns something truthy; fail naming `what` at the deadline."""
+    """Poll `check` until it returns something truthy; fail naming `what` at the deadline
+    (`timeout` times PROMOP_TEST_TIMEOUT_SCALE, deadlines.py)."""
+    timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -251,12 +255,22 @@ class PrometheusServer:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "PrometheusServer":
-        args = [self.binary, f"--config.file={self.config_path}", f"--storage.tsdb.path={self.data_dir}",
-                f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-lifecycle", *self.extra_args]
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log)
-        wait_for(self._ready, 60, f"prometheus on {self.url} to be ready (log: {self.log})")
-        return self
+        for attempt in range(5):
+            args = [self.binary, f"--config.file={self.config_path}", f"--storage.tsdb.path={self.data_dir}",
+                    f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-lifecycle", *self.extra_args]
+            with open(self.log, "wb") as log:
+                self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log)
+            try:
+                wait_for(self._ready, 60, f"prometheus on {self.url} to be ready (log: {self.log})")
+                return self
+            except AssertionError:
+                # free_port() closes its socket before Prometheus binds: under xdist another
+                # process may take the port in between. Only that is retried, on a new port.
+                if attempt == 4 or self.proc.poll() is None or "address already in use" not in self.log.read_text():
+                    raise
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+        raise AssertionError("unreachable")
 
     def _ready(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:
@@ -276,9 +290,10 @@ class PrometheusServer:
         return body["data"]["result"]
 
     def wait_scrapes(self, n: int, job: str = "test", timeout: float = 30) -> None:
-        """Wait until Prometheus has stored at least `n` scrapes of `job`."""
+        """Wait until Prometheus has stored at least `n` successful scrapes of `job` (up is 1 or
+        0: a scrape that timed out on a loaded machine stored no sample of the target)."""
         def enough() -> bool:
-            result = self.query(f'count_over_time(up{{job="{job}"}}[1h])')
+            result = self.query(f'sum_over_time(up{{job="{job}"}}[1h])')
             return bool(result) and float(result[0]["value"][1]) >= n
         wait_for(enough, timeout, f"{n} scrapes of job {job} by {self.url}")
 

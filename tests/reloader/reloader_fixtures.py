@@ -19,6 +19,7 @@ from typing import Callable, Iterator, TypeVar
 import pytest
 import requests
 
+from deadlines import scaled
 from reloader_testlib import CountingServer, free_port, metric_values, parse_json_lines, wait_for
 
 PROMETHEUS = shutil.which("prometheus")
@@ -38,6 +39,7 @@ class Prometheus:
 
     def __init__(self, config: Path, workdir: Path, port: int | None = None, executable: str | None = None):
         self.config = config
+        self._chosen_port = port is not None
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.workdir = workdir
@@ -47,16 +49,27 @@ class Prometheus:
 
     def start(self) -> "Prometheus":
         storage = self.workdir / f"tsdb-{self.port}"
-        args = [
-            self.executable,
-            "--web.enable-lifecycle",
-            f"--config.file={self.config}",
-            f"--storage.tsdb.path={storage}",
-            f"--web.listen-address=127.0.0.1:{self.port}",
-        ]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(self.log, "wb"))
-        wait_for(self._ready, timeout=30, what=f"prometheus on port {self.port} to be ready (log: {self.log})")
-        return self
+        for attempt in range(5):
+            args = [
+                self.executable,
+                "--web.enable-lifecycle",
+                f"--config.file={self.config}",
+                f"--storage.tsdb.path={storage}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ]
+            with open(self.log, "wb") as log:
+                self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log)
+            wait_for(lambda: self.proc.poll() is not None or self._ready(), timeout=30,
+                     what=f"prometheus on port {self.port} to be ready (log: {self.log})")
+            if self.proc.poll() is None:
+                return self
+            # free_port() closes its socket before Prometheus binds: under xdist another process
+            # may take the port in between. Only that is retried, on a new port the test did not choose.
+            if attempt == 4 or self._chosen_port or "address already in use" not in self.log.read_text():
+                break
+            self.port = free_port()
+            self.base = f"http://127.0.0.1:{self.port}"
+        raise AssertionError(f"prometheus exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}")
 
     def _ready(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:
@@ -156,7 +169,8 @@ class ReloaderProcess:
                  what=f"{n} successful reloads; log tail:\n" + "\n".join(self.lines[-10:]))
 
     def wait_exit(self, timeout: float = 10.0) -> int:
-        rc = self.proc.wait(timeout=timeout)
+        """The exit code, waiting at most `timeout` times PROMOP_TEST_TIMEOUT_SCALE."""
+        rc = self.proc.wait(timeout=scaled(timeout))
         self._reader.join(2)
         return rc
 

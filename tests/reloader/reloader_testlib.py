@@ -11,11 +11,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from deadlines import scaled
+
 T = TypeVar("T")
 
 
 def wait_for(check: Callable[[], T], timeout: float = 10.0, what: str = "condition", interval: float = 0.02) -> T:
-    """Poll `check` until it returns something truthy; fail with `what` at the deadline."""
+    """Poll `check` until it returns something truthy; fail with `what` at the deadline
+    (`timeout` times PROMOP_TEST_TIMEOUT_SCALE, deadlines.py)."""
+    timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
     last_exc: Exception | None = None
     while True:

@@ -3,6 +3,7 @@ with kubelet's mounted copies as the fallback, against a real Prometheus."""
 from __future__ import annotations
 
 import base64
+import time
 from pathlib import Path
 
 import pytest
@@ -139,14 +140,16 @@ def test_api_down_falls_back_to_mounted_files_and_catches_up(
     cluster.put_secret(_config("11s"))
     cluster.put_configmap({"a.yaml": _rules("first")})
     mounted.publish_bytes({"prometheus.yaml.gz": gz(_config("11s"))})
-    rules_mount.publish({"a.yaml": _rules("first")})
+    # kubelet's copy lags the API: had it the API's content, a first pass that ran before the watch
+    # connected would apply the mounted copy, and the API's identical version would log nothing
+    rules_mount.publish({"a.yaml": _rules("older")})
     out.write_text(_config("11s"))
     prom = prometheus_factory(out)
     side = reloader_factory(_args(sandbox_kubeconfig, mounted, out, rules_mount, rules_dir, prom.port, fast_flags))
     side.wait_log("rule files source", source="api")
 
     # The API goes away; kubelet's copy shows a change made meanwhile: it is applied.
-    sandbox.stop()
+    sandbox.stop(keep_port=True)  # it comes back on the same port, whatever runs in parallel
     mounted.publish_bytes({"prometheus.yaml.gz": gz(_config("13s"))})
     wait_for(lambda: "scrape_interval: 13s" in prom.status_config(), timeout=15,
              what="the mounted config applied while the API is down")
@@ -230,7 +233,19 @@ def test_watch_survives_dropped_watches_410_and_error_bursts(tmp_path, sandbox, 
             sandbox.faults.stall_watches(False)
             wait_for(lambda: sandbox.count_requests(verb="watch", resource="secrets") > watches,
                      what=f"a new watch after {fault}")
-            wait_for(lambda: sandbox.faults.pending() == 0, timeout=20, what="the reloader to meet every fault")
+            last_close = [time.monotonic()]
+
+            def every_fault_met() -> bool:
+                if sandbox.faults.pending() == 0:
+                    return True
+                # a watch request that passed the fault check just before the failures were injected
+                # registers after close_watches() and streams on: close again until the reloader
+                # has made the requests that meet the failures
+                if time.monotonic() - last_close[0] > 0.5:
+                    sandbox.faults.close_watches()
+                    last_close[0] = time.monotonic()
+                return False
+            wait_for(every_fault_met, timeout=20, what="the reloader to meet every fault")
             cluster.put_secret(_config(f"{n}s"))
             wait_for(lambda: f"scrape_interval: {n}s" in out.read_text(), timeout=20,
                      what=f"the edit after {fault}; log: " + "\n".join(side.lines[-5:]))

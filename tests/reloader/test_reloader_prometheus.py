@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from reloader_testlib import KubeletDir, free_port, gz, wait_for
+from reloader_testlib import KubeletDir, gz, wait_for
 from reloader_fixtures import prometheus_binary, prometheus_factory, reloader_factory, fast_flags  # noqa: F401 (pytest fixtures)
 
 pytestmark = pytest.mark.prometheus
@@ -89,11 +90,18 @@ def test_kubelet_rule_dir_swap_reaches_prometheus(tmp_path, prometheus_factory, 
 def test_prometheus_down_at_start_then_up(tmp_path, prometheus_factory, reloader_factory, fast_flags):
     config, out, rules = _layout(tmp_path)
     _publish_config(config, _config(pod_label="$(POD_NAME)", interval="19s"))
-    port = free_port()
-    side = reloader_factory(_sidecar_args(config, out, rules, port, fast_flags), env={"POD_NAME": "p-0"})
-    side.wait_metric("reloader_reloads_failed_total", lambda v: v >= 2)
-    assert "is Prometheus up?" in side.wait_log("reload failed; will retry")["err"]
-    assert side.metric("reloader_last_reload_successful") == 0
+    # the port stays bound (not listening: connections are refused) until Prometheus takes it, so
+    # that no other process of a parallel run can take it in between
+    reserved = socket.socket()
+    reserved.bind(("127.0.0.1", 0))
+    port = reserved.getsockname()[1]
+    try:
+        side = reloader_factory(_sidecar_args(config, out, rules, port, fast_flags), env={"POD_NAME": "p-0"})
+        side.wait_metric("reloader_reloads_failed_total", lambda v: v >= 2)
+        assert "is Prometheus up?" in side.wait_log("reload failed; will retry")["err"]
+        assert side.metric("reloader_last_reload_successful") == 0
+    finally:
+        reserved.close()
     prom = prometheus_factory(out, port=port)
     side.wait_metric("reloader_last_reload_successful", lambda v: v == 1)
     assert "scrape_interval: 19s" in prom.status_config()

@@ -8,6 +8,7 @@ import time
 
 import pytest
 from kubernetes import client
+from deadlines import scaled
 
 from .helpers import KUBECTL, crd_body
 
@@ -39,7 +40,7 @@ def make_crd(ext):
     def make(**kwargs) -> dict:
         body = crd_body(**kwargs)
         ext.create_custom_resource_definition(body)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + scaled(5)
         while time.monotonic() < deadline:
             raw = ext.read_custom_resource_definition(body["metadata"]["name"],
                                                       _preload_content=False)

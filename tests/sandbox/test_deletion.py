@@ -10,6 +10,7 @@ import time
 import pytest
 from kubernetes.client import ApiException
 
+from deadlines import scaled
 from .helpers import configmap
 
 
@@ -26,6 +27,7 @@ def names(core, namespace="default") -> list[str]:
 
 
 def eventually(check, timeout: float = 10.0, what: str = "the condition"):
+    timeout = scaled(timeout)  # times PROMOP_TEST_TIMEOUT_SCALE (tests/deadlines.py)
     deadline = time.monotonic() + timeout
     while True:
         value = check()

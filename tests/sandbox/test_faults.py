@@ -9,6 +9,7 @@ import pytest
 import urllib3
 from kubernetes import client
 from kubernetes.client import ApiException
+from deadlines import scaled
 
 from .helpers import configmap
 from .test_watch import raw_stream, read_events
@@ -75,8 +76,8 @@ def test_failures_without_retry_after_have_no_header(sandbox, core):
 
 def test_latency(sandbox, core):
     # generous numbers: an unaffected request must stay under the injected delay even on a
-    # loaded 2-core CI machine
-    delay = 1.0
+    # loaded 2-core CI machine (1 s at a load of 15 was not always enough)
+    delay = scaled(1.0)
     sandbox.faults.add_latency(delay, verb="list", resource="configmaps")
     start = time.monotonic()
     core.list_namespaced_secret("default")
@@ -91,7 +92,7 @@ def test_latency(sandbox, core):
 
 
 def _wait_for_watchers(sandbox, count: int = 1) -> None:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while len(sandbox.store.all_watchers()) < count:
         assert time.monotonic() < deadline, "the watch never registered"
         time.sleep(0.01)
@@ -136,9 +137,49 @@ def test_restart_keeps_state_and_port(sandbox, core):
     assert got.metadata.resource_version == made.metadata.resource_version
 
 
+def test_a_stopped_sandbox_keeps_its_port_from_other_servers_until_it_restarts():
+    """stop(keep_port=True): the port stays bound, never listening, so a client of the stopped
+    sandbox gets a refused connection and the kernel hands the port to no other socket (bind(0)
+    skips it, a plain bind fails); start() takes it back; leaving the `with` block frees it."""
+    import socket
+
+    from promop.sandbox import Sandbox
+
+    def plain_bind(port: int) -> bool:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+            return True
+
+    def reuse_listen(port: int) -> bool:  # as servers do (past TIME_WAIT)
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+                s.listen()
+            except OSError:
+                return False
+            return True
+
+    with Sandbox(port=0) as sb:
+        port = sb.port
+        assert client.CoreV1Api(sb.api_client()).list_namespace().items
+        sb.stop(keep_port=True)
+        assert not plain_bind(port), "the stopped sandbox's port was free for anyone"
+        with pytest.raises(urllib3.exceptions.MaxRetryError) as excinfo:
+            client.CoreV1Api(sb.api_client()).list_namespace(_request_timeout=2)
+        assert isinstance(excinfo.value.reason, urllib3.exceptions.NewConnectionError)
+        sb.start()
+        assert sb.port == port and client.CoreV1Api(sb.api_client()).list_namespace().items
+        sb.stop(keep_port=True)
+    assert reuse_listen(port), "leaving the with block must free the port"
+
+
 def test_stop_refuses_connections_and_ends_watches(sandbox, core):
     response = raw_stream(core, timeout_seconds=30)
-    sandbox.stop()
+    sandbox.stop(keep_port=True)
     assert response.read() == b""
     with pytest.raises(urllib3.exceptions.MaxRetryError) as excinfo:
         client.CoreV1Api(sandbox.api_client()).list_namespace(_request_timeout=2)
@@ -191,7 +232,7 @@ def test_request_accounting(sandbox, core):
 def test_open_watches_are_counted_while_open(sandbox, core):
     sandbox.reset_requests()
     response = raw_stream(core, timeout_seconds=30)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while sandbox.count_requests(verb="watch", resource="configmaps") != 1:
         assert time.monotonic() < deadline, "the open watch was never recorded"
         time.sleep(0.01)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import requests
 from prometheus_client import CollectorRegistry
+from deadlines import scaled
 
 from promop.kube.client import KubeClient
 from promop.operator.app import Operator
@@ -34,7 +35,7 @@ PATHS = {
 
 
 def eventually(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)  # times PROMOP_TEST_TIMEOUT_SCALE (tests/deadlines.py)
     while True:
         value = check()
         if value:

@@ -6,6 +6,7 @@ import json
 import time
 
 import pytest
+from deadlines import scaled
 from kubernetes import client
 from kubernetes.client import ApiException
 
@@ -57,7 +58,7 @@ def test_changing_an_immutable_field_is_invalid(apps):
 
 
 def _eventually(check, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)  # times PROMOP_TEST_TIMEOUT_SCALE (tests/deadlines.py)
     while not check():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
