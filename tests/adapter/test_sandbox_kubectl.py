@@ -28,7 +28,10 @@ pytestmark = [pytest.mark.prometheus, pytest.mark.kubectl,
 
 
 def _kubectl(kubeconfig: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([KUBECTL, f"--kubeconfig={kubeconfig}", *args], capture_output=True, text=True, timeout=60)
+    # a cache of its own: kubectl keys discovery by host:port, which an earlier sandbox may have used
+    cache = os.path.join(os.path.dirname(kubeconfig), "kcache")
+    proc = subprocess.run([KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={cache}", *args],
+                          capture_output=True, text=True, timeout=60)
     if check and proc.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed: {proc.stderr}")
     return proc

@@ -105,11 +105,11 @@ def test_generated_files_are_up_to_date():
 
 
 @pytest.mark.kubectl
-def test_kubectl_client_side_apply(sandbox_kubeconfig):
+def test_kubectl_client_side_apply(sandbox_kubeconfig, tmp_path):
     kubectl = shutil.which("kubectl") or "/usr/bin/kubectl"
     if not os.path.exists(kubectl):
         pytest.skip("kubectl not installed")
-    base = [kubectl, "--kubeconfig", sandbox_kubeconfig]
+    base = [kubectl, "--kubeconfig", sandbox_kubeconfig, "--cache-dir", str(tmp_path / "kcache")]
     files = [arg for name in FILES.values() for arg in ("-f", str(CRDS / name))]
     proc = subprocess.run([*base, "apply", "--validate=false", *files], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -19,6 +19,7 @@ import requests
 import yaml
 from prom.prom_fixtures import Series, counter, gauge
 
+from deadlines import scaled
 from promop.kube.client import KubeClient
 from promop.kube.errors import NotFound
 from promop.kube.resources import Resource
@@ -41,7 +42,7 @@ START = NOW - 8 * 86400 - 2 * HOUR
 
 
 def eventually(check, timeout=60.0, what="condition"):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)  # times PROMOP_TEST_TIMEOUT_SCALE (tests/deadlines.py)
     while True:
         value = check()
         if value:

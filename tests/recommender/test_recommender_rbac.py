@@ -16,6 +16,7 @@ import time
 
 from prometheus_client import CollectorRegistry
 
+from deadlines import scaled
 from promop.kube.client import KubeClient
 from promop.kube.resources import Resource
 from promop.operator.bundle import render_bundle
@@ -35,7 +36,7 @@ PATH = re.compile(r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/[^/]+)(?:/namesp
 
 
 def eventually(check, timeout=60.0, what="condition"):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)  # times PROMOP_TEST_TIMEOUT_SCALE (tests/deadlines.py)
     while True:
         value = check()
         if value:

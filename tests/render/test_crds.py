@@ -149,7 +149,7 @@ def test_kubectl_client_side_apply(sandbox_kubeconfig, tmp_path):
     kubectl = shutil.which("kubectl") or "/usr/bin/kubectl"
     if not os.path.exists(kubectl):
         pytest.skip("kubectl not installed")
-    base = [kubectl, "--kubeconfig", sandbox_kubeconfig]
+    base = [kubectl, "--kubeconfig", sandbox_kubeconfig, "--cache-dir", str(tmp_path / "kcache")]
     proc = subprocess.run([*base, "apply", "--validate=false", "-f", str(CRDS)], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
