@@ -108,7 +108,8 @@ def bench_round(n: int) -> tuple[float, float, float]:
             labels = {"app": name}
             client.create(deployments, {"metadata": {"name": name}, "spec": {
                 "replicas": 1, "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c"}]}}}}, "default")
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}},
+                "default")
             pod = client.create(PODS, {"metadata": {"name": f"{name}-0", "labels": labels}, "spec": {"containers": [
                 {"name": "c", "image": "x", "resources": {"limits": {"memory": "100Mi"}}}]}}, "default")
             pod["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z",
