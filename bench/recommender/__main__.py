@@ -15,6 +15,7 @@ Measures, in one run:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import random
@@ -214,6 +215,8 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=24, help="instants per range query (default 24: one day)")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global CFG  # the recommender asks for as much history as the stub holds
+    CFG = dataclasses.replace(CFG, history_length=f"{args.days}d")
     if args.serve:
         serve(args.containers, args.days, args.chunk)
         return

@@ -1,0 +1,49 @@
+"""Every benchmark still runs: each `python3 -m bench.<name>` at a tiny size, end to end.
+
+The figures are not judged here (performance lives in bench/, and a loaded CI machine at these
+sizes proves nothing): a benchmark passes when it finishes with its report, exit 0 (targets met)
+or 1 (a target missed), and no traceback. A bench that rots (the sandbox grew stricter, an API it
+drives changed) fails here instead of on the day someone measures.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NEEDS_PROMETHEUS = {"adapter", "propagation"}
+
+BENCHES = {
+    "autoscale": ["--decisions", "200", "--memhpas", "5"],
+    "adapter": ["--series", "500", "--repeats", "1", "--requests", "10"],
+    "recommender": ["--containers", "20", "--days", "2", "--rounds", "1"],
+    "alertmanager": ["--repeat", "1", "--edits", "2"],
+    "operator": ["--monitors", "20", "--changes", "3", "--secrets", "50", "--feedback-monitors", "30",
+                 "--edits", "2", "--latency-ms", "1"],
+    "propagation": ["--monitors", "10", "--changes", "2"],
+    "informer": ["--objects", "200", "--repeats", "1"],
+    "workqueue": ["--items", "1000", "--rounds", "1"],
+    "sandbox": ["--objects", "200", "--rounds", "1", "--page", "50"],
+    "render": ["--repeat", "1"],
+}
+# bench.reloader has no size options (about 40 s on a quiet machine): not run here.
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(BENCHES))
+def test_bench_runs(name: str) -> None:
+    if name in NEEDS_PROMETHEUS and not shutil.which("prometheus"):
+        pytest.skip("prometheus is not installed")
+    proc = subprocess.run([sys.executable, "-m", f"bench.{name}", *BENCHES[name]], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    output = proc.stdout + proc.stderr
+    assert "Traceback" not in output, output[-4000:]
+    assert proc.returncode in (0, 1), output[-4000:]
+    assert proc.stdout.strip(), f"bench.{name} printed no report:\n{output[-4000:]}"
