@@ -49,8 +49,20 @@ class _Listener:
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.name = f"informer-{informer.name}-handler-{index}"
         self.thread: threading.Thread | None = None
+        # Two counters, each written by one side only, so their difference is exact without a lock:
+        # `queued` by the producers (always under the informer's dispatch lock), `delivered` by this
+        # thread after a handler returns. A notification taken off the queue but not yet handled is
+        # still counted, which `queue.qsize()` alone would miss.
+        self.queued = 0
         self.delivered = 0
-        self.inflight = 0  # taken off the queue, not yet delivered (for `Informer.pending`)
+
+    def put(self, note: tuple) -> None:
+        """Queue a notification (callers hold the informer's dispatch lock)."""
+        self.queued += len(note[1]) if note[0] == "adds" else 1
+        self.queue.put(note)
+
+    def pending(self) -> int:
+        return self.queued - self.delivered
 
     def start(self) -> None:
         if self.thread is None:
@@ -67,7 +79,6 @@ class _Listener:
             if note[0] == "adds":  # a LIST's new objects, one queue item for the lot
                 fn = calls["add"]
                 objs, initial = note[1], note[2]
-                self.inflight = len(objs)
                 for obj in objs:
                     if fn is not None:
                         try:
@@ -75,9 +86,7 @@ class _Listener:
                         except Exception as exc:  # noqa: BLE001
                             self._failed("add", exc)
                     self.delivered += 1
-                    self.inflight -= 1
                 continue
-            self.inflight = 1
             fn = calls[note[0]]
             if fn is not None:
                 try:
@@ -85,7 +94,6 @@ class _Listener:
                 except Exception as exc:  # noqa: BLE001 - a handler bug must not stop the informer
                     self._failed(note[0], exc)
             self.delivered += 1
-            self.inflight = 0
 
     def _failed(self, event: str, exc: Exception) -> None:
         informer = self.informer
@@ -146,6 +154,11 @@ class Informer:
         self.store = Store(indexers)
         self.handler_errors = 0
         self._deltas: queue.SimpleQueue = queue.SimpleQueue()
+        # Deltas put by the reflectors (under `_deltas_lock`: several reflectors may put at once) and
+        # deltas applied by the dispatch thread (under the dispatch lock): see `pending`.
+        self._deltas_lock = threading.Lock()
+        self._deltas_put = 0
+        self._deltas_applied = 0
         self._listeners: list[_Listener] = []
         self._dispatch_lock = threading.Lock()
         self._unsynced = set(scopes)
@@ -155,7 +168,7 @@ class Informer:
         self._dispatch_thread: threading.Thread | None = None
         self.reflectors = [
             Reflector(
-                client, res, self._deltas.put, metrics=self.metrics, namespace=scope,
+                client, res, self._put_delta, metrics=self.metrics, namespace=scope,
                 label_selector=label_selector, field_selector=field_selector, metadata_only=metadata_only,
                 transform=transform, page_size=page_size,
                 watch_timeout_range=watch_timeout_range, idle_timeout=idle_timeout, idle_grace=idle_grace, backoff=Backoff(backoff_base, backoff_cap, reset_after=backoff_reset),
@@ -177,7 +190,7 @@ class Informer:
             listener = _Listener(self, on_add, on_update, on_delete, len(self._listeners))
             cached = self.store.list()
             if cached:
-                listener.queue.put(("adds", cached, True))
+                listener.put(("adds", cached, True))
             self._listeners.append(listener)
             if self._started and not self._stopped:
                 listener.start()
@@ -225,9 +238,17 @@ class Informer:
         return self._synced.wait(timeout)
 
     def pending(self) -> int:
-        """Deltas and notifications not yet processed (approximate; for tests and benchmarks)."""
+        """Deltas not yet applied plus notifications not yet handled; 0 only when nothing is in transit
+        (a delta or notification taken off its queue still counts until it has been dealt with)."""
         with self._dispatch_lock:
-            return self._deltas.qsize() + sum(max(0, l.queue.qsize()) + l.inflight for l in self._listeners)
+            with self._deltas_lock:
+                deltas = self._deltas_put - self._deltas_applied
+            return deltas + sum(listener.pending() for listener in self._listeners)
+
+    def _put_delta(self, delta: tuple) -> None:
+        with self._deltas_lock:
+            self._deltas_put += 1
+            self._deltas.put(delta)
 
     # ---- the dispatch thread ------------------------------------------------------------
 
@@ -255,13 +276,16 @@ class Informer:
                         self._apply_list(delta[1], delta[2], delta[3])
             except Exception as exc:  # noqa: BLE001 - e.g. an object without a name; skip it, keep going
                 log.exception("informer could not apply a delta", extra=kv(informer=self.name, err=exc))
+            finally:
+                with self._deltas_lock:
+                    self._deltas_applied += 1
             if next_resync is not None and time.monotonic() >= next_resync:  # busy streams resync too
                 self._resync()
                 next_resync = time.monotonic() + period
 
     def _notify(self, note: tuple) -> None:
         for listener in self._listeners:
-            listener.queue.put(note)
+            listener.put(note)
 
     def _apply_event(self, kind: str, obj: dict) -> None:
         key = object_key(obj)
