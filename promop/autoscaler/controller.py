@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from promop.autoscaler.crd import MEMHPAS
 from promop.autoscaler.reconcile import LABEL_INDEX, CACHED_KINDS, Conflict, Reconciler, Retry, label_index
 from promop.kube.informer import Informer
+from promop.kube.informer_group import InformerGroup
 from promop.kube.resources import PODS
 from promop.kube.store import NAMESPACE_INDEX, Tombstone, object_key
 from promop.kube.workqueue import RateLimitingQueue
@@ -40,7 +41,7 @@ class Metrics:
                                   registry=registry)
 
 
-class Controller:
+class Controller(InformerGroup):
     def __init__(self, client: Any, prometheus: Any, *, sync_period: float = 15.0, workers: int = 2,
                  registry: CollectorRegistry | None = None, clock: Callable[[], float] = time.time,
                  informer_kwargs: dict | None = None) -> None:
@@ -110,28 +111,6 @@ class Controller:
                 self.queue.add(key)
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def start_informers(self) -> None:
-        for inf in self.informers:
-            inf.start()
-
-    def synced(self) -> bool:
-        return all(inf.has_synced() for inf in self.informers)
-
-    def wait_for_sync(self, timeout: float, stop: threading.Event | None = None) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.synced():
-                return True
-            if stop is not None and stop.wait(0.05):
-                return False
-            if stop is None:
-                time.sleep(0.02)
-        return self.synced()
-
-    def readiness(self) -> tuple[bool, str]:
-        waiting = [inf.name for inf in self.informers if not inf.has_synced()]
-        return (not waiting, f"caches not synced: {', '.join(waiting)}" if waiting else "")
-
     def start_workers(self) -> None:
         if self._threads:
             return

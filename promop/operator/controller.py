@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 
 from promop.kube.client import KubeClient
 from promop.kube.informer import Informer
+from promop.kube.informer_group import InformerGroup
 from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
                                    SERVICEMONITORS, STATEFULSETS, Resource)
 from promop.kube.store import Tombstone
@@ -51,7 +52,7 @@ def _join_selectors(*parts: str) -> str | None:
     return joined or None
 
 
-class Controller:
+class Controller(InformerGroup):
     """Owns the informers, the queue and the workers for Prometheus objects."""
 
     def __init__(self, client: KubeClient, options: Options, registry: CollectorRegistry | None = None,
@@ -109,31 +110,6 @@ class Controller:
         self._register_handlers()
 
     # ---- lifecycle ----------------------------------------------------------------------
-
-    def start_informers(self) -> None:
-        for inf in self.informers:
-            inf.start()
-
-    def wait_for_sync(self, timeout: float, stop: threading.Event | None = None) -> bool:
-        """Wait until every cache holds its first LIST (False on timeout or stop)."""
-        import time
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if all(inf.has_synced() for inf in self.informers):
-                return True
-            if stop is not None and stop.wait(0.05):
-                return False
-            if stop is None:
-                self.informers[0].wait_for_sync(0.05)
-        return all(inf.has_synced() for inf in self.informers)
-
-    def synced(self) -> bool:
-        return all(inf.has_synced() for inf in self.informers)
-
-    def readiness(self) -> tuple[bool, str]:
-        waiting = [inf.name for inf in self.informers if not inf.has_synced()]
-        return (not waiting, f"caches not synced: {', '.join(waiting)}" if waiting else "")
 
     def start_workers(self) -> None:
         """Start processing the queue (called at once, or when this replica becomes leader)."""

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, NotFound
 from promop.kube.informer import Informer
+from promop.kube.informer_group import InformerGroup
 from promop.kube.resources import CONFIGMAPS, NAMESPACES, SECRETS, STATEFULSETS, Resource
 from promop.labelselector import SelectorError, parse_selector
 from promop.kube.store import Tombstone
@@ -57,7 +58,7 @@ def crds_served(client: KubeClient) -> bool:
     return True
 
 
-class AlertmanagerController:
+class AlertmanagerController(InformerGroup):
     """Owns the informers, queue and workers for Alertmanager objects (same interface as Controller)."""
 
     def __init__(self, client: KubeClient, options: Any, registry: CollectorRegistry | None = None,
@@ -112,28 +113,6 @@ class AlertmanagerController:
         return self.options.namespace_allowed(namespace)
 
     # ---- lifecycle (as Controller) --------------------------------------------------------
-
-    def start_informers(self) -> None:
-        for inf in self.informers:
-            inf.start()
-
-    def synced(self) -> bool:
-        return all(inf.has_synced() for inf in self.informers)
-
-    def wait_for_sync(self, timeout: float, stop: threading.Event | None = None) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.synced():
-                return True
-            if stop is not None and stop.wait(0.05):
-                return False
-            if stop is None:
-                time.sleep(0.05)
-        return self.synced()
-
-    def readiness(self) -> tuple[bool, str]:
-        waiting = [inf.name for inf in self.informers if not inf.has_synced()]
-        return (not waiting, f"caches not synced: {', '.join(waiting)}" if waiting else "")
 
     def start_workers(self) -> None:
         if self._workers:
