@@ -202,6 +202,65 @@ def test_cluster_tls_needs_0_24_and_both_sides(pki):
     assert bad.fatal is not None and "peer-tls" in bad.fatal.message
 
 
+@pytest.mark.parametrize("spec, field", [
+    ({"web": {"tlsConfig": {}}}, "spec.web.tlsConfig"),
+    ({"clusterTLS": {}}, "spec.clusterTLS"),
+    ({"clusterTLS": {**CLUSTER_TLS, "server": {}}}, "spec.clusterTLS"),
+])
+def test_an_empty_tls_section_is_rejected_not_treated_as_unset(pki, spec, field):
+    """Upstream's WebTLSConfig.Validate runs on a present (non-nil) section: {} has no certificate or key."""
+    result = render(inputs(pki, am(**spec)))
+    assert result.fatal is not None and result.generated_secret is None, result.fatal
+    assert result.fatal.field == field, result.fatal
+    if field == "spec.web.tlsConfig":
+        assert "is empty" in result.fatal.message and "cert" in result.fatal.message
+    # below the version that reads the field it stays ignored, as a non-empty one is
+    assert render(inputs(pki, am(version="v0.21.0", **spec))).fatal is None
+
+
+def optional(ref: dict) -> dict:
+    return {k: {**v, "optional": True} if isinstance(v, dict) else v for k, v in ref.items()} \
+        if "secret" in ref or "configMap" in ref else {**ref, "optional": True}
+
+
+def test_a_missing_optional_reference_mounts_an_optional_volume_and_keeps_the_file(pki):
+    """As Kubernetes does for an optional volume source: no rejection, the pod is not held in ContainerCreating,
+    the config keeps its file (the kubelet fills it in when the object appears), and a warning says so."""
+    tls = {**WEB_TLS, "cert": optional(WEB_TLS["cert"]), "keySecret": optional(WEB_TLS["keySecret"]),
+           "client_ca": optional(WEB_TLS["client_ca"])}
+    missing = render(inputs(pki, am(web={"tlsConfig": tls}), tls_secret(pki, "unrelated")))
+    assert missing.fatal is None, missing.fatal
+    server = yaml.safe_load(secret_text(missing.web_config_secret, "web-config.yaml"))["tls_server_config"]
+    assert {"cert_file", "key_file", "client_ca_file"} <= set(server)  # nothing silently dropped
+    for key in ("cert_file", "key_file", "client_ca_file"):
+        volume, _ = mounted_file(missing, "alertmanager", server[key])
+        assert (volume.get("secret") or volume.get("configMap"))["optional"] is True, volume
+    warned = {w.field for w in missing.warnings}
+    assert {"spec.web.tlsConfig.cert.secret", "spec.web.tlsConfig.keySecret",
+            "spec.web.tlsConfig.client_ca.configMap"} <= warned, missing.warnings
+    # present: the same StatefulSet volumes (no rollout when the Secret appears), the pair still checked
+    present = render(inputs(pki, am(web={"tlsConfig": tls})))
+    assert present.fatal is None and not present.warnings
+    assert pod(present)["volumes"] == pod(missing)["volumes"]
+    wrong = render(inputs(pki, am(web={"tlsConfig": tls}), ca_configmap(pki),
+                          tls_secret(pki, **{"tls.key": pki["other_key"]})))
+    assert wrong.fatal is not None and "does not belong" in wrong.fatal.message
+
+
+def test_a_missing_optional_cluster_client_certificate_is_not_a_rejection(pki):
+    client = {**CLUSTER_TLS["client"], "cert": optional(CLUSTER_TLS["client"]["cert"]),
+              "keySecret": optional(CLUSTER_TLS["client"]["keySecret"])}
+    result = render(inputs(pki, am(clusterTLS={**CLUSTER_TLS, "client": client}), tls_secret(pki),
+                           ca_configmap(pki)))
+    assert result.fatal is None, result.fatal
+    cfg = yaml.safe_load(secret_text(result.cluster_tls_secret, "cluster-tls-config.yaml"))["tls_client_config"]
+    volume, _ = mounted_file(result, "alertmanager", cfg["cert_file"])
+    assert volume["secret"] == {"secretName": "peer-tls", "optional": True}
+    # not optional: still a rejection naming the field
+    strict = render(inputs(pki, am(clusterTLS=CLUSTER_TLS), tls_secret(pki), ca_configmap(pki)))
+    assert strict.fatal is not None and strict.fatal.field == "spec.clusterTLS.client.cert.secret"
+
+
 # ---- a real Alertmanager ---------------------------------------------------------------------------------
 
 

@@ -1,5 +1,6 @@
 """The controller with spec.web.tlsConfig against the sandbox: a missing certificate Secret rejects that
-Alertmanager alone (Reconciled=False and an Event naming the field); creating the Secret heals it."""
+Alertmanager alone (Reconciled=False and an Event naming the field); creating the Secret heals it. An empty
+`tlsConfig: {}` is rejected the same way (upstream's WebTLSConfig.Validate), not treated as unset."""
 
 from __future__ import annotations
 
@@ -27,16 +28,22 @@ def test_missing_tls_secret_rejects_that_alertmanager_alone_until_created(kube, 
     start_operator()
     kube.create(ALERTMANAGERS, alertmanager("secure", web={"tlsConfig": TLS}))
     kube.create(ALERTMANAGERS, alertmanager("plain"))
+    kube.create(ALERTMANAGERS, alertmanager("empty", web={"tlsConfig": {}}))
 
     eventually(lambda: reconciled(kube, "secure").get("status") == "False", 20, "secure: Reconciled=False")
     message = reconciled(kube, "secure")["message"]
     assert "spec.web.tlsConfig.cert.secret" in message and "Secret monitoring/web-tls not found" in message
     eventually(lambda: any(e["involvedObject"]["name"] == "secure" and "web-tls" in e["message"]
                            for e in kube.list(EVENTS, NS)["items"]), 20, "an Event for secure")
+    eventually(lambda: reconciled(kube, "empty").get("status") == "False", 20, "empty: Reconciled=False")
+    assert "spec.web.tlsConfig" in reconciled(kube, "empty")["message"]
+    eventually(lambda: any(e["involvedObject"]["name"] == "empty" and "spec.web.tlsConfig" in e["message"]
+                           for e in kube.list(EVENTS, NS)["items"]), 20, "an Event for empty")
     # the other Alertmanager is unaffected
     eventually(lambda: reconciled(kube, "plain").get("status") == "True", 20, "plain: Reconciled=True")
     eventually(lambda: kube.get(STATEFULSETS, "alertmanager-plain", NS), 20, "plain's StatefulSet")
-    assert not [s for s in kube.list(SECRETS, NS)["items"] if s["metadata"]["name"].startswith("alertmanager-secure")]
+    assert not [s for s in kube.list(SECRETS, NS)["items"]
+                if s["metadata"]["name"].startswith(("alertmanager-secure", "alertmanager-empty"))]
 
     ca = CA.create("am-operator-test")
     cert, key = ca.issue("localhost", hosts=["localhost"])

@@ -42,6 +42,7 @@ def render(inputs: AMRenderInputs, cache: AMRenderCache | None = None) -> AMRend
         cluster = cluster_tls(scope, spec)
     except Fatal as exc:
         fatal = fatal or exc
+    warnings += scope.warnings  # optional TLS references that are missing (webtls._optional)
     conflicts = conflicting_additional_args(am, options)
     if conflicts and fatal is None:
         fatal = Fatal("spec.additionalArgs", f"argument {conflicts[0]!r} is managed by the operator; remove it")

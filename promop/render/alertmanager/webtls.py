@@ -11,6 +11,17 @@ Every reference is read at render time: a missing Secret/ConfigMap or key, a
 certificate that is not PEM, or a key that does not belong to the certificate
 is a Fatal error for that Alertmanager (the operator reports it and writes
 nothing), instead of a pod that crash-loops on a file that is not there.
+
+A selector with `optional: true` follows Kubernetes' optional volume sources: a
+missing Secret/ConfigMap or key is not an error, the config keeps the file path,
+the volume is marked `optional: true` (so the pod is not held in
+ContainerCreating) and the render carries a warning; the kubelet fills the file
+in when the object appears. Nothing is dropped from the TLS section: leaving out
+e.g. `client_ca_file` would silently weaken client authentication.
+
+A present but empty section (`tlsConfig: {}`, `clusterTLS: {}`) is not "unset":
+upstream's WebTLSConfig.Validate requires a certificate and a key source, so it
+is rejected like any other incomplete TLS section.
 """
 
 from __future__ import annotations
@@ -50,16 +61,40 @@ def _mounted(scope: AMScope, ref: Any, field_: str, role: str, directory: str, p
              out: TLSMounts) -> tuple[str, str | None]:
     """(file path in the container, content) of a SecretOrConfigMap, adding its volume and mount to `out`."""
     kind, name, key, value = scope.read_secret_or_configmap(ref, field_)
-    return _mount(kind, name, key, value, role, directory, prefix, out), value
+    sel = ref.get("secret") if kind == "Secret" else ref.get("configMap")
+    sub = "secret" if kind == "Secret" else "configMap"
+    optional = _optional(scope, sel, value, kind, name, key, f"{field_}.{sub}")
+    return _mount(kind, name, key, value, role, directory, prefix, out, optional), value
+
+
+def _key_secret(scope: AMScope, sel: Any, field_: str, directory: str, prefix: str, out: TLSMounts) -> tuple[str, str | None]:
+    """(file path, content) of a keySecret SecretKeySelector, adding its volume and mount to `out`."""
+    value = scope.read("Secret", sel, field_)
+    name, key = sel.get("name") or "", str(sel["key"])
+    optional = _optional(scope, sel, value, "Secret", name, key, field_)
+    return _mount("Secret", name, key, value, "key", directory, prefix, out, optional), value
+
+
+def _optional(scope: AMScope, sel: Mapping[str, Any], value: str | None, kind: str, name: str, key: str,
+              field_: str) -> bool:
+    """Whether the volume is optional (the selector says so); warns when an optional reference is missing."""
+    optional = bool(sel.get("optional"))
+    if optional and value is None:
+        scope.warn(field_, f"optional {kind} {scope.namespace}/{name} key {key!r} is missing: its volume is mounted "
+                           f"as optional and Alertmanager cannot serve TLS until it exists; create it or drop "
+                           f"optional: true to be told at sync time")
+    return optional
 
 
 def _mount(kind: str, name: str, key: str, value: str | None, role: str, directory: str, prefix: str,
-           out: TLSMounts) -> str:
+           out: TLSMounts, optional: bool = False) -> str:
     sub = "secret" if kind == "Secret" else "configmap"
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
     volume = sanitize_volume_name(f"{prefix}-{sub}-{role}-{name}")[:54].rstrip("-") + f"-{digest}"
     mount_dir = f"{directory}/{sub}/{name}-{'ca' if role == 'client-ca' else role}"
     source = {"secret": {"secretName": name}} if kind == "Secret" else {"configMap": {"name": name}}
+    if optional:
+        next(iter(source.values()))["optional"] = True
     if not any(v["name"] == volume for v in out.volumes):
         out.volumes.append({"name": volume, **source})
         out.mounts.append({"mountPath": mount_dir, "name": volume, "readOnly": True})
@@ -93,6 +128,9 @@ def server_tls(scope: AMScope, tls: Any, field_: str, directory: str, prefix: st
     """A WebTLSConfig -> `tls_server_config` (exporter-toolkit) with its mounts. Raises Reject."""
     if not isinstance(tls, Mapping):
         raise Reject(field_, "must be a mapping")
+    if not tls:
+        raise Reject(field_, "is empty: set cert (or certFile) and keySecret (or keyFile), or remove the field "
+                             "to serve plain HTTP")
     out = TLSMounts()
     has_cert, has_key, has_ca = bool(tls.get("cert")), bool(tls.get("keySecret")), bool(tls.get("client_ca"))
     for both, what in ((has_cert and tls.get("certFile"), "cert and certFile"),
@@ -111,10 +149,8 @@ def server_tls(scope: AMScope, tls: Any, field_: str, directory: str, prefix: st
     else:
         section["cert_file"] = tls["certFile"]
     if has_key:
-        sel = tls["keySecret"]
-        key_value = scope.read("Secret", sel, f"{field_}.keySecret")
-        section["key_file"] = _mount("Secret", sel.get("name") or "", str(sel["key"]), key_value, "key", directory,
-                                     prefix, out)
+        section["key_file"], key_value = _key_secret(scope, tls["keySecret"], f"{field_}.keySecret", directory,
+                                                     prefix, out)
     else:
         section["key_file"] = tls["keyFile"]
     if tls.get("clientAuthType"):
@@ -163,10 +199,8 @@ def client_tls(scope: AMScope, tls: Any, field_: str, directory: str, prefix: st
     if tls.get("cert"):
         section["cert_file"], cert_value = _mounted(scope, tls["cert"], f"{field_}.cert", "cert", directory, prefix, out)
     if tls.get("keySecret"):
-        sel = tls["keySecret"]
-        key_value = scope.read("Secret", sel, f"{field_}.keySecret")
-        section["key_file"] = _mount("Secret", sel.get("name") or "", str(sel["key"]), key_value, "key", directory,
-                                     prefix, out)
+        section["key_file"], key_value = _key_secret(scope, tls["keySecret"], f"{field_}.keySecret", directory,
+                                                     prefix, out)
     if bool(tls.get("cert")) != bool(tls.get("keySecret")):
         raise Reject(field_, "cert and keySecret go together: set both for a client certificate, or neither")
     if tls.get("serverName"):
@@ -182,7 +216,7 @@ def client_tls(scope: AMScope, tls: Any, field_: str, directory: str, prefix: st
 def web_tls(scope: AMScope, spec: Mapping[str, Any]) -> TLSMounts | None:
     """spec.web.tlsConfig (Alertmanager >= 0.22), or None. Raises Fatal for the Alertmanager."""
     tls = (spec.get("web") or {}).get("tlsConfig")
-    if not tls or not scope.version.at_least(WEB_TLS_SINCE):
+    if tls is None or not scope.version.at_least(WEB_TLS_SINCE):
         return None
     try:
         return server_tls(scope, tls, "spec.web.tlsConfig", WEB_CONFIG_DIR, "web-config-tls")
@@ -193,7 +227,7 @@ def web_tls(scope: AMScope, spec: Mapping[str, Any]) -> TLSMounts | None:
 def cluster_tls(scope: AMScope, spec: Mapping[str, Any]) -> TLSMounts | None:
     """spec.clusterTLS (Alertmanager >= 0.24): `tls_server_config` + `tls_client_config`, or None."""
     cfg = spec.get("clusterTLS")
-    if not cfg or not scope.version.at_least(CLUSTER_TLS_SINCE):
+    if cfg is None or not scope.version.at_least(CLUSTER_TLS_SINCE):
         return None
     if not isinstance(cfg, Mapping) or not cfg.get("server") or not cfg.get("client"):
         raise Fatal("spec.clusterTLS", "needs both server and client (the gossip peers are each other's clients)")
