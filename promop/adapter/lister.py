@@ -35,18 +35,13 @@ def _keep_metadata(obj: dict) -> dict:
 
 def _labels_match(obj: dict, selector: list[Requirement]) -> bool:
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    for r in selector:
-        if not r.matches(labels):
-            return False
-    return True
+    return all(r.matches(labels) for r in selector)
 
 
 def _matches(obj: dict, namespace: str | None, selector: list[Requirement]) -> bool:
-    meta = obj.get("metadata") or {}
-    if namespace is not None and meta.get("namespace") != namespace:
+    if namespace is not None and (obj.get("metadata") or {}).get("namespace") != namespace:
         return False
-    labels = meta.get("labels") or {}
-    return all(r.matches(labels) for r in selector)
+    return _labels_match(obj, selector)
 
 
 def _order(objs: list[dict]) -> list[dict]:

@@ -125,12 +125,14 @@ def decode_matrix_columns(data: dict[str, Any]) -> list[SeriesColumns]:
     """
     if data.get("resultType") != "matrix":
         raise ValueError(f"expected a matrix, got resultType {data.get('resultType')!r}")
-    out = []
-    for item in data.get("result") or ():
-        pairs = item.get("values") or ()
-        out.append(SeriesColumns(item.get("metric") or {}, array("d", map(_TIME, pairs)),
-                                 array("d", map(float, map(_VALUE, pairs)))))
-    return out
+    return [_columns(item) for item in data.get("result") or ()]
+
+
+def _columns(item: dict[str, Any]) -> SeriesColumns:
+    """One decoded series of a matrix (`{"metric": ..., "values": [[t, "v"], ...]}`) as columns."""
+    pairs = item.get("values") or ()
+    return SeriesColumns(item.get("metric") or {}, array("d", map(_TIME, pairs)),
+                         array("d", map(float, map(_VALUE, pairs))))
 
 
 def decode_range_body(body: bytes) -> tuple[dict[str, Any], list[SeriesColumns]]:
@@ -163,8 +165,6 @@ def decode_range_body(body: bytes) -> tuple[dict[str, Any], list[SeriesColumns]]
                 raise ValueError("a point is not a [time, value] pair")
             out.append(SeriesColumns(item.get("metric") or {}, both[0::2], both[1::2]))
         else:
-            pairs = values or ()
-            out.append(SeriesColumns(item.get("metric") or {}, array("d", map(_TIME, pairs)),
-                                     array("d", map(float, map(_VALUE, pairs)))))
+            out.append(_columns(item))
     data["result"] = None
     return doc, out
