@@ -128,8 +128,11 @@ def test_cluster_role_is_exactly_what_the_recommender_uses(cluster, kube):
             return (st.get("recommendation") or {}).get("containerRecommendations")
         eventually(web_recommended, 60, "a recommendation from the checkpoint")
         assert app.recommender.history_source == "checkpoints"
-        conds = {c["type"]: c for c in kube.get(VPAS, "ds", NS)["status"]["conditions"]}
-        assert conds["ConfigUnsupported"]["status"] == "True" and "DaemonSet/ds" in conds["ConfigUnsupported"]["message"]
+        def ds_unsupported():  # written in the same round as web's recommendation, possibly after it
+            conds = {c["type"]: c for c in (kube.get(VPAS, "ds", NS).get("status") or {}).get("conditions") or []}
+            return conds.get("ConfigUnsupported")
+        cond = eventually(ds_unsupported, 60, "the DaemonSet VPA's ConfigUnsupported condition")
+        assert cond["status"] == "True" and "DaemonSet/ds" in cond["message"]
         kube.delete(VPAS, "doomed", NS)
         names = lambda: sorted(c["metadata"]["name"] for c in kube.list(CHECKPOINTS, NS)["items"])  # noqa: E731
         eventually(lambda: "doomed-app" not in names() and "orphan-app" not in names(), 60,
