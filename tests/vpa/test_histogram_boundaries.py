@@ -93,3 +93,6 @@ def test_subtracting_to_under_epsilon_empties_the_bucket():
     h.subtract_sample(0.1, 1.0 - CPU_OPTIONS.epsilon / 2)
     assert h.min_bucket == CPU_OPTIONS.find_bucket(0.5)
     assert h.percentile(0.0) == end_of(0.5)
+    # the remainder was dropped, not kept: a small later sample does not revive the bucket
+    h.add_sample(0.1, 0.6 * CPU_OPTIONS.epsilon)
+    assert h.min_bucket == CPU_OPTIONS.find_bucket(0.5)
