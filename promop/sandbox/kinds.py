@@ -499,6 +499,14 @@ EVENT_FIELDS = ("involvedObject.kind", "involvedObject.namespace", "involvedObje
                 "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason",
                 "reportingComponent", "source", "type")
 
+def validate_cluster_role_binding(obj: dict) -> list[Cause]:
+    """rbac validation: a ClusterRoleBinding has no namespace to stand in for a ServiceAccount
+    subject's, so the subject must name one (a RoleBinding's may leave it empty)."""
+    return [(f"subjects[{i}].namespace", "Required value")
+            for i, s in enumerate(obj.get("subjects") or [])
+            if isinstance(s, dict) and s.get("kind") == "ServiceAccount" and not s.get("namespace")]
+
+
 RULES: dict[Key, KindRules] = {
     ("", "configmaps"): KindRules(validate_configmap,
                                   lambda o, n: _immutable_update(o, n, ("data", "binaryData"))),
@@ -522,6 +530,7 @@ RULES: dict[Key, KindRules] = {
     ("", "namespaces"): KindRules(selectable=("status.phase",)),
     ("", "nodes"): KindRules(selectable=("spec.unschedulable",)),
     ("", "replicationcontrollers"): KindRules(selectable=("status.replicas",)),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): KindRules(validate_cluster_role_binding),
 }
 
 
