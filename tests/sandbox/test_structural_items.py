@@ -54,7 +54,12 @@ def widgets(make_crd, ext, sandbox):
     def get(name: str = "w") -> dict:
         return session.get(sandbox.url + URL + "/" + name).json()
 
+    def patch(body: dict, name: str = "w") -> requests.Response:
+        return session.patch(sandbox.url + URL + "/" + name, data=json.dumps(body),
+                             headers={"Content-Type": "application/merge-patch+json"})
+
     post.get = get
+    post.patch = patch
     yield post
     session.close()
 
@@ -112,3 +117,11 @@ def test_null_inside_an_item_is_absent_too(widgets):
     made = widgets({"ports": [{"name": "a", "port": None}]})
     assert made.status_code == 201, made.text
     assert made.json()["spec"]["ports"] == [{"name": "a", "port": 80}]
+
+
+def test_a_patch_is_pruned_and_defaulted_inside_items_too(widgets):
+    assert widgets({"ports": [{"name": "a", "port": 1}]}).status_code == 201
+    patched = widgets.patch({"spec": {"ports": [{"name": "b", "bogus": 1}, {"name": "c", "port": None}]}})
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["spec"]["ports"] == [{"name": "b", "port": 80}, {"name": "c", "port": 80}]
+    assert widgets.get()["spec"]["ports"] == [{"name": "b", "port": 80}, {"name": "c", "port": 80}]
