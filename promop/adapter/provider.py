@@ -91,17 +91,17 @@ def label_selector_json(reqs: list[Requirement]) -> dict | None:
     match_labels: dict[str, str] = {}
     exprs: list[dict] = []
     for r in reqs:
-        if r.op in ("=", "=="):
+        if r.operator in ("=", "=="):
             match_labels[r.key] = r.values[0]
-        elif r.op == "!=":
+        elif r.operator == "!=":
             exprs.append({"key": r.key, "operator": "NotIn", "values": list(r.values)})
-        elif r.op == "in":
+        elif r.operator == "in":
             exprs.append({"key": r.key, "operator": "In", "values": list(r.values)})
-        elif r.op == "notin":
+        elif r.operator == "notin":
             exprs.append({"key": r.key, "operator": "NotIn", "values": list(r.values)})
-        elif r.op == "exists":
+        elif r.operator == "exists":
             exprs.append({"key": r.key, "operator": "Exists"})
-        elif r.op == "!":
+        elif r.operator == "!":
             exprs.append({"key": r.key, "operator": "DoesNotExist"})
     out: dict[str, Any] = {}
     if match_labels:
