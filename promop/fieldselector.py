@@ -96,3 +96,11 @@ def parse_field_selector(text: str | None) -> list[FieldRequirement]:
         field, op, value = split
         reqs.append(FieldRequirement(field, "!=" if op == "!=" else "=", unescape_value(value)))
     return reqs
+
+
+def requires_exact_match(terms: list[FieldRequirement], field: str) -> str | None:
+    """Selector.RequiresExactMatch: the value an `=` term pins `field` to, else None."""
+    for term in terms:
+        if term.field == field and term.operator == "=":
+            return term.value
+    return None

@@ -135,3 +135,20 @@ def test_sandbox_label_selector_errors_are_apimachinerys():
     with pytest.raises(ApiError) as excinfo:
         parse_label_selector("a b")
     assert "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt" in str(excinfo.value)
+
+
+@pytest.mark.parametrize("verb,selector,name", [
+    ("list", "metadata.name=allowed", "allowed"),
+    ("watch", "metadata.name==allowed", "allowed"),
+    ("list", "metadata.namespace=x,metadata.name=allowed", "allowed"),
+    ("list", "metadata.name!=allowed", ""),
+    ("list", "metadata.name=a=b", ""),  # does not parse: no name, as upstream
+    ("list", "metadata.name=..", ""),
+    ("list", "metadata.name=a%2Fb", ""),
+    ("get", "metadata.name=allowed", ""),
+    ("list", "", ""),
+])
+def test_a_name_field_selector_narrows_authorization(verb, selector, name):
+    from promop.sandbox.server import _selected_name
+
+    assert _selected_name(verb, {"fieldSelector": [selector]}) == name
