@@ -129,6 +129,8 @@ def _component(s: bytes, orig: bytes) -> tuple[int, bytes]:
 
 def parse_duration(text: str) -> int:
     """Nanoseconds in `text` (`1h30m`, `1.5s`, `-300ms`, `0`); raises DurationError with Go's message."""
+    if not isinstance(text, str):
+        raise DurationError(f"time: invalid duration {text!r}: not a string")
     orig = text.encode("utf-8", "surrogateescape")
     s = orig
     neg = False

@@ -182,3 +182,27 @@ def test_sizes(text: str, size: int) -> None:
 def test_bad_sizes(text: str) -> None:
     with pytest.raises(DurationError):
         parse_size(text)
+
+
+def test_go_parse_refuses_non_strings() -> None:
+    with pytest.raises(GoError, match="not a string"):
+        go_parse(5)  # type: ignore[arg-type]
+
+
+def test_callers_use_the_exact_grammars() -> None:
+    """Each former copy now answers as Go or Prometheus does (the issue's cases)."""
+    from promop.autoscale.scenario import parse_duration as scenario_duration
+    from promop.autoscale.spec import SpecError
+    from promop.vpa.timeutil import parse_duration as vpa_go, parse_prom_duration as vpa_prom
+    from reloader.flags import _duration as reloader_flag
+
+    assert scenario_duration("1m30s", "p") == 90.0 and scenario_duration(30, "p") == 30.0
+    for bad in (" 5m", "5m\n", "--5s", "\u0665s"):
+        with pytest.raises(SpecError):
+            scenario_duration(bad, "p")
+    assert vpa_go("24h") == 86400.0 and vpa_prom("8d") == 8 * 86400.0
+    with pytest.raises(ValueError, match='unknown unit "d"'):
+        vpa_go("8d")
+    with pytest.raises(ValueError):
+        vpa_prom("1.5h")
+    assert reloader_flag("1µs") == pytest.approx(1e-6) and reloader_flag("3m") == 180.0
