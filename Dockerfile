@@ -5,6 +5,7 @@ WORKDIR /src
 COPY pyproject.toml setup.py MANIFEST.in README.md ./
 COPY promop ./promop
 COPY reloader ./reloader
+COPY gotime ./gotime
 COPY crds ./crds
 COPY examples ./examples
 RUN pip install --no-cache-dir --prefix=/install .

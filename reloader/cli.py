@@ -9,7 +9,7 @@ from prometheus_client import disable_created_metrics
 
 from . import apiinputs, kubeapi, logs, server, webconfig
 from .apply import Applier
-from .durations import format_duration
+from gotime.duration import format_seconds as format_duration
 from .flags import Options, parse
 from .metrics import create as create_metrics
 from .reloaders import HttpReloader, Reloader, SignalReloader

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-from .durations import parse_duration
+from gotime.duration import parse_seconds as parse_duration
 from .logs import LEVELS
 
 DEFAULT_RELOAD_URL = "http://127.0.0.1:9090/-/reload"

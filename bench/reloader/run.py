@@ -41,7 +41,7 @@ from pathlib import Path
 import requests
 import yaml
 
-from reloader.durations import parse_duration
+from gotime.duration import parse_seconds as parse_duration
 from reloader.httpcall import call
 
 

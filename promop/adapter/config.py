@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from promop.adapter.goregex import RegexError, compile_go
-from promop.render.duration import DurationError, parse_duration
+from promop.duration import DurationError, parse_duration
 from promop.render.gotemplate import TemplateError
 from promop.render.gotemplate_exec import GoMap, Struct, Template
 

@@ -13,27 +13,11 @@ from typing import Any
 
 import yaml
 
-from promop.render.duration import parse_duration
-
-_UNITS = (("y", 365 * 86400_000), ("w", 7 * 86400_000), ("d", 86400_000), ("h", 3600_000),
-          ("m", 60_000), ("s", 1000), ("ms", 1))
-
-
-def prom_duration(ms: int) -> str:
-    """Prometheus' model.Duration.String(): `5m`, `1h30m`, `0s`."""
-    if ms == 0:
-        return "0s"
-    out = []
-    for unit, size in _UNITS:
-        if ms >= size:
-            out.append(f"{ms // size}{unit}")
-            ms %= size
-    return "".join(out)
-
+from promop.duration import format_duration, parse_duration
 
 def default_config(rate_interval: str = "5m", label_prefix: str = "") -> dict[str, Any]:
     """The config as a dict, ready to dump as YAML."""
-    r = prom_duration(parse_duration(rate_interval))
+    r = format_duration(parse_duration(rate_interval))
     p = label_prefix
     container_query = '{__name__=~"^container_.*",container!="POD",namespace!="",pod!=""}'
     container_overrides = {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}

@@ -231,11 +231,11 @@ def main(args: argparse.Namespace) -> int:
             source = f"{len(label_sets)} label sets from {args.series}"
         elif args.prometheus_url:
             from promop.adapter.app import discover_series
-            from promop.adapter.durations import parse_go_duration
+            from promop.duration import parse_go_seconds
             from promop.prom import PromError, PrometheusClient
 
             try:
-                max_age = parse_go_duration(args.metrics_max_age)
+                max_age = parse_go_seconds(args.metrics_max_age)
             except ValueError as exc:
                 raise ExplainError(f"--metrics-max-age: {exc}") from None
             try:

@@ -182,19 +182,22 @@ def build(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     from promop.adapter.app import Adapter, Options
     from promop.adapter.auth import Authenticator, Authorizer
     from promop.adapter.config import load_config
-    from promop.adapter.durations import parse_go_duration
+    from promop.duration import parse_go_seconds
     from promop.adapter.lister import KubeLister, StaticLister, get_json
     from promop.adapter.provider import Provider
     from promop.adapter.resources import ResourceMapper, discover
     from promop.adapter.server import AdapterServer
     from promop.prom import PrometheusClient
 
-    try:
-        relist = parse_go_duration(args.metrics_relist_interval)
-        max_age = parse_go_duration(args.metrics_max_age) if args.metrics_max_age else relist
-        timeout = parse_go_duration(args.prometheus_timeout)
-    except ValueError as exc:
-        raise StartupError(str(exc)) from None
+    def flag(name: str, text: str) -> float:
+        try:
+            return parse_go_seconds(text)
+        except ValueError as exc:
+            raise StartupError(f"--{name}: {exc} (a Go duration such as 30s, 5m or 1h30m)") from None
+
+    relist = flag("metrics-relist-interval", args.metrics_relist_interval)
+    max_age = flag("metrics-max-age", args.metrics_max_age) if args.metrics_max_age else relist
+    timeout = flag("prometheus-timeout", args.prometheus_timeout)
     if relist <= 0:
         raise StartupError("--metrics-relist-interval must be positive")
     if max_age < relist:
@@ -224,7 +227,7 @@ def build(args: argparse.Namespace) -> tuple[Any, list[Any]]:
         if kube is not None and not args.authentication_skip_lookup and not (
                 args.requestheader_client_ca_file and getattr(args, "client_ca_file", None)):
             try:
-                every = parse_go_duration(args.requestheader_refresh_interval)
+                every = parse_go_seconds(args.requestheader_refresh_interval)
             except ValueError as exc:
                 raise StartupError(f"--requestheader-refresh-interval: {exc}") from None
             adapter.requestheader_refresher = RequestHeaderRefresher(  # type: ignore[attr-defined]

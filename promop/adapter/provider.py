@@ -15,7 +15,8 @@ from typing import Any, Callable, Protocol
 
 from promop.adapter.config import AdapterConfig, GroupResource
 from promop.adapter.naming import NAMESPACES, Namer, QueryError, ResourceNamer
-from promop.adapter.quantity import binary_quantity, go_duration, milli_quantity, rfc3339
+from promop.adapter.quantity import binary_quantity, milli_quantity, rfc3339
+from promop.duration import format_go_seconds
 from promop.adapter.registry import MetricKey, Registry
 from promop.adapter.resources import ResourceInfo, ResourceMapper
 from promop.adapter.selector import Requirement, SelectorError, parse_selector
@@ -90,17 +91,17 @@ def label_selector_json(reqs: list[Requirement]) -> dict | None:
     match_labels: dict[str, str] = {}
     exprs: list[dict] = []
     for r in reqs:
-        if r.op in ("=", "=="):
+        if r.operator in ("=", "=="):
             match_labels[r.key] = r.values[0]
-        elif r.op == "!=":
+        elif r.operator == "!=":
             exprs.append({"key": r.key, "operator": "NotIn", "values": list(r.values)})
-        elif r.op == "in":
+        elif r.operator == "in":
             exprs.append({"key": r.key, "operator": "In", "values": list(r.values)})
-        elif r.op == "notin":
+        elif r.operator == "notin":
             exprs.append({"key": r.key, "operator": "NotIn", "values": list(r.values)})
-        elif r.op == "exists":
+        elif r.operator == "exists":
             exprs.append({"key": r.key, "operator": "Exists"})
-        elif r.op == "!":
+        elif r.operator == "!":
             exprs.append({"key": r.key, "operator": "DoesNotExist"})
     out: dict[str, Any] = {}
     if match_labels:
@@ -342,7 +343,7 @@ class Provider:
                 if _meta(p).get("labels"):
                     meta["labels"] = _meta(p)["labels"]
                 items.append({"metadata": meta, "timestamp": rfc3339(ts),
-                              "window": go_duration(state.config.resource_rules.window_seconds),  # type: ignore[union-attr]
+                              "window": format_go_seconds(state.config.resource_rules.window_seconds),  # type: ignore[union-attr]
                               "containers": containers})
         if name is not None:
             if not items:
@@ -420,7 +421,7 @@ class Provider:
                 if _meta(n).get("labels"):
                     meta["labels"] = _meta(n)["labels"]
                 items.append({"metadata": meta, "timestamp": rfc3339(min(u["cpu"].timestamp, u["memory"].timestamp)),
-                              "window": go_duration(state.config.resource_rules.window_seconds),  # type: ignore[union-attr]
+                              "window": format_go_seconds(state.config.resource_rules.window_seconds),  # type: ignore[union-attr]
                               "usage": {"cpu": milli_quantity(u["cpu"].value),
                                         "memory": binary_quantity(u["memory"].value)}})
         if name is not None:

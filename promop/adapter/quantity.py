@@ -57,32 +57,3 @@ def binary_quantity(value: float) -> str:
 def rfc3339(ts: float) -> str:
     """metav1.Time's JSON form: seconds precision, UTC, `Z`."""
     return datetime.fromtimestamp(int(math.floor(ts)), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def go_duration(seconds: float) -> str:
-    """time.Duration.String(): `5m0s`, `30s`, `1h0m0s`, `1.5s`, `0s`."""
-    ns = int(round(seconds * 1e9))
-    if ns == 0:
-        return "0s"
-    sign = "-" if ns < 0 else ""
-    ns = abs(ns)
-    if ns < 1_000_000_000:
-        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
-            if ns >= size:
-                return sign + _frac(ns, size) + unit
-    h, rem = divmod(ns, 3600 * 10**9)
-    m, rem = divmod(rem, 60 * 10**9)
-    s = _frac(rem, 10**9) + "s"
-    if h:
-        return f"{sign}{h}h{m}m{s}"
-    if m:
-        return f"{sign}{m}m{s}"
-    return sign + s
-
-
-def _frac(n: int, unit: int) -> str:
-    whole, rest = divmod(n, unit)
-    if not rest:
-        return str(whole)
-    digits = str(rest).rjust(len(str(unit)) - 1, "0").rstrip("0")
-    return f"{whole}.{digits}"

@@ -6,7 +6,6 @@ user can fix the file without reading code.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -14,11 +13,10 @@ from promop.autoscale.hpa import Cooldown, Decision, decide
 from promop.autoscale.model import (
     Container, History, MetricValues, Options, Pod, PodMetric, ScaleEvent, TimedRecommendation,
 )
+from promop.duration import parse_go_seconds
 from promop.quantity import QuantityError, format_milli, milli_value
 from promop.autoscale.spec import HpaSpec, SpecError, parse_hpa_spec
 
-_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 SCENARIO_KEYS = ("now", "hpa", "memhpa", "scale", "pods", "metrics", "history", "options")
 
 
@@ -29,18 +27,10 @@ def parse_duration(value: object, path: str) -> float:
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str):
-        text = value.strip()
-        if text == "0":
-            return 0.0
-        pos, total = 0, 0.0
-        for m in _GO_DURATION.finditer(text):
-            if m.start() != pos:
-                break
-            total += float(m.group(1)) * _UNIT[m.group(2)]
-            pos = m.end()
-        else:
-            if pos == len(text) and pos > 0:
-                return total
+        try:
+            return parse_go_seconds(value)
+        except ValueError as exc:
+            raise SpecError(path, f"must be a duration such as 30s, 5m or 1m30s, got {value!r} ({exc})") from None
     raise SpecError(path, f"must be a duration such as 30s, 5m or 1m30s, got {value!r}")
 
 

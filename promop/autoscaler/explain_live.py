@@ -95,10 +95,10 @@ class PrometheusSource:
 
 def _window(text: Any) -> float:
     """A PodMetrics window, a Go duration as metrics-server and the adapter write it ("15s", "2m0s")."""
-    from promop.adapter.durations import parse_go_duration
+    from promop.duration import parse_go_seconds
 
     try:
-        return parse_go_duration(str(text)) if text else 30.0
+        return parse_go_seconds(str(text)) if text else 30.0
     except ValueError:
         return 30.0
 

@@ -22,11 +22,10 @@ from promop.quantity import format_milli
 from promop.autoscale.spec import SpecError
 from promop.autoscaler.crd import MEMHPAS
 from promop.autoscaler.pods import parse_time, to_pod
-from promop.autoscaler.selector import SelectorError, parse as parse_selector
 from promop.kube.errors import ApiError
 from promop.kube.resources import EVENTS, Resource
 from promop.operator.logs import fields
-from promop.labelselector import SelectorError as DictSelectorError, parse_selector as parse_dict_selector
+from promop.labelselector import SelectorError, parse as parse_string_selector, parse_selector as parse_dict_selector
 from promop.kube.store import NAMESPACE_INDEX
 
 log = logging.getLogger("promop.autoscaler")
@@ -157,8 +156,8 @@ class Reconciler:
         try:
             selector = scale["status"].get("selector")
             matches = parse_dict_selector(selector).matches if isinstance(selector, dict) \
-                else parse_selector(selector)
-        except (SelectorError, DictSelectorError) as exc:
+                else parse_string_selector(selector).matches
+        except SelectorError as exc:
             conditions.append(_cond("AbleToScale", "False", "InvalidSelector", str(exc)))
             self._write_status(obj, status, {"conditions": conditions}, now)
             return None

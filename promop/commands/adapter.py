@@ -99,7 +99,7 @@ def _fail(message: str) -> int:
 
 def run_default_config(args: argparse.Namespace) -> int:
     from promop.adapter.default_config import default_config_yaml
-    from promop.render.duration import DurationError
+    from promop.duration import DurationError
 
     try:
         sys.stdout.write(default_config_yaml(args.rate_interval, args.label_prefix))

@@ -62,10 +62,10 @@ class LoadStats:
 
 
 def history_steps(cfg: HistoryConfig, now: float) -> tuple[float, float, float]:
-    from promop.vpa.timeutil import parse_duration
+    from promop.vpa.timeutil import parse_prom_duration
 
-    length = parse_duration(cfg.history_length)
-    step = parse_duration(cfg.history_resolution)
+    length = parse_prom_duration(cfg.history_length)
+    step = parse_prom_duration(cfg.history_resolution)
     if step <= 0 or length <= 0:
         raise ValueError("--history-length and --history-resolution must be positive")
     return now - length, now, step

@@ -6,10 +6,11 @@ import argparse
 import os
 import socket
 from dataclasses import dataclass, field
+from typing import Callable
 
 from promop.recommender.history import HistoryConfig
 from promop.vpa.config import DEFAULT, Config
-from promop.vpa.timeutil import parse_duration
+from promop.vpa.timeutil import parse_duration, parse_prom_duration
 
 
 class OptionsError(ValueError):
@@ -107,9 +108,10 @@ def add_flags(p: argparse.ArgumentParser) -> None:
                    help="cap every memory recommendation (a quantity, e.g. 16Gi)")
 
 
-def _dur(args: argparse.Namespace, attr: str, flag: str) -> float:
+def _dur(args: argparse.Namespace, attr: str, flag: str, parse: Callable[[str], float] = parse_duration) -> float:
+    """A positive duration flag; Go's grammar unless `parse` says otherwise (--history-* are Prometheus')."""
     try:
-        v = parse_duration(getattr(args, attr))
+        v = parse(getattr(args, attr))
     except ValueError as exc:
         raise OptionsError(f"{flag}: {exc}") from None
     if v <= 0:
@@ -120,9 +122,9 @@ def _dur(args: argparse.Namespace, attr: str, flag: str) -> float:
 def from_args(args: argparse.Namespace) -> Options:
     from promop.quantity import int_value, milli_value
 
-    for attr, flag in (("history_length", "--history-length"), ("history_resolution", "--history-resolution"),
-                       ("prometheus_query_timeout", "--prometheus-query-timeout")):
-        _dur(args, attr, flag)
+    _dur(args, "history_length", "--history-length", parse_prom_duration)
+    _dur(args, "history_resolution", "--history-resolution", parse_prom_duration)
+    _dur(args, "prometheus_query_timeout", "--prometheus-query-timeout")
     history = HistoryConfig(
         prometheus_address=args.prometheus_address, cadvisor_job_name=args.prometheus_cadvisor_job_name,
         history_length=args.history_length, history_resolution=args.history_resolution,

@@ -13,6 +13,7 @@ from typing import Any
 from promop.kube.errors import ApiError
 from promop.kube.resources import Resource
 from promop.labelselector import Selector, SelectorError, parse_selector
+from promop.labelselector import parse as parse_text_selector
 
 KINDS = {
     "Deployment": Resource("apps", "v1", "deployments", kind="Deployment"),
@@ -62,21 +63,11 @@ def resolve_target(client: Any, namespace: str, target_ref: dict) -> Selector:
         text = (scale.get("status") or {}).get("selector")
         if not text:
             raise TargetError(f"{kind}/{name}: the scale subresource has no status.selector")
-        return _parse_text_selector(text)
+        return parse_text_selector(text)
     except ApiError as exc:
         raise TargetError(f"cannot read {kind}/{name}: {exc}") from None
     except SelectorError as exc:
         raise TargetError(str(exc)) from None
-
-
-def _parse_text_selector(text: str) -> Selector:
-    labels = {}
-    for part in text.split(","):
-        if "=" not in part or "!=" in part:
-            raise TargetError(f"scale selector {text!r}: only k=v requirements are supported")
-        k, _, v = part.partition("=")
-        labels[k.strip()] = v.strip().lstrip("=")
-    return parse_selector({"matchLabels": labels})
 
 
 class OwnerCache:

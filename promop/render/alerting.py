@@ -10,7 +10,7 @@ from typing import Any
 from promop.render import auth, relabel
 from promop.render.additional import additional_alert_relabel_configs, additional_alertmanager_configs
 from promop.render.context import GenContext
-from promop.render.duration import DurationError, parse_duration
+from promop.duration import DurationError, parse_duration
 from promop.render.globals import replica_label_name
 from promop.render.store import Reject, Scope
 from promop.render.tls_assets import tls_config

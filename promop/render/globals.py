@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from promop.render.context import GenContext
-from promop.render.duration import DurationError, parse_duration, parse_size
+from promop.duration import DurationError, parse_duration, parse_size
 from promop.render.relabel import valid_label_name
 from promop.render.store import Scope
 

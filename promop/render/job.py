@@ -11,7 +11,7 @@ from typing import Any
 
 from promop.render import auth, relabel
 from promop.render.context import GenContext
-from promop.render.duration import DurationError, parse_size
+from promop.duration import DurationError, parse_size
 from promop.render.store import Reject, Scope
 from promop.render.tls_assets import tls_config
 

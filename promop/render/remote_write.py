@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from promop.render import auth, relabel
 from promop.render.context import GenContext
-from promop.render.duration import DurationError, parse_duration
+from promop.duration import DurationError, parse_duration
 from promop.render.store import Reject, Scope
 from promop.render.tls_assets import tls_config
 

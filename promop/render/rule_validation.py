@@ -16,7 +16,7 @@ from typing import Any
 
 import promql_parser
 
-from promop.render.duration import DurationError, parse_duration
+from promop.duration import DurationError, parse_duration
 from promop.render.gotemplate import TemplateError, check_template, functions_for
 from promop.render.versions import Version
 

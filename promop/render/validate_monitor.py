@@ -13,7 +13,7 @@ from promop.labelselector import SelectorError, parse_selector
 from promop.render import relabel
 from promop.render.auth import set_auth_fields
 from promop.render.context import GenContext
-from promop.render.duration import DurationError, parse_duration, parse_size
+from promop.duration import DurationError, parse_duration, parse_size
 from promop.render.model import Problem, obj_meta
 from promop.render.shape import MONITOR_SPEC, shape_problems
 

@@ -21,6 +21,8 @@ from promop.sandbox.fields import FIELD_MANAGER_MAX_LENGTH, manager_from_user_ag
 from promop.sandbox.discovery import VERSION_INFO
 from promop.sandbox.patch import APPLY_PATCH, apply_patch
 from promop.sandbox.resources import ResourceType
+from promop.fieldselector import parse_field_selector as parse_fields, requires_exact_match
+from promop.labelselector import SelectorError
 from promop.sandbox.selectors import (object_predicate, parse_field_selector,
                                       parse_label_selector)
 from promop.sandbox.tables import table
@@ -670,10 +672,10 @@ def _selected_name(verb: str, params: dict) -> str:
     `resourceNames` can allow watching one object)."""
     if verb not in ("list", "watch"):
         return ""
-    terms = [t.strip() for t in (_first(params, "fieldSelector") or "").split(",") if t.strip()]
-    for term in terms:
-        for op in ("==", "="):
-            key, sep, value = term.partition(op)
-            if sep and key.strip() == "metadata.name":
-                return value.strip()
+    try:
+        name = requires_exact_match(parse_fields(_first(params, "fieldSelector")), "metadata.name")
+    except SelectorError:
+        return ""  # a selector that does not parse leaves the name unset, as upstream
+    if name and name not in (".", "..") and "/" not in name and "%" not in name:
+        return name
     return ""

@@ -1,18 +1,15 @@
-"""Go's time arithmetic the model needs: Time.Round and Duration.Truncate, and RFC 3339 / Go durations."""
+"""Go's time arithmetic the model needs: Time.Round and Duration.Truncate, RFC 3339 times, durations in seconds."""
 
 from __future__ import annotations
 
 import math
-import re
 from datetime import datetime, timezone
+
+from promop.duration import parse_duration as parse_duration_ms
+from promop.duration import parse_go_seconds
 
 # Seconds from Go's zero time (0001-01-01T00:00:00Z) to the Unix epoch: Time.Round counts from there.
 ZERO_TIME = -62135596800.0
-
-_DUR = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d|w)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0,
-          "w": 604800.0}
-
 
 def go_round(t: float, d: float) -> float:
     """Time.Round(d): nearest multiple of d since Go's zero time, halves up."""
@@ -34,22 +31,18 @@ def truncate_duration(x: float, m: float) -> float:
     return x - math.fmod(x, m)
 
 
-def parse_duration(text: str) -> float:
-    """'24h', '1h30m', '8d', '90s' (Go's units plus d and w, as Prometheus has them), or plain seconds."""
-    s = str(text).strip()
-    try:
-        return float(s)
-    except ValueError:
-        pass
-    pos, total = 0, 0.0
-    for m in _DUR.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or not s:
-        raise ValueError(f"{text!r} is not a duration (e.g. 24h, 90m, 8d)")
-    return total
+def parse_duration(value: object) -> float:
+    """A Go duration (`24h`, `1h30m`, `5m`; time.ParseDuration, as upstream's flags), or a YAML number of seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a duration (e.g. 24h, 90m, 5m30s)")
+    return parse_go_seconds(value)
+
+
+def parse_prom_duration(text: object) -> float:
+    """A Prometheus duration (`8d`, `1h`; model.ParseDuration, as upstream reads --history-length), in seconds."""
+    return parse_duration_ms(text) / 1000
 
 
 def parse_time(value: object) -> float:

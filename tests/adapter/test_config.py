@@ -13,7 +13,8 @@ import yaml
 from promop.adapter.config import ConfigError, GroupResource, load_config_text, parse_config
 from promop.adapter.default_config import default_config, default_config_yaml
 from promop.adapter.naming import Namer, ResourceConverter
-from promop.adapter.quantity import binary_quantity, go_duration, milli_quantity
+from promop.adapter.quantity import binary_quantity, milli_quantity
+from promop.duration import format_go_seconds as go_duration
 from promop.adapter.registry import SeriesSet, build, collect_label_sets
 from promop.adapter.resources import ResourceMapper
 from promop.adapter.selector import SelectorError, matcher_for, parse_selector

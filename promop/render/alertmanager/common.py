@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from promop.render.duration import DurationError, parse_duration
+from promop.duration import DurationError, format_duration, parse_duration
 from promop.render.model import Problem
 from promop.render.store import Reject, Scope, Store
 from promop.render.versions import Version, VersionError
@@ -61,25 +61,6 @@ def am_version(spec: Mapping[str, Any]) -> Version:
     if version.parts[0] != 0 or version < "0.15.0":
         raise Fatal("spec.version", f"unsupported Alertmanager version {version}: promop supports v0.15.0 up to v0.x")
     return version
-
-
-_UNITS = (("y", 365 * 86400_000, True), ("w", 7 * 86400_000, True), ("d", 86400_000, True),
-          ("h", 3600_000, False), ("m", 60_000, False), ("s", 1000, False), ("ms", 1, False))
-
-
-def format_duration(ms: int) -> str:
-    """A duration as Prometheus prints it (model.Duration.String): `90000` -> `1m30s`, `86400000` -> `1d`."""
-    if ms == 0:
-        return "0s"
-    out = []
-    for unit, mult, exact in _UNITS:
-        if exact and ms % mult:
-            continue
-        value = ms // mult
-        if value > 0:
-            out.append(f"{value}{unit}")
-            ms -= value * mult
-    return "".join(out)
 
 
 @lru_cache(maxsize=4096)

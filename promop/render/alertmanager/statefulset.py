@@ -18,7 +18,7 @@ from typing import Any
 
 from promop.render.alertmanager.common import DEFAULT_ALERTMANAGER_BASE_IMAGE, DEFAULT_ALERTMANAGER_VERSION, Version
 from promop.render.alertmanager.meta import managed_metadata, owner_reference, prefixed_name
-from promop.render.duration import DurationError, parse_size
+from promop.duration import DurationError, parse_size
 from promop.render.meta import MANAGED_BY_LABELS
 from promop.render.model import RenderOptions
 from promop.render.statefulset import (RELOADER_COMMAND, RELOADER_RESOURCES, SECURITY_CONTEXT, _pod_spec_passthrough,
