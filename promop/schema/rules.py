@@ -27,11 +27,6 @@ from promop.schema.messages import Violation
 _FIELD_PATH_PART = re.compile(r"\.([A-Za-z_$][A-Za-z0-9_$-]*)|\[\s*'((?:[^'\\]|\\.)*)'\s*\]|\[(\d+)\]")
 
 
-def has_rules(schema: Any) -> bool:
-    """Whether any node of `schema` carries x-kubernetes-validations (else the walk is skipped)."""
-    return any(True for _ in _rule_nodes(schema, ""))
-
-
 def _rule_nodes(schema: Any, path: str) -> Iterator[tuple[str, dict]]:
     if not isinstance(schema, dict):
         return
@@ -55,11 +50,48 @@ def unsupported_rules(schema: dict) -> list[str]:
     return out
 
 
+class _Plan:
+    """The parts of a schema that lead to rules: built once per schema, so a big CRD with a few
+    rules costs a walk over those few paths, not over the whole schema, per object."""
+
+    __slots__ = ("schema", "rules", "props", "extra", "items")
+
+    def __init__(self, schema: dict):
+        self.schema = schema
+        self.rules = list(schema.get("x-kubernetes-validations") or [])
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        self.props = {k: p for k, p in ((k, _plan(v)) for k, v in props.items()) if p is not None}
+        self.extra = _plan(schema.get("additionalProperties"))
+        self.items = _plan(schema.get("items"))
+
+
+def _plan(schema: Any) -> _Plan | None:
+    if not isinstance(schema, dict):
+        return None
+    plan = _Plan(schema)
+    return plan if plan.rules or plan.props or plan.extra or plan.items else None
+
+
+_plans: dict[int, tuple[dict, _Plan | None]] = {}
+
+
+def _plan_for(schema: dict) -> _Plan | None:
+    hit = _plans.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    plan = _plan(schema)
+    if len(_plans) > 64:
+        _plans.clear()
+    _plans[id(schema)] = (schema, plan)
+    return plan
+
+
 def rule_violations(obj: Any, schema: dict, old: Any = NO_OLD) -> list[Violation]:
     """Every failed rule of `schema` on `obj` (with `old`, the stored object, on update)."""
     out: list[Violation] = []
-    if has_rules(schema):
-        _walk(obj, old, schema, "", out, root=True)
+    plan = _plan_for(schema)
+    if plan is not None:
+        _walk(obj, old, plan, "", out, root=True)
     return out
 
 
@@ -67,35 +99,33 @@ def _child(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def _walk(value: Any, old: Any, schema: Any, path: str, out: list[Violation], root: bool = False) -> None:
-    if not isinstance(schema, dict) or value is None:
+def _walk(value: Any, old: Any, plan: _Plan, path: str, out: list[Violation], root: bool = False) -> None:
+    if value is None:
         return
-    if schema.get("x-kubernetes-validations"):
+    if plan.rules:
         seen = _rule_view(value) if root else value
         old_seen = _rule_view(old) if root and old is not NO_OLD else old
-        out.extend(_check(seen, old_seen, schema, path))
+        out.extend(_check(seen, old_seen, plan.schema, path))
     if isinstance(value, dict):
-        _walk_object(value, old, schema, path, out, root)
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        olds = _map_list_olds(old, schema)
+        _walk_object(value, old, plan, path, out, root)
+    elif isinstance(value, list) and plan.items is not None:
+        olds = _map_list_olds(old, plan.schema)
         for n, item in enumerate(value):
-            _walk(item, olds(item), schema["items"], f"{path}[{n}]", out)
+            _walk(item, olds(item), plan.items, f"{path}[{n}]", out)
 
 
-def _walk_object(value: dict, old: Any, schema: dict, path: str, out: list[Violation], root: bool) -> None:
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    extra = schema.get("additionalProperties")
+def _walk_object(value: dict, old: Any, plan: _Plan, path: str, out: list[Violation], root: bool) -> None:
+    props = plan.schema.get("properties") if isinstance(plan.schema.get("properties"), dict) else {}
     old_map = old if isinstance(old, dict) else {}
     for key, sub_value in value.items():
         if root and key == "metadata":
             continue  # ObjectMeta is the apiserver's, not the CRD's
         if key in props:
-            sub, sub_path = props[key], _child(path, key)
-        elif isinstance(extra, dict):
-            sub, sub_path = extra, f"{path}[{key}]"
+            sub, sub_path = plan.props.get(key), _child(path, key)
         else:
-            continue
-        _walk(sub_value, old_map.get(key, NO_OLD), sub, sub_path, out)
+            sub, sub_path = plan.extra, f"{path}[{key}]"
+        if sub is not None:
+            _walk(sub_value, old_map.get(key, NO_OLD), sub, sub_path, out)
 
 
 def _map_list_olds(old: Any, schema: dict):

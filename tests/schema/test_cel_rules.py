@@ -198,6 +198,12 @@ def test_unsupported_functions_are_reported_not_guessed():
     assert line.startswith("addr: ip(self).family() == 4: ") and "ip" in line.split(": ", 2)[2]
 
 
+def test_namespaced_libraries_are_unsupported_not_evaluation_errors():
+    for rule in ("math.greatest(self, 1) == self", "sets.contains(self, [1])"):
+        with pytest.raises(cel.Unsupported):
+            cel.compile_rule(rule)
+
+
 def test_compile_error():
     assert cel.compile_error("self.a == 1") is None
     assert cel.compile_error("self.ratio >= 0.5") is None
