@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from types import MappingProxyType
 from typing import Any
 
@@ -45,9 +46,12 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 # -- JSON patch -----------------------------------------------------------------------------------
-# RFC 6902 is the `jsonpatch` package's; what is ours is what Go's evanphx/json-patch (the
+# RFC 6902 is the `jsonpatch` package's; what is ours is what Go's evanphx/json-patch v4 (the
 # apiserver's) does differently from it, and the apiserver's answers:
 # - `test` compares JSON values: `1` is not `true` (Python's `1 == True` is), `1` is `1.0`;
+# - array indices are Go's strconv.Atoi: `01` and `+1` are 1, and negative indices count from
+#   the end (SupportNegativeIndices defaults to true; for `add`, -1 is the end);
+# - `add` and `replace` without `value` write null;
 # - a body that is not a list of operations: 400 with the decoder's message;
 # - more than 10,000 operations: 413;
 # - an operation that fails: 422 Invalid, "the server rejected our request due to an error in
@@ -104,11 +108,57 @@ def json_patch(doc: Any, operations: Any) -> Any:
     if len(operations) > MAX_JSON_PATCH_OPERATIONS:
         raise ApiError(413, f"Request entity too large: The allowed maximum operations in a JSON "
                             f"patch is {MAX_JSON_PATCH_OPERATIONS}, got {len(operations)}")
+    result = copy.deepcopy(doc)
     try:
-        return _Patch(operations).apply(doc)
+        for op in operations:
+            result = _Patch([_as_go_reads_it(result, op)]).apply(result, in_place=True)
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError,
-            KeyError, IndexError):
+            KeyError, IndexError, AttributeError):
         raise _rejected() from None
+    return result
+
+
+_GO_INT = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _as_go_reads_it(doc: Any, op: dict) -> dict:
+    """`op` rewritten to what evanphx/json-patch v4 makes of it on `doc` (see above)."""
+    op = dict(op)
+    if op.get("op") in ("add", "replace") and "value" not in op:
+        op["value"] = None
+    for key in ("path", "from"):
+        if isinstance(op.get(key), str):
+            op[key] = _go_indices(doc, op[key], adding=key == "path" and op.get("op") == "add")
+    return op
+
+
+def _go_indices(doc: Any, path: str, adding: bool) -> str:
+    """Array indices in `path` as Go's Atoi reads them, negative ones resolved against `doc`."""
+    if not path.startswith("/"):
+        return path
+    parts = path[1:].split("/")
+    node = doc
+    for n, part in enumerate(parts):
+        last = n == len(parts) - 1
+        if isinstance(node, list):
+            if not _GO_INT.match(part):
+                break
+            index = int(part)
+            size = len(node) + (1 if last and adding else 0)
+            if -size <= index < 0:
+                index += size
+            parts[n] = str(index)
+            if last or not 0 <= index < len(node):
+                break
+            node = node[index]
+        elif isinstance(node, dict):
+            key = part.replace("~1", "/").replace("~0", "~")
+            if last or key not in node:
+                break
+            node = node[key]
+        else:
+            break
+    return "/" + "/".join(parts)
 
 
 def _json_type(value: Any) -> str:
