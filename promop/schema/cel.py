@@ -20,6 +20,7 @@ Unsupported: the caller reports it as such, never guesses.
 from __future__ import annotations
 
 import logging
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -114,11 +115,51 @@ def _clean(error: Exception) -> str:
     return text
 
 
+_STRING_START = re.compile(r"[rRbB]{0,2}('''|\"\"\"|'|\")")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _with_re2_matches(expression: str) -> str:
+    """`matches(` (method or function) outside string literals becomes `re2Matches(`, so regexes
+    are RE2's as in cel-go, not the `cel` package's built-in Rust regex."""
+    out, pos = [], 0
+    while pos < len(expression):
+        string = _STRING_START.match(expression, pos)
+        if string:
+            raw = "r" in string.group(0)[: -len(string.group(1))].lower()
+            end = _string_end(expression, string.end(), string.group(1), raw)
+            out.append(expression[pos:end])
+            pos = end
+            continue
+        ident = _IDENT.match(expression, pos)
+        if ident:
+            word = ident.group(0)
+            if word == "matches" and expression[ident.end():].lstrip().startswith("("):
+                word = "re2Matches"
+            out.append(word)
+            pos = ident.end()
+            continue
+        out.append(expression[pos])
+        pos += 1
+    return "".join(out)
+
+
+def _string_end(text: str, pos: int, quote: str, raw: bool) -> int:
+    while pos < len(text):
+        if not raw and text[pos] == "\\":
+            pos += 2
+        elif text.startswith(quote, pos):
+            return pos + len(quote)
+        else:
+            pos += 1
+    return len(text)
+
+
 @lru_cache(maxsize=1024)
 def compile_rule(expression: str) -> Rule:
     """The compiled rule; Unsupported when it does not compile or needs a function we lack."""
     try:
-        program = _cel_lib.compile(expression)
+        program = _cel_lib.compile(_with_re2_matches(expression))
     except Exception as e:  # noqa: BLE001
         raise Unsupported(f"does not compile: {' '.join(str(e).split(chr(10), 1)[0].split())}") from None
     unknown = sorted(set(program.functions()) - _KNOWN)

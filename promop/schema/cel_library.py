@@ -6,7 +6,7 @@ the apiserver adds on top for `x-kubernetes-validations` is here, named as Kuber
 - strings (k8s.io/apiserver/pkg/cel/library, ext.Strings v2): charAt, indexOf, lastIndexOf,
   lowerAscii, upperAscii, replace, split, substring, trim, join;
 - lists: isSorted, sum, min, max, indexOf, lastIndexOf;
-- regex: find, findAll (RE2, as Go's regexp);
+- regex: find, findAll, and `matches` itself (RE2, as Go's regexp; see promop.schema.cel);
 - quantity(s), isQuantity(s) and the quantity methods;
 - url(s), isURL(s) and the URL getters.
 
@@ -172,6 +172,12 @@ def _regex(pattern: str) -> Any:
     return rx
 
 
+def re2_matches(s: str, pattern: str) -> bool:
+    """CEL's `matches` as cel-go does it (RE2, unanchored). The `cel` package's own `matches` is
+    Rust's regex, whose \\d, \\w, \\s and \\b are Unicode where Go's are ASCII."""
+    return _regex(pattern).search(_need_str(s, "matches")) is not None
+
+
 def find(s: str, pattern: str) -> str:
     m = _regex(pattern).search(_need_str(s, "find"))
     return m.group(0) if m else ""
@@ -331,7 +337,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "lowerAscii": lower_ascii, "upperAscii": upper_ascii, "replace": replace, "split": split,
     "substring": substring, "trim": trim, "join": join,
     "isSorted": is_sorted, "sum": sum_, "min": min_, "max": max_,
-    "find": find, "findAll": find_all,
+    "re2Matches": re2_matches, "find": find, "findAll": find_all,
     "quantity": quantity, "isQuantity": is_quantity, "isInteger": q_is_integer,
     "asInteger": q_as_integer, "asApproximateFloat": q_as_approximate_float, "sign": q_sign,
     "add": q_add, "sub": q_sub, "compareTo": q_compare_to,

@@ -292,3 +292,13 @@ def test_transition_rules_on_update_in_the_sandbox(widgets, name):
     assert refused_update.json()["message"].endswith(f"spec.{name}: {message}")
     allowed_update = widgets("PUT", "/" + obj_name, dict(stored, spec=dict(stored["spec"], **{name: allowed})))
     assert allowed_update.status_code == 200, allowed_update.text
+
+
+def test_matches_is_re2_as_in_go_not_the_packages_rust_regex():
+    digit = cel.compile_rule("self.matches('^\\\\d$')")
+    assert digit("3") and not digit("\u0663")  # Go's \d is ASCII; Rust's regex would match
+    assert cel.compile_rule("matches(self, 'b')")("abc")  # the function form too
+    # 'matches(' inside a string literal is left alone
+    assert cel.compile_rule("self == 'x.matches(1)' || self.matches(\"^a\")")("x.matches(1)")
+    with pytest.raises(cel.EvalError):
+        cel.compile_rule("self.matches('(')")("a")  # an invalid RE2 pattern fails the rule
