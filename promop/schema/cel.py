@@ -1,10 +1,11 @@
 """CEL for `x-kubernetes-validations` rules, on a maintained CEL implementation.
 
 The language (parser, macros `has`/`all`/`exists`/`exists_one`/`map`/`filter`, operators, doubles,
-`size`, `matches`, conversions, error absorption in `&&`/`||`) is the `cel` package's
+`size`, conversions, error absorption in `&&`/`||`) is the `cel` package's
 (common-expression-language: Rust's cel-interpreter with Python bindings). Kubernetes' own
 libraries (strings, lists, regex `find`/`findAll`, `quantity`, `url`) come from
-promop.schema.cel_library.
+promop.schema.cel_library, and so does `matches`: the package's is Rust's regex, so a rule's
+`matches(` is compiled as `re2Matches(` (RE2, as cel-go).
 
     compile_error(expression) -> str | None      None if it compiles, else the compiler's message
     compile_rule(expression) -> Rule             raises Unsupported (does not compile, or calls a
