@@ -144,15 +144,16 @@ class Api:
         if mode == "Warn":
             self._request.warnings += [f'unknown field "{p}"' for p in paths]
 
-    def _admit_custom(self, rt: ResourceType, obj: dict) -> None:
-        """Custom resources: prune, default and validate against the served version's schema."""
+    def _admit_custom(self, rt: ResourceType, obj: dict, old: dict | None = None) -> None:
+        """Custom resources: prune, default and validate against the served version's schema
+        (with `old`, the stored object, for CEL transition rules on update)."""
         if rt.builtin:
             return
         if not hasattr(self._request, "warnings"):
             self.begin_request()
         structural.admit(rt.kind, rt.group, obj, rt.extra.get("schema"),
                          getattr(self._request, "field_validation", "Warn"),
-                         self._request.warnings)
+                         self._request.warnings, old)
 
     # -- helpers -------------------------------------------------------------------------------
     def _existing(self, rt: ResourceType, namespace: str, name: str) -> dict:
@@ -531,7 +532,7 @@ class Api:
                 new.pop("status", None)
             else:
                 new["status"] = status
-            self._admit_custom(rt, new)
+            self._admit_custom(rt, new, old)
         elif subresource == "finalize" and rt.key == NAMESPACES:
             finalizers = (new.get("spec") or {}).get("finalizers")
             new = copy.deepcopy(old)
@@ -546,7 +547,7 @@ class Api:
                     new["status"] = copy.deepcopy(old["status"])
                 else:
                     new.pop("status", None)
-            self._admit_custom(rt, new)
+            self._admit_custom(rt, new, old)
             meta = new["metadata"]
             for field in SERVER_METADATA:
                 if field in old["metadata"]:

@@ -1,10 +1,17 @@
-"""PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch
-(the subset kubectl apply and operators use: maps, and lists merged by their merge key)."""
+"""PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902, on the `jsonpatch` package) and
+strategic merge patch (the subset kubectl apply and operators use: maps, and lists merged by their
+merge key)."""
 
 from __future__ import annotations
 
 import copy
+import json
+import re
+from types import MappingProxyType
 from typing import Any
+
+import jsonpatch
+import jsonpointer
 
 from promop.sandbox.errors import ApiError, bad_request
 
@@ -39,93 +46,131 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 # -- JSON patch -----------------------------------------------------------------------------------
+# RFC 6902 is the `jsonpatch` package's; what is ours is what Go's evanphx/json-patch v4 (the
+# apiserver's) does differently from it, and the apiserver's answers:
+# - `test` compares JSON values: `1` is not `true` (Python's `1 == True` is), `1` is `1.0`;
+# - array indices are Go's strconv.Atoi: `01` and `+1` are 1, and negative indices count from
+#   the end (SupportNegativeIndices defaults to true; for `add`, -1 is the end);
+# - `add` and `replace` without `value` write null;
+# - a body that is not a list of operations: 400 with the decoder's message;
+# - more than 10,000 operations: 413;
+# - an operation that fails: 422 Invalid, "the server rejected our request due to an error in
+#   our request" (NewGenericServerResponse: the library's message is not passed on).
 
-def _pointer(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise bad_request(f'JSON patch path "{path}" must start with "/"')
-    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
-
-
-def _walk(doc: Any, parts: list[str], path: str) -> Any:
-    for part in parts:
-        if isinstance(doc, dict) and part in doc:
-            doc = doc[part]
-        elif isinstance(doc, list) and part.isdigit() and int(part) < len(doc):
-            doc = doc[int(part)]
-        else:
-            raise ApiError(422, f'JSON patch: path "{path}" does not exist')
-    return doc
+MAX_JSON_PATCH_OPERATIONS = 10000
 
 
-def _list_index(container: list, part: str, path: str, inserting: bool) -> int:
-    if part == "-" and inserting:
-        return len(container)
-    if not part.isdigit():
-        raise ApiError(422, f'JSON patch: "{part}" in "{path}" is not an array index')
-    index = int(part)
-    if index > len(container) or (index == len(container) and not inserting):
-        raise ApiError(422, f'JSON patch: index {index} out of range in "{path}"')
-    return index
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: booleans are not numbers, numbers compare by value."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
 
 
-def _add(doc: Any, path: str, value: Any) -> Any:
-    parts = _pointer(path)
-    if not parts:
-        return value
-    parent = _walk(doc, parts[:-1], path)
-    last = parts[-1]
-    if isinstance(parent, dict):
-        parent[last] = value
-    elif isinstance(parent, list):
-        parent.insert(_list_index(parent, last, path, True), value)
-    else:
-        raise ApiError(422, f'JSON patch: parent of "{path}" is not a container')
-    return doc
+class _TestOperation(jsonpatch.TestOperation):
+    """`test` with JSON equality (see _json_equal)."""
+
+    def apply(self, obj: Any) -> Any:
+        try:
+            value = self.pointer.resolve(obj)
+        except jsonpointer.JsonPointerException as e:
+            raise jsonpatch.JsonPatchTestFailed(str(e)) from None
+        if "value" not in self.operation:
+            raise jsonpatch.InvalidJsonPatch("The operation does not contain a 'value' member")
+        if not _json_equal(value, self.operation["value"]):
+            raise jsonpatch.JsonPatchTestFailed(f"{value!r} ({type(value).__name__}) is not equal to "
+                                                f"tested value {self.operation['value']!r}")
+        return obj
 
 
-def _remove(doc: Any, path: str) -> Any:
-    parts = _pointer(path)
-    parent = _walk(doc, parts[:-1], path)
-    last = parts[-1]
-    if isinstance(parent, dict) and last in parent:
-        return parent.pop(last)
-    if isinstance(parent, list):
-        return parent.pop(_list_index(parent, last, path, False))
-    raise ApiError(422, f'JSON patch: path "{path}" does not exist')
+class _Patch(jsonpatch.JsonPatch):
+    operations = MappingProxyType(dict(jsonpatch.JsonPatch.operations, test=_TestOperation))
+
+
+def _rejected() -> ApiError:
+    return ApiError(422, "the server rejected our request due to an error in our request",
+                    details={})
 
 
 def json_patch(doc: Any, operations: Any) -> Any:
+    """`doc` with RFC 6902 `operations` applied (doc is not changed); ApiError as the apiserver."""
     if not isinstance(operations, list):
-        raise bad_request("JSON patch body must be a list of operations")
-    doc = copy.deepcopy(doc)
-    for op in operations:
-        if not isinstance(op, dict) or "op" not in op or "path" not in op:
-            raise bad_request(f"JSON patch operation {op!r} needs 'op' and 'path'")
-        kind, path = op["op"], op["path"]
-        if kind == "add":
-            doc = _add(doc, path, copy.deepcopy(op.get("value")))
-        elif kind == "remove":
-            _remove(doc, path)
-        elif kind == "replace":
-            _walk(doc, _pointer(path), path)
-            if _pointer(path):
-                _remove(doc, path)
-            doc = _add(doc, path, copy.deepcopy(op.get("value")))
-        elif kind in ("move", "copy"):
-            source = op.get("from", "")
-            value = _walk(doc, _pointer(source), source)
-            value = copy.deepcopy(value)
-            if kind == "move":
-                _remove(doc, source)
-            doc = _add(doc, path, value)
-        elif kind == "test":
-            if _walk(doc, _pointer(path), path) != op.get("value"):
-                raise ApiError(422, f'JSON patch: test failed at "{path}"')
+        raise bad_request(f"json: cannot unmarshal {_json_type(operations)} into Go value of type "
+                          f"jsonpatch.Patch")
+    if not all(isinstance(op, dict) for op in operations):
+        raise bad_request("json: cannot unmarshal array into Go value of type jsonpatch.Operation")
+    if len(operations) > MAX_JSON_PATCH_OPERATIONS:
+        raise ApiError(413, f"Request entity too large: The allowed maximum operations in a JSON "
+                            f"patch is {MAX_JSON_PATCH_OPERATIONS}, got {len(operations)}")
+    result = copy.deepcopy(doc)
+    try:
+        for op in operations:
+            result = _Patch([_as_go_reads_it(result, op)]).apply(result, in_place=True)
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError,
+            KeyError, IndexError, AttributeError):
+        raise _rejected() from None
+    return result
+
+
+_GO_INT = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _as_go_reads_it(doc: Any, op: dict) -> dict:
+    """`op` rewritten to what evanphx/json-patch v4 makes of it on `doc` (see above)."""
+    op = dict(op)
+    if op.get("op") in ("add", "replace") and "value" not in op:
+        op["value"] = None
+    for key in ("path", "from"):
+        if isinstance(op.get(key), str):
+            op[key] = _go_indices(doc, op[key], adding=key == "path" and op.get("op") == "add")
+    return op
+
+
+def _go_indices(doc: Any, path: str, adding: bool) -> str:
+    """Array indices in `path` as Go's Atoi reads them, negative ones resolved against `doc`."""
+    if not path.startswith("/"):
+        return path
+    parts = path[1:].split("/")
+    node = doc
+    for n, part in enumerate(parts):
+        last = n == len(parts) - 1
+        if isinstance(node, list):
+            if not _GO_INT.match(part):
+                break
+            index = int(part)
+            size = len(node) + (1 if last and adding else 0)
+            if -size <= index < 0:
+                index += size
+            parts[n] = str(index)
+            if last or not 0 <= index < len(node):
+                break
+            node = node[index]
+        elif isinstance(node, dict):
+            key = part.replace("~1", "/").replace("~0", "~")
+            if last or key not in node:
+                break
+            node = node[key]
         else:
-            raise bad_request(f'JSON patch: unknown op "{kind}"')
-    return doc
+            break
+    return "/" + "/".join(parts)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "null" if value is None else "value"
 
 
 # -- strategic merge patch -----------------------------------------------------------------------
@@ -222,6 +267,11 @@ def apply_patch(content_type: str, target: dict, body: Any, builtin: bool) -> di
         accepted = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH] + ([STRATEGIC_PATCH] if builtin else [])
         raise ApiError(415, f'the body of the request was in an unknown format - accepted media '
                             f'types include: {", ".join(accepted)}')
+    if not isinstance(result, dict) and media == JSON_PATCH:
+        shown = json.dumps(result, separators=(",", ":"))
+        raise ApiError(422, f' "" is invalid: patch: Invalid value: {json.dumps(shown)}: json: cannot '
+                            f"unmarshal {_json_type(result) if result is not None else 'null'} into Go "
+                            f"value of type map[string]interface {{}}")
     if not isinstance(result, dict):
         raise bad_request("the patch did not produce an object")
     return result

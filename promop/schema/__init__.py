@@ -10,6 +10,8 @@
     ["spec.endpoints[0].proxyUrl: Invalid value: \\"::x\\": should match '^(http|https|socks5)://.+$'"]
 
 What is checked, and which Kubernetes extensions are honoured: see promop/schema/validate.py.
+CEL rules (`x-kubernetes-validations`): promop/schema/rules.py and cel.py (`compile_rule`,
+`compile_error`); the prune/default/unknown-field walk the sandbox shares: promop/schema/walk.py.
 """
 
 from promop.schema.crds import SchemaNotFound, crd_schema, load_crds, schema_for, split_api_version

@@ -1,297 +1,172 @@
-"""The simple part of CEL that `x-kubernetes-validations` rules in our CRDs use.
+"""CEL for `x-kubernetes-validations` rules, on a maintained CEL implementation.
 
-Supported: `self` and field selection (`self.a.b`), `has(self.a.b)`, `.size()` on strings,
-lists and maps, string/int/bool/null literals, `!`, unary `-`, `&&`, `||`, `== != < <= > >=`,
-`+ -` on ints, `cond ? a : b`, parentheses. That covers every rule in upstream's
-monitoring.coreos.com CRDs (0.93.0).
+The language (parser, macros `has`/`all`/`exists`/`exists_one`/`map`/`filter`, operators, doubles,
+`size`, conversions, error absorption in `&&`/`||`) is the `cel` package's
+(common-expression-language: Rust's cel-interpreter with Python bindings). Kubernetes' own
+libraries (strings, lists, regex `find`/`findAll`, `quantity`, `url`) come from
+promop.schema.cel_library, and so does `matches`: the package's is Rust's regex, so a rule's
+`matches(` is compiled as `re2Matches(` (RE2, as cel-go).
 
-Anything else (macros such as `all()`/`exists()`, `oldSelf` transition rules, string
-functions, `in`, ...) raises `Unsupported` at parse time: the caller skips that rule and
-says so, rather than guess. A rule that fails at evaluation time (a missing field read
-without `has()`) is an error in Kubernetes too; we report it the same way.
+    compile_error(expression) -> str | None      None if it compiles, else the compiler's message
+    compile_rule(expression) -> Rule             raises Unsupported (does not compile, or calls a
+                                                 function neither CEL nor Kubernetes' libraries have)
+    rule(self_value, old_self=NO_OLD) -> bool    raises EvalError when evaluation fails
+    rule.transition                              the rule reads `oldSelf`: only checked on update,
+                                                 when the old value exists (without one it passes)
+
+A rule calling a function we do not provide (`ip()`, `cidr()`, `format()`, `authorizer`, ...) is
+Unsupported: the caller reports it as such, never guesses.
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
+
+import cel as _cel_lib
+
+from promop.schema.cel_library import FUNCTIONS
 
 
 class Unsupported(Exception):
-    """The rule uses CEL beyond the subset above."""
+    """The rule does not compile, or needs a CEL function we do not provide."""
 
 
 class EvalError(Exception):
-    """The rule could not be evaluated (e.g. no such key)."""
+    """The rule could not be evaluated (no such key, a function refused its arguments, ...)."""
 
 
-_TOKEN = re.compile(
-    r"""\s*(?:
-      (?P<num>\d+)
-    | (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
-    | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
-    | (?P<op>&&|\|\||==|!=|<=|>=|[!<>()?:.+\-])
-    )""",
-    re.VERBOSE,
-)
+NO_OLD = object()
 
-_MISSING = object()
-
-
-@dataclass
-class _Tok:
-    kind: str
-    text: str
+# The functions (operators included) the `cel` package implements itself, by the names its
+# compiled programs report them under. Macros (has, all, exists, ...) are not listed there.
+_BUILTIN = frozenset({
+    "!_", "-_", "@in", "@not_strictly_false", "_!=_", "_%_", "_&&_", "_*_", "_+_", "_-_", "_/_",
+    "_<_", "_<=_", "_==_", "_>_", "_>=_", "_?_:_", "_[_]", "_||_", "bool", "bytes", "contains",
+    "double", "duration", "dyn", "endsWith", "int", "matches", "size", "startsWith", "string",
+    "timestamp", "type", "uint", "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear",
+    "getFullYear", "getHours", "getMilliseconds", "getMinutes", "getMonth", "getSeconds",
+})
+_KNOWN = _BUILTIN | frozenset(FUNCTIONS)
+# Namespaced CEL extension libraries (`math.greatest(...)`, `sets.contains(...)`): the package
+# reads the namespace as a variable, so a rule naming one is Unsupported, not an evaluation error.
+_NAMESPACES = frozenset({"math", "sets", "base64", "optional", "strings", "lists", "encoders"})
 
 
-def _tokenize(src: str) -> list[_Tok]:
-    toks, i = [], 0
-    while i < len(src):
-        if src[i:].strip() == "":
-            break
-        m = _TOKEN.match(src, i)
-        if not m or m.end() == i:
-            raise Unsupported(f"unsupported syntax at {src[i:i + 10]!r}")
-        kind = m.lastgroup or ""
-        toks.append(_Tok(kind, m.group(kind)))
-        i = m.end()
-    toks.append(_Tok("end", ""))
-    return toks
+class _QuietFunctionFailures(logging.Filter):
+    """The `cel` package logs a warning whenever a Python function raises; for us that is an
+    ordinary rule failure, reported with the rule, so the duplicate log line is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Python function" not in record.getMessage()
 
 
-Node = Callable[[Any], Any]
+logging.getLogger("cel").addFilter(_QuietFunctionFailures())
 
 
-class _Parser:
-    def __init__(self, src: str):
-        self.toks = _tokenize(src)
-        self.i = 0
-
-    def peek(self) -> _Tok:
-        return self.toks[self.i]
-
-    def take(self, text: str | None = None) -> _Tok:
-        tok = self.toks[self.i]
-        if text is not None and tok.text != text:
-            raise Unsupported(f"expected {text!r}, found {tok.text!r}")
-        self.i += 1
-        return tok
-
-    def parse(self) -> Node:
-        node = self.ternary()
-        if self.peek().kind != "end":
-            raise Unsupported(f"unexpected {self.peek().text!r}")
-        return node
-
-    def ternary(self) -> Node:
-        cond = self.or_()
-        if self.peek().text == "?":
-            self.take("?")
-            a = self.ternary()
-            self.take(":")
-            b = self.ternary()
-            return lambda s: a(s) if _bool(cond(s)) else b(s)
-        return cond
-
-    def or_(self) -> Node:
-        node = self.and_()
-        while self.peek().text == "||":
-            self.take()
-            left, right = node, self.and_()
-            node = _or(left, right)
-        return node
-
-    def and_(self) -> Node:
-        node = self.rel()
-        while self.peek().text == "&&":
-            self.take()
-            left, right = node, self.rel()
-            node = _and(left, right)
-        return node
-
-    def rel(self) -> Node:
-        left = self.add()
-        op = self.peek().text
-        if op in ("==", "!=", "<", "<=", ">", ">="):
-            self.take()
-            right = self.add()
-            return _compare(op, left, right)
-        return left
-
-    def add(self) -> Node:
-        node = self.unary()
-        while self.peek().text in ("+", "-"):
-            op = self.take().text
-            left, right = node, self.unary()
-            node = _arith(op, left, right)
-        return node
-
-    def unary(self) -> Node:
-        if self.peek().text == "!":
-            self.take()
-            inner = self.unary()
-            return lambda s: not _bool(inner(s))
-        if self.peek().text == "-":
-            self.take()
-            inner = self.unary()
-            return lambda s: -_int(inner(s))
-        return self.postfix()
-
-    def postfix(self) -> Node:
-        node = self.primary()
-        while self.peek().text == ".":
-            self.take()
-            name = self.take().text
-            if self.peek().text == "(":
-                self.take("(")
-                self.take(")")
-                if name != "size":
-                    raise Unsupported(f"function {name}() is not supported")
-                node = _size(node)
-            else:
-                node = _select(node, name)
-        return node
-
-    def primary(self) -> Node:
-        tok = self.take()
-        if tok.kind == "num":
-            value = int(tok.text)
-            return lambda s: value
-        if tok.kind == "str":
-            value = _unquote(tok.text)
-            return lambda s: value
-        if tok.text == "(":
-            node = self.ternary()
-            self.take(")")
-            return node
-        if tok.kind == "id":
-            if tok.text == "self":
-                return lambda s: s
-            if tok.text in ("true", "false"):
-                value = tok.text == "true"
-                return lambda s: value
-            if tok.text == "null":
-                return lambda s: None
-            if tok.text == "has":
-                self.take("(")
-                path = self._selector_path()
-                self.take(")")
-                return _has(path)
-            raise Unsupported(f"identifier {tok.text!r} is not supported")
-        raise Unsupported(f"unexpected {tok.text!r}")
-
-    def _selector_path(self) -> list[str]:
-        if self.take().text != "self":
-            raise Unsupported("has() only on self.<field>")
-        path = []
-        while self.peek().text == ".":
-            self.take()
-            path.append(self.take().text)
-        if not path:
-            raise Unsupported("has() needs a field")
-        return path
+def compile_error(expression: str) -> str | None:
+    """None if `expression` compiles as CEL, else the compiler's message (as the apiserver
+    refuses a CRD whose rule does not compile)."""
+    try:
+        _cel_lib.compile(expression)
+    except Exception as e:  # noqa: BLE001 - the package raises ValueError or others for bad syntax
+        return " ".join(str(e).split("\n", 1)[0].split())
+    return None
 
 
-def _unquote(text: str) -> str:
-    body = text[1:-1]
-    if "\\" in body:
-        raise Unsupported("escapes in string literals are not supported")
-    return body
+class Rule:
+    """One compiled rule, callable on a value (and on its old value for transition rules)."""
 
+    def __init__(self, expression: str, program: Any, variables: frozenset[str], functions: frozenset[str]):
+        self.expression = expression
+        self.transition = "oldSelf" in variables
+        self._program = program
+        # only the library functions the rule calls: wrapping all of them per evaluation costs
+        # more than most rules' evaluation
+        self._functions = {name: FUNCTIONS[name] for name in functions if name in FUNCTIONS}
 
-def _bool(v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise EvalError(f"expected a bool, got {type(v).__name__}")
-    return v
+    def __call__(self, value: Any, old_self: Any = NO_OLD) -> bool:
+        if self.transition and old_self is NO_OLD:
+            return True  # a transition rule is only checked on update, when oldSelf exists
+        result = self.evaluate(value, old_self)
+        if not isinstance(result, bool):
+            raise EvalError(f"rule evaluated to {type(result).__name__}, want bool")
+        return result
 
-
-def _int(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise EvalError(f"expected an int, got {type(v).__name__}")
-    return v
-
-
-def _or(a: Node, b: Node) -> Node:
-    def f(s: Any) -> bool:
-        # CEL's || is commutative over errors: true wins even if the other side errs.
+    def evaluate(self, value: Any, old_self: Any = NO_OLD) -> Any:
+        """The expression's value (a message expression's string, say); EvalError on failure."""
+        context = dict(self._functions, self=value)  # a plain dict: cheaper than a cel.Context
+        if old_self is not NO_OLD:
+            context["oldSelf"] = old_self
         try:
-            if _bool(a(s)):
-                return True
-        except EvalError:
-            if _bool(b(s)):
-                return True
-            raise
-        return _bool(b(s))
-    return f
+            return self._program.execute(context)
+        except Exception as e:  # noqa: BLE001 - RuntimeError, TypeError, KeyError, IndexError...
+            raise EvalError(_clean(e)) from None
 
 
-def _and(a: Node, b: Node) -> Node:
-    def f(s: Any) -> bool:
-        try:
-            if not _bool(a(s)):
-                return False
-        except EvalError:
-            if not _bool(b(s)):
-                return False
-            raise
-        return _bool(b(s))
-    return f
+def _clean(error: Exception) -> str:
+    text = str(error).split("\n", 1)[0]
+    if isinstance(error, KeyError):
+        return f"no such key: {text.strip(chr(39))}"
+    for noise in (". Check function arguments and their types.", "Python function call failed: ",
+                  "LibraryError: ", "QuantityError: "):
+        text = text.replace(noise, "")
+    return text
 
 
-def _compare(op: str, a: Node, b: Node) -> Node:
-    def f(s: Any) -> bool:
-        x, y = a(s), b(s)
-        if op == "==":
-            return x == y and type(x) is type(y)
-        if op == "!=":
-            return not (x == y and type(x) is type(y))
-        if type(x) is not type(y) or isinstance(x, (dict, list, bool)) or x is None:
-            raise EvalError(f"no such overload: {type(x).__name__} {op} {type(y).__name__}")
-        return {"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op]
-    return f
+_STRING_START = re.compile(r"[rRbB]{0,2}('''|\"\"\"|'|\")")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _arith(op: str, a: Node, b: Node) -> Node:
-    return (lambda s: _int(a(s)) + _int(b(s))) if op == "+" else (lambda s: _int(a(s)) - _int(b(s)))
+def _with_re2_matches(expression: str) -> str:
+    """`matches(` (method or function) outside string literals becomes `re2Matches(`, so regexes
+    are RE2's as in cel-go, not the `cel` package's built-in Rust regex."""
+    out, pos = [], 0
+    while pos < len(expression):
+        string = _STRING_START.match(expression, pos)
+        if string:
+            raw = "r" in string.group(0)[: -len(string.group(1))].lower()
+            end = _string_end(expression, string.end(), string.group(1), raw)
+            out.append(expression[pos:end])
+            pos = end
+            continue
+        ident = _IDENT.match(expression, pos)
+        if ident:
+            word = ident.group(0)
+            if word == "matches" and expression[ident.end():].lstrip().startswith("("):
+                word = "re2Matches"
+            out.append(word)
+            pos = ident.end()
+            continue
+        out.append(expression[pos])
+        pos += 1
+    return "".join(out)
 
 
-def _size(a: Node) -> Node:
-    def f(s: Any) -> int:
-        v = a(s)
-        if not isinstance(v, (str, list, dict)):
-            raise EvalError("size() of a non-collection")
-        return len(v)
-    return f
+def _string_end(text: str, pos: int, quote: str, raw: bool) -> int:
+    while pos < len(text):
+        if not raw and text[pos] == "\\":
+            pos += 2
+        elif text.startswith(quote, pos):
+            return pos + len(quote)
+        else:
+            pos += 1
+    return len(text)
 
 
-def _select(a: Node, name: str) -> Node:
-    def f(s: Any) -> Any:
-        v = a(s)
-        if not isinstance(v, dict) or name not in v:
-            raise EvalError(f"no such key: {name}")
-        return v[name]
-    return f
-
-
-def _has(path: list[str]) -> Node:
-    def f(s: Any) -> bool:
-        v = s
-        for name in path[:-1]:
-            if not isinstance(v, dict) or name not in v:
-                raise EvalError(f"no such key: {name}")
-            v = v[name]
-        if not isinstance(v, dict):
-            raise EvalError("has() on a non-object")
-        return path[-1] in v
-    return f
-
-
-@lru_cache(maxsize=256)
-def compile_rule(rule: str) -> Callable[[Any], bool]:
-    """A checker for `rule`: returns the rule's bool, raises EvalError or (at compile) Unsupported."""
-    if "oldSelf" in rule:
-        raise Unsupported("transition rules (oldSelf) are not supported")
-    node = _Parser(rule).parse()
-    return lambda s: _bool(node(s))
+@lru_cache(maxsize=1024)
+def compile_rule(expression: str) -> Rule:
+    """The compiled rule; Unsupported when it does not compile or needs a function we lack."""
+    try:
+        program = _cel_lib.compile(_with_re2_matches(expression))
+    except Exception as e:  # noqa: BLE001
+        raise Unsupported(f"does not compile: {' '.join(str(e).split(chr(10), 1)[0].split())}") from None
+    unknown = sorted(set(program.functions()) - _KNOWN)
+    if unknown:
+        raise Unsupported(f"uses CEL functions promop does not provide: {', '.join(unknown)}")
+    libraries = sorted(set(program.variables()) & _NAMESPACES)
+    if libraries:
+        raise Unsupported(f"uses CEL libraries promop does not provide: {', '.join(libraries)}")
+    return Rule(expression, program, frozenset(program.variables()), frozenset(program.functions()))

@@ -16,7 +16,8 @@ semantics): type, nullable, enum, properties (a null field counts as absent unle
 nullable), required, additionalProperties (schema or bool), items (one schema), anyOf,
 allOf, pattern (Go syntax), format, minimum/maximum (with Draft 4's exclusive flags),
 minLength/maxLength, minItems/maxItems, x-kubernetes-int-or-string,
-x-kubernetes-list-type, x-kubernetes-embedded-resource, x-kubernetes-validations.
+x-kubernetes-list-type, x-kubernetes-embedded-resource. `x-kubernetes-validations` (CEL) are
+not schema keywords here: promop.schema.rules evaluates them for every object, valid or not.
 tests/schema/test_compiled.py checks the verdicts equal jsonschema's.
 """
 
@@ -25,9 +26,8 @@ from __future__ import annotations
 import numbers
 from typing import Any, Callable
 
-from promop.schema import cel
 from promop.schema.goregex import compile_go
-from promop.schema.validate import _check_format, _embedded, _list_type  # the keywords mirrored here
+from promop.schema.keywords import check_format, embedded, list_type
 
 Check = Callable[[Any], bool]
 
@@ -181,34 +181,10 @@ def _items_check(items: Any, memo: dict[int, Check]) -> Check:
 
 
 def _generator_check(keyword_fn: Callable, value: Any, schema: dict) -> Check:
-    """A keyword of promop.schema.validate that yields errors: valid when it yields none."""
+    """A keyword of promop.schema.keywords that yields errors: valid when it yields none."""
     def check(x: Any) -> bool:
         for _ in keyword_fn(None, value, x, schema):
             return False
-        return True
-
-    return check
-
-
-def _validations_check(rules: Any) -> Check:
-    if not isinstance(rules, list):
-        raise _NotCompiled("x-kubernetes-validations")
-    compiled = []
-    for rule in rules:
-        try:
-            compiled.append(cel.compile_rule(rule.get("rule", "")))
-        except cel.Unsupported:
-            continue  # skipped by validate.py too
-
-    def check(x: Any) -> bool:
-        if x is None:
-            return True
-        for fn in compiled:
-            try:
-                if not fn(x):
-                    return False
-            except cel.EvalError:
-                return False
         return True
 
     return check
@@ -262,7 +238,7 @@ def _compile(schema: Any, memo: dict[int, Check]) -> Check:
             search = rx.search
             checks.append(lambda x: not isinstance(x, str) or search(x) is not None)
     if "format" in schema:
-        fmt, check_format = schema["format"], _check_format
+        fmt = schema["format"]
         checks.append(lambda x: check_format(fmt, x))
     for word, limit_kind in (("minLength", str), ("maxLength", str), ("minItems", list), ("maxItems", list)):
         if word in schema:
@@ -270,11 +246,9 @@ def _compile(schema: Any, memo: dict[int, Check]) -> Check:
     for word in ("minimum", "maximum"):
         if word in schema:
             checks.append(_bound_check(word, schema[word], schema))
-    for word, fn in (("x-kubernetes-list-type", _list_type), ("x-kubernetes-embedded-resource", _embedded)):
+    for word, fn in (("x-kubernetes-list-type", list_type), ("x-kubernetes-embedded-resource", embedded)):
         if word in schema:
             checks.append(_generator_check(fn, schema[word], schema))
-    if "x-kubernetes-validations" in schema:
-        checks.append(_validations_check(schema["x-kubernetes-validations"]))
     out = _all(checks)
     memo[id(schema)] = out
     return out
