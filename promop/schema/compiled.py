@@ -26,7 +26,7 @@ import numbers
 from typing import Any, Callable
 
 from promop.schema import cel
-from promop.schema.goregex import compile_go
+from promop.goregex import go_pattern
 from promop.schema.validate import _check_format, _embedded, _list_type  # the keywords mirrored here
 
 Check = Callable[[Any], bool]
@@ -257,7 +257,7 @@ def _compile(schema: Any, memo: dict[int, Check]) -> Check:
             raise _NotCompiled("allOf")
         checks.extend(_compile(s, memo) for s in schema["allOf"])
     if "pattern" in schema:
-        rx = compile_go(schema["pattern"])
+        rx = go_pattern(schema["pattern"])
         if rx is not None:
             search = rx.search
             checks.append(lambda x: not isinstance(x, str) or search(x) is not None)

@@ -11,7 +11,7 @@ extensions), extended with Kubernetes' rules:
 - `x-kubernetes-embedded-resource`: `apiVersion` and `kind` required, `metadata` an object.
 - `format`: `int32`, `int64` (ranges), `date-time`, `date`, `byte`, `uuid`, `ipv4`, `ipv6`,
   `cidr`, `hostname`, `uri`; other formats are not checked.
-- `pattern`: Go regexp semantics (promop.schema.goregex).
+- `pattern`: Go regexp semantics (promop.goregex, RE2).
 - `x-kubernetes-list-type: set` (items unique) and `map` (unique by `x-kubernetes-list-map-keys`).
 - `x-kubernetes-validations`: rules in the CEL subset of promop.schema.cel (every rule in
   upstream's monitoring.coreos.com CRDs); other rules are skipped.
@@ -36,7 +36,7 @@ from jsonschema import ValidationError, validators
 from jsonschema.validators import Draft4Validator
 
 from promop.schema import cel
-from promop.schema.goregex import compile_go
+from promop.goregex import go_pattern
 
 _BASE = Draft4Validator.VALIDATORS
 
@@ -121,7 +121,7 @@ def _any_of(validator, any_of, instance, schema):
 def _pattern(validator, pattern, instance, schema):
     if not isinstance(instance, str):
         return
-    rx = compile_go(pattern)
+    rx = go_pattern(pattern)
     if rx is not None and not rx.search(instance):
         yield ValidationError(f"Invalid value: {_show(instance)}: should match '{pattern}'")
 
