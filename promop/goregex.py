@@ -67,8 +67,15 @@ def _go_message(code: str, expr: str) -> str:
     return f"error parsing regexp: {code}: `{expr}`"
 
 
-def _from_re2(text: str, pattern: str) -> str:
+def _from_re2(text: str, pattern: str, angle_named_groups: bool) -> str:
     """Go's wording for RE2's error `text` ("<code>: <arg>" or just "<code>")."""
+    if text.startswith("invalid perl operator: (?<"):
+        # `(?<=`, `(?<!`: Go >= 1.22 reads a group name up to `>`; older Go stops at `(?<`
+        if not angle_named_groups:
+            return _go_message("invalid or unsupported Perl syntax", "(?<")
+        rest = pattern[pattern.find(text[len("invalid perl operator: "):]):]
+        end = rest.find(">")
+        return _go_message("invalid named capture", rest if end < 0 else rest[:end + 1])
     for re2_code in sorted(_GO_CODES, key=len, reverse=True):
         if text == re2_code:
             return _go_message(_GO_CODES[re2_code], pattern if re2_code.startswith("pattern") else "")
@@ -113,6 +120,10 @@ class GoRegexp:
     def fullmatch(self, text: str) -> Any:
         return self._rx.fullmatch(text)
 
+    def finditer(self, text: str) -> Any:
+        """Successive non-overlapping matches (Go's FindAllStringSubmatchIndex(text, -1))."""
+        return self._rx.finditer(text)
+
     def __repr__(self) -> str:
         return f"GoRegexp({self.pattern!r})"
 
@@ -125,10 +136,13 @@ def _compile(pattern: str, angle_named_groups: bool) -> GoRegexp | str:
         text = exc.args[0] if exc.args else ""
         if isinstance(text, bytes):
             text = text.decode("utf-8", "replace")
-        return _from_re2(str(text), pattern)
+        return _from_re2(str(text), pattern, angle_named_groups)
     except UnicodeEncodeError:
         return _go_message("invalid UTF-8", pattern)
-    scan = _scan(pattern, angle_named_groups)
+    try:
+        scan = _scan(pattern, angle_named_groups)
+    except _GoLimit as exc:
+        return str(exc)
     if scan.problem:
         return scan.problem
     return GoRegexp(pattern, rx, scan.names)
@@ -169,60 +183,102 @@ def alertmanager_regex_error(value: str, *, angle_named_groups: bool = True) -> 
     return go_error("^(?:" + value + ")$", angle_named_groups=angle_named_groups)
 
 
-# --- the pre-scan: \C, (?<name>, nesting height ------------------------------------------
+# --- the pre-scan: \C, (?<name>, repeat counts, nesting height, size ----------------------
+
+_MAX_SIZE = (128 << 20) // 40  # Go's maxSize: 128 MiB of 40-byte instructions
+_CLASS_ESCAPES = set("dDsSwWpPbBAz")
 
 
 class _Frame:
-    """One open group while scanning: its finished alternatives and the current concatenation."""
+    """One open group while scanning: finished alternatives and the current concatenation.
+
+    Items are [height, size] as Go's calcHeight/calcSize would give the parse-tree node.
+    """
 
     __slots__ = ("capture", "alts", "items", "last_literal")
 
     def __init__(self, capture: bool):
         self.capture = capture
-        self.alts: list[int] = []
-        self.items: list[int] = []
+        self.alts: list[list[int]] = []
+        self.items: list[list[int]] = []
         self.last_literal = False  # Go merges a run of literal runes into one node
 
-    def add(self, height: int, literal: bool = False) -> None:
+    def add(self, height: int, size: int = 1, literal: bool = False) -> None:
         if literal and self.last_literal:
+            self.items[-1][1] += 1
             return
-        self.items.append(height)
+        self.items.append([height, size])
         self.last_literal = literal
 
-    def repeat(self) -> None:
-        if self.items:
-            self.items[-1] += 1
+    def repeat(self, lo: int, hi: int, op: str) -> None:
+        """Apply `*`, `+`, `?` or `{lo,hi}` (hi -1: no maximum) to the last atom."""
+        if not self.items:
+            return
+        if self.last_literal and self.items[-1][1] > 1:  # applies to the last rune only
+            self.items[-1][1] -= 1
+            self.items.append([1, 1])
+        h, sub = self.items[-1]
+        if op in "*":
+            size = 2 + sub
+        elif op in "+?":
+            size = 1 + sub
+        elif hi == -1:
+            size = 2 + sub if lo == 0 else 1 + lo * sub
+        else:
+            size = hi * sub + (hi - lo)
+        self.items[-1] = [h + 1, max(1, size)]
         self.last_literal = False
 
     def end_concat(self) -> None:
         items = self.items
-        self.alts.append(1 if not items else max(items) + (1 if len(items) > 1 else 0))
+        if not items:
+            self.alts.append([1, 1])
+        else:
+            height = max(i[0] for i in items) + (1 if len(items) > 1 else 0)
+            self.alts.append([height, max(1, sum(i[1] for i in items))])
         self.items, self.last_literal = [], False
 
-    def height(self) -> int:
+    def close(self) -> list[int]:
         self.end_concat()
         alts = self.alts
-        h = max(alts) + (1 if len(alts) > 1 else 0)
-        return h + 1 if self.capture else h
+        height = max(a[0] for a in alts) + (1 if len(alts) > 1 else 0)
+        size = sum(a[1] for a in alts) + len(alts) - 1
+        return [height + 1, size + 2] if self.capture else [height, size]
 
 
-def _repeat_end(s: str, i: int) -> int:
-    """End of a `{n}`, `{n,}` or `{n,m}` starting at s[i], or -1 (then `{` is a literal)."""
+def _go_int(digits: str) -> int | None:
+    """Go's parseInt: None for a leading zero (then the braces are literal text), -1 if >= 1e8."""
+    if len(digits) > 1 and digits[0] == "0":
+        return None
+    return -1 if len(digits) > 8 else int(digits)
+
+
+def _parse_repeat(s: str, i: int) -> tuple[int, int, int] | None:
+    """(min, max, end) of a `{n}`, `{n,}` or `{n,m}` at s[i] (max -1: none), None if literal."""
     j = i + 1
-    start = j
-    while j < len(s) and s[j].isdigit() and s[j].isascii():
+    while j < len(s) and "0" <= s[j] <= "9":
         j += 1
-    if j == start or j >= len(s):
-        return -1
-    if s[j] == ",":
-        j += 1
-        while j < len(s) and s[j].isdigit() and s[j].isascii():
-            j += 1
-    return j + 1 if j < len(s) and s[j] == "}" else -1
+    if j == i + 1 or j >= len(s) or (lo := _go_int(s[i + 1:j])) is None:
+        return None
+    if s[j] == "}":
+        return lo, lo, j + 1
+    if s[j] != ",":
+        return None
+    k = j + 1
+    while k < len(s) and "0" <= s[k] <= "9":
+        k += 1
+    if k >= len(s) or s[k] != "}":
+        return None
+    if k == j + 1:
+        return lo, -1, k + 1
+    hi = _go_int(s[j + 1:k])
+    if hi is None:
+        return None
+    return (-1 if hi < 0 else lo), hi, k + 1  # Go: a too-big maximum makes the minimum -1
 
 
 def _escape_end(s: str, i: int) -> int:
-    """End of the escape starting with the backslash at s[i] (`\\x{..}`, `\\p{..}`, `\\Q..\\E`)."""
+    """End of the escape starting with the backslash at s[i] (`\\x{..}`, `\\p{..}`)."""
     c = s[i + 1] if i + 1 < len(s) else ""
     if c in ("x", "p", "P") and s[i + 2:i + 3] == "{":
         end = s.find("}", i + 3)
@@ -234,21 +290,22 @@ def _escape_end(s: str, i: int) -> int:
     return i + 2
 
 
-def _class_end(s: str, i: int) -> int:
-    """End of the character class starting at s[i] (`[`)."""
+def _class_end(s: str, i: int) -> tuple[int, bool]:
+    """End of the character class starting at s[i] (`[`), and whether it holds a `\\C`."""
     j = i + 1
     if s[j:j + 1] == "^":
         j += 1
-    first = True
+    first, has_c = True, False
     while j < len(s) and (s[j] != "]" or first):
         first = False
         if s.startswith("[:", j) and s.find(":]", j + 2) >= 0:
             j = s.find(":]", j + 2) + 2
         elif s[j] == "\\":
+            has_c = has_c or s[j + 1:j + 2] == "C"
             j = _escape_end(s, j)
         else:
             j += 1
-    return j + 1
+    return j + 1, has_c
 
 
 def _scan(s: str, angle_named_groups: bool) -> _Scan:
@@ -260,51 +317,63 @@ def _scan(s: str, angle_named_groups: bool) -> _Scan:
         c = s[i]
         top = stack[-1]
         if c == "\\":
-            if s[i + 1:i + 2] == "C":
+            nxt = s[i + 1:i + 2]
+            if nxt == "C":
                 return _Scan(_go_message("invalid escape sequence", "\\C"), ())
-            if s[i + 1:i + 2] == "Q":
+            if nxt == "Q":
                 end = s.find("\\E", i + 2)
                 end = n if end < 0 else end
-                if end > i + 2:
+                for _ in range(end - i - 2):
                     top.add(1, literal=True)
                 i = end + 2
                 continue
-            j = _escape_end(s, i)
-            top.add(1, literal=s[i + 1:i + 2] not in ("d", "D", "s", "S", "w", "W", "p", "P", "b", "B", "A", "z"))
-            i = j
+            top.add(1, literal=nxt not in _CLASS_ESCAPES)
+            i = _escape_end(s, i)
         elif c == "[":
-            class_end = _class_end(s, i)
-            if "\\C" in s[i:class_end]:
+            i, has_c = _class_end(s, i)
+            if has_c:
                 return _Scan(_go_message("invalid escape sequence", "\\C"), ())
             top.add(1)
-            i = class_end
         elif c == "(":
             i, problem = _open_group(s, i, stack, names, angle_named_groups)
             if problem:
                 return _Scan(problem, ())
         elif c == ")":
-            frame = stack.pop()
-            h = frame.height()
-            if h > MAX_HEIGHT:
-                return _Scan(_go_message("expression nests too deeply", s), ())
-            stack[-1].add(h)
+            closed = _checked(stack.pop().close(), s)
+            stack[-1].add(*closed)
             i += 1
         elif c == "|":
             top.end_concat()
             i += 1
         elif c in "*+?":
-            top.repeat()
+            top.repeat(0, 0, c)
             i += 2 if s[i + 1:i + 2] == "?" else 1
-        elif c == "{" and _repeat_end(s, i) > 0:
-            top.repeat()
-            i = _repeat_end(s, i)
-            i += 1 if s[i:i + 1] == "?" else 0
+        elif c == "{" and (rep := _parse_repeat(s, i)) is not None:
+            lo, hi, end = rep
+            if lo < 0 or lo > 1000 or hi > 1000 or (hi >= 0 and lo > hi):
+                return _Scan(_go_message("invalid repeat count", s[i:end]), ())
+            top.repeat(lo, hi, "{")
+            i = end + (1 if s[end:end + 1] == "?" else 0)
         else:
             top.add(1, literal=c not in ".^$")
             i += 1
-    if stack[0].height() > MAX_HEIGHT:
-        return _Scan(_go_message("expression nests too deeply", s), ())
+        if top.items and (top.items[-1][0] > MAX_HEIGHT or top.items[-1][1] > _MAX_SIZE):
+            _checked(top.items[-1], s)
+    _checked(stack[0].close(), s)
     return _Scan(None, tuple(names))
+
+
+def _checked(node: list[int], s: str) -> list[int]:
+    """Go's checkHeight/checkSize on one node."""
+    if node[0] > MAX_HEIGHT:
+        raise _GoLimit(_go_message("expression nests too deeply", s))
+    if node[1] > _MAX_SIZE:
+        raise _GoLimit(_go_message("expression too large", s))
+    return node
+
+
+class _GoLimit(Exception):
+    pass
 
 
 def _open_group(s: str, i: int, stack: list[_Frame], names: list[str], angle: bool) -> tuple[int, str | None]:

@@ -165,7 +165,7 @@ class _Reader:
         try:
             return compile_go(pattern)
         except RegexError as exc:
-            self.err(path, str(exc))
+            self.err(path, f"invalid regular expression {pattern!r}: {exc}")
             return None
 
     def template(self, text: str, path: str, name: str) -> Template | None:

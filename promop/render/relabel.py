@@ -123,7 +123,7 @@ def validate(rc: Any, version: Version, snake: bool = False) -> None:
             raise RelabelError(f_regex, f"must be a string, got {regex!r}")
         problem = prometheus_regex_error(regex, angle_named_groups=version.at_least("3.0.0"))
         if problem:
-            raise RelabelError(f_regex, f"invalid regex: {problem}")
+            raise RelabelError(f_regex, f"invalid regex: {problem}; Prometheus uses RE2 syntax, see https://github.com/google/re2/wiki/Syntax")
     target = rc.get(f_target) or ""
     if not isinstance(target, str):
         raise RelabelError(f_target, f"must be a string, got {target!r}")
