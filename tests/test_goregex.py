@@ -323,3 +323,32 @@ def test_backtracking_blowup_is_linear():
     start = time.monotonic()
     assert rx.search(text) is None
     assert time.monotonic() - start < scaled(2.0)
+
+
+# --- the match objects -----------------------------------------------------------------------
+
+
+def test_find_all_skips_an_empty_match_right_after_a_match():
+    # regexp/find_test.go: {`a*`, "baaab", build(3, 0, 0, 1, 4, 5, 5)}
+    assert [m.span() for m in compile_go("a*").finditer("baaab")] == [(0, 0), (1, 4), (5, 5)]
+    assert [m.group() for m in compile_go("x*").finditer("é")] == ["", ""]
+
+
+def test_spans_are_in_characters_not_utf8_bytes():
+    m = compile_go("(?P<a>é)(x)").search("aaéx")
+    assert m.span() == (2, 4) and m.span(1) == (2, 3) and m.span("a") == (2, 3)
+    assert m.group("a", 2) == ("é", "x") and m.groups() == ("é", "x") and m.groupdict() == {"a": "é"}
+    assert compile_go("(x)?y").search("y").groups("-") == ("-",)
+
+
+def test_lone_surrogates_match_as_replacement_characters():
+    # a JSON "\udc80" escape decodes to a lone surrogate; Go sees U+FFFD there
+    assert compile_go("^a.b$").search("a\udc80b") is not None
+    assert compile_go("^a\ufffdb$").search("a\udc80b") is not None
+    assert go_error("\udc80") is not None
+
+
+def test_anchors_see_the_whole_text():
+    assert compile_go("^b").match("ab") is None
+    assert compile_go("b$").fullmatch("ab") is None
+    assert compile_go("a|ab").fullmatch("ab").group() == "ab"
