@@ -22,16 +22,16 @@ Where RE2 and Go differ, a short pre-scan decides as Go does:
 Errors are worded as Go words them (`error parsing regexp: missing closing ): ...`).
 
 Known gaps: Go >= 1.25 also accepts loose Unicode class names (`\\p{Letter}`,
-`\\p{ascii}`, `\\p{Cn}`, `\\p{LC}`); RE2 refuses them, and so do we. Go's size
-limits ("expression too large") are approximated by RE2's `max_mem`. The nesting
-height ignores the extra depth Go's alternation factoring can add.
+`\\p{ascii}`, `\\p{Cn}`, `\\p{LC}`); RE2 refuses them, and so do we. Go's limit on
+the runes in classes (maxRunes) is approximated by RE2's `max_mem`. Height and size
+ignore the changes Go's alternation factoring makes to the tree.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from collections.abc import Iterator
 from typing import Any
 
 import re2
@@ -62,6 +62,8 @@ _GO_CODES = {
     "pattern too large - compile failed": "expression too large",
 }
 
+_RE2_CODES_LONGEST_FIRST = sorted(_GO_CODES, key=len, reverse=True)  # "invalid character class range" first
+
 
 class GoRegexError(ValueError):
     """A pattern Go's regexp.Compile refuses; str() is Go's own error text."""
@@ -80,7 +82,7 @@ def _from_re2(text: str, pattern: str, angle_named_groups: bool) -> str:
         rest = pattern[pattern.find(text[len("invalid perl operator: "):]):]
         end = rest.find(">")
         return _go_message("invalid named capture", rest if end < 0 else rest[:end + 1])
-    for re2_code in sorted(_GO_CODES, key=len, reverse=True):
+    for re2_code in _RE2_CODES_LONGEST_FIRST:
         if text == re2_code:
             return _go_message(_GO_CODES[re2_code], pattern if re2_code.startswith("pattern") else "")
         if text.startswith(re2_code + ": "):

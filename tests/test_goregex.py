@@ -59,6 +59,7 @@ MORE_GO_ACCEPTS = [  # RE2 syntax page / Go docs
     "(?U)a+", "(?ims)a", "(?i-m:a)", "(?P<n>a)(?P<n>b)", "(?P<1a>x)", r"\x{10FFFF}", r"\0", r"\08", "[]a]",
     "a{0}", "a{1000}", "(a{10}){100}", "((a{10}){10}){10}", r"\pN", r"\p{Greek}\P{Latin}", "[[:word:]]",
     "[[:^alpha:]]", r"\v\f\t\n\r\a", r"[\d\-z]", "a{,3}", r"\_",
+    r"\pL{1000}",  # 1000 instructions to Go; RE2's default 8 MiB max_mem refuses it
 ]
 
 # --- verdicts: Go refuses, with Go's ErrorCode ---------------------------------------------
