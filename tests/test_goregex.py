@@ -353,3 +353,14 @@ def test_anchors_see_the_whole_text():
     assert compile_go("^b").match("ab") is None
     assert compile_go("b$").fullmatch("ab") is None
     assert compile_go("a|ab").fullmatch("ab").group() == "ab"
+
+
+def test_re2_options_mean_gos_perl_flags():
+    assert compile_go("a|ab").search("ab").group() == "a"  # leftmost-first, not longest (longest_match off)
+    assert compile_go("(?U)a+|b").search("aa").group() == "a"
+    assert compile_go("b").search("a\nb") is not None  # never_nl off: text with newlines still matches
+    assert compile_go("a.b").search("a\nb") is None  # dot_nl off
+    assert compile_go("^b").search("a\nb") is None and compile_go("(?m)^b").search("a\nb")  # one_line
+    assert compile_go("A").search("a") is None  # case-sensitive
+    assert compile_go(r"\bfoo\b").search("a foo b") and compile_go(r"\d\s\w").search("1 x")  # Perl classes, \b
+    assert compile_go(r"\pL").search("ж")  # UTF-8, Unicode groups
