@@ -25,8 +25,8 @@ from __future__ import annotations
 import numbers
 from typing import Any, Callable
 
-from promop.schema import cel
 from promop.goregex import go_pattern
+from promop.schema import cel
 from promop.schema.validate import _check_format, _embedded, _list_type  # the keywords mirrored here
 
 Check = Callable[[Any], bool]

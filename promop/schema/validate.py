@@ -35,8 +35,8 @@ from typing import Any, Iterator
 from jsonschema import ValidationError, validators
 from jsonschema.validators import Draft4Validator
 
-from promop.schema import cel
 from promop.goregex import go_pattern
+from promop.schema import cel
 
 _BASE = Draft4Validator.VALIDATORS
 

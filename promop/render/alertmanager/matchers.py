@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from promop.render.alertmanager.common import Reject, Version
 from promop.goregex import alertmanager_regex_error
+from promop.render.alertmanager.common import Reject, Version
 
 MATCH_TYPES = ("=", "!=", "=~", "!~")
 
