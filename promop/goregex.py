@@ -16,6 +16,7 @@ leftmost-first (not longest) matching, case-sensitive. Only `log_errors`
 Where RE2 and Go differ, a short pre-scan decides as Go does:
 - `\\C` (any byte): RE2 accepts it, Go refuses it.
 - `(?<name>...)`: Go accepts it since 1.22 (Prometheus 3); older Go refuses it.
+- group names beyond `[A-Za-z0-9_]` (`(?P<é>...)`): RE2 accepts them, Go refuses them.
 - nesting deeper than 1000 (Go: "expression nests too deeply"); RE2 has no such limit.
 - Go's program-size limit ("expression too large") and repeat counts too big to read
   (`x{9876543210}`, refused by Go, a literal to RE2).
@@ -489,7 +490,10 @@ def _open_group(s: str, i: int, stack: list[_Frame], names: list[str], angle: bo
         if s[i + 2] == "<" and not angle:
             return i, _go_message("invalid or unsupported Perl syntax", "(?<")
         end = s.index(">", i)
-        names.append(s[s.index("<", i) + 1:end])
+        name = s[s.index("<", i) + 1:end]
+        if not (name.isascii() and name.replace("_", "a").isalnum()):  # Go: [A-Za-z0-9_]+, RE2 allows more
+            return i, _go_message("invalid named capture", s[i:end + 1])
+        names.append(name)
         stack.append(_Frame(capture=True))
         return end + 1, None
     j = i + 2

@@ -92,6 +92,9 @@ ISSUE_25_GO_REFUSES = {
     "(a{100}){100}": "invalid repeat count", r"[\Qab\E]": "invalid escape sequence",
     r"[a-\d]": "invalid escape sequence", r"\C": "invalid escape sequence", r"[\C]": "invalid escape sequence",
 }
+GO_CAPTURE_NAMES = {  # Go's isValidCaptureName is [A-Za-z0-9_]+; RE2 also takes other word characters
+    "(?P<é>a)": "invalid named capture: `(?P<é>`", "(?<nämé>a)": "invalid named capture: `(?<nämé>`",
+}
 OLD_CHECKER_REFUSED = {  # tests/render/test_re2.py's verdicts; the expected text is now Go's own
     "a(?=b)": "invalid or unsupported Perl syntax: `(?=`", "a(?!b)": "invalid or unsupported Perl syntax: `(?!`",
     "(?<=a)b": "invalid named capture", "(?<!a)b": "invalid named capture",
@@ -118,9 +121,9 @@ def test_go_accepts(pattern):
     compile_go(pattern)
 
 
-@pytest.mark.parametrize("pattern", sorted({**GO_INVALID, **ISSUE_25_GO_REFUSES, **OLD_CHECKER_REFUSED}))
+@pytest.mark.parametrize("pattern", sorted({**GO_INVALID, **ISSUE_25_GO_REFUSES, **OLD_CHECKER_REFUSED, **GO_CAPTURE_NAMES}))
 def test_go_refuses_with_gos_error(pattern):
-    expected = {**GO_INVALID, **ISSUE_25_GO_REFUSES, **OLD_CHECKER_REFUSED}[pattern]
+    expected = {**GO_INVALID, **ISSUE_25_GO_REFUSES, **OLD_CHECKER_REFUSED, **GO_CAPTURE_NAMES}[pattern]
     problem = go_error(pattern)
     assert problem is not None and problem.startswith("error parsing regexp: ")
     assert expected in problem
@@ -302,7 +305,7 @@ REPLACE_TESTS = [  # regexp/all_test.go replaceTests (the `$` ones) and the Repl
     ("a(x*)b", "T", "-ab-axxb-", "-T-T-"), ("a(x*)b", "$1", "-ab-axxb-", "--xx-"),
     ("a(x*)b", "$1W", "-ab-axxb-", "---"), ("a(x*)b", "${1}W", "-ab-axxb-", "-W-xxW-"),
     ("a(?P<1W>x*)b", "$1W", "-ab-axxb-", "--xx-"), ("a(?P<1W>x*)b", "${1}W", "-ab-axxb-", "-W-xxW-"),
-    ("(a)", "$01", "a", ""), ("(a)", "$1é", "a", ""), ("(?P<é>a)", "$é!", "a", "a!"),
+    ("(a)", "$01", "a", ""), ("(a)", "$1é", "a", ""), ("(?P<a>a)", "$é!", "a", "!"),
 ]
 
 
