@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from promop.adapter.goregex import RegexError, compile_go
+from promop.goregex import GoRegexError as RegexError, GoRegexp, compile_go
 from promop.duration import DurationError, parse_duration
 from promop.render.gotemplate import TemplateError
 from promop.render.gotemplate_exec import GoMap, Struct, Template
@@ -56,7 +56,7 @@ class GroupResource:
 class RegexFilter:
     pattern: str
     positive: bool
-    regex: re.Pattern[str]
+    regex: GoRegexp
 
     def matches(self, name: str) -> bool:
         return (self.regex.search(name) is not None) == self.positive
@@ -71,14 +71,14 @@ class ResourceMapping:
     overrides: dict[str, GroupResource] = field(default_factory=dict)
     namespaced: bool | None = None
     label_template: Template | None = None
-    label_regex: re.Pattern[str] | None = None   # the template turned back into a label matcher
+    label_regex: GoRegexp | None = None   # the template turned back into a label matcher
 
 
 @dataclass
 class NameMapping:
     matches: str
     as_: str
-    regex: re.Pattern[str]
+    regex: GoRegexp
 
 
 @dataclass
@@ -161,11 +161,11 @@ class _Reader:
             self.err(_join(path, key), "must not be empty")
         return value
 
-    def regex(self, pattern: str, path: str) -> re.Pattern[str] | None:
+    def regex(self, pattern: str, path: str) -> GoRegexp | None:
         try:
             return compile_go(pattern)
         except RegexError as exc:
-            self.err(path, str(exc))
+            self.err(path, f"invalid regular expression {pattern!r}: {exc}")
             return None
 
     def template(self, text: str, path: str, name: str) -> Template | None:
@@ -211,8 +211,8 @@ def _resources(r: _Reader, value: Any, path: str, allow_namespaced: bool) -> Res
                     r.err(_join(path, "template"), "unable to convert label template to matcher: empty template")
                 else:
                     try:
-                        rx = re.compile("^" + raw + "$")
-                    except re.error as exc:
+                        rx = compile_go("^" + raw + "$")
+                    except RegexError as exc:
                         r.err(_join(path, "template"), f"unable to convert label template to matcher: {exc}")
                         rx = None
                     if rx is not None and "resource" not in rx.groupindex:

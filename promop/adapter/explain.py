@@ -19,12 +19,12 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from promop.adapter.app import compile_state
 from promop.adapter.config import ConfigError, load_config
-from promop.adapter.goregex import compile_go
 from promop.adapter.naming import QueryError
 from promop.adapter.provider import CUSTOM, EXTERNAL, RESOURCE, State
 from promop.adapter.registry import Event, SeriesSet, build, collect, series_queries
 from promop.adapter.resources import ResourceMapper
 from promop.adapter.selector import SelectorError, parse_selector
+from promop.goregex import compile_go
 
 
 class ExplainError(Exception):

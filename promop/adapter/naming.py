@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from promop.adapter.config import DiscoveryRule, GroupResource, ResourceMapping, ResourceRule
-from promop.adapter.goregex import expand
 from promop.adapter.resources import ResourceInfo, ResourceMapper, sanitize_group
 from promop.adapter.selector import Requirement, SelectorError, label_eq, matcher_for
+from promop.goregex import expand
 from promop.render.gotemplate import TemplateError
 from promop.render.gotemplate_exec import GoMap, Struct
 

@@ -217,7 +217,7 @@ def _fake(gr: GroupResource) -> ResourceInfo:
 
 
 def _would_be_name(namer: Namer, series_name: str) -> str | None:
-    from promop.adapter.goregex import expand
+    from promop.goregex import expand
 
     m = namer.rule.name.regex.search(series_name)
     return expand(namer.rule.name.as_, namer.rule.name.regex, m) if m else None

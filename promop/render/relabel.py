@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from promop.render.re2 import check_re2
+from promop.goregex import prometheus_regex_error
 from promop.render.versions import Version
 
 ACTIONS = (
@@ -121,9 +121,9 @@ def validate(rc: Any, version: Version, snake: bool = False) -> None:
     if regex is not None:
         if not isinstance(regex, str):
             raise RelabelError(f_regex, f"must be a string, got {regex!r}")
-        problem = check_re2(regex, angle_named_groups=version.at_least("3.0.0"))
+        problem = prometheus_regex_error(regex, angle_named_groups=version.at_least("3.0.0"))
         if problem:
-            raise RelabelError(f_regex, f"invalid regex: {problem}")
+            raise RelabelError(f_regex, f"invalid regex: {problem}; Prometheus uses RE2 syntax, see https://github.com/google/re2/wiki/Syntax")
     target = rc.get(f_target) or ""
     if not isinstance(target, str):
         raise RelabelError(f_target, f"must be a string, got {target!r}")

@@ -23,8 +23,7 @@ import urllib.parse
 from fractions import Fraction
 from typing import Any, Callable
 
-import re2
-
+from promop.goregex import GoRegexError, compile_go
 from promop.quantity import QuantityError, approximate_float, parse_quantity
 
 QUANTITY_KEY = "@quantity"
@@ -163,8 +162,8 @@ def _regex(pattern: str) -> Any:
     rx = _regexes.get(pattern)
     if rx is None:
         try:
-            rx = re2.compile(pattern)
-        except re2.error as e:
+            rx = compile_go(pattern)
+        except GoRegexError as e:
             raise LibraryError(f"invalid regex {pattern!r}: {e}") from None
         if len(_regexes) > 256:
             _regexes.clear()

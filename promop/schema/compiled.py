@@ -26,7 +26,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, Callable
 
-from promop.schema.goregex import compile_go
+from promop.goregex import go_pattern
 from promop.schema.keywords import check_format, embedded, list_type
 
 Check = Callable[[Any], bool]
@@ -233,7 +233,7 @@ def _compile(schema: Any, memo: dict[int, Check]) -> Check:
             raise _NotCompiled("allOf")
         checks.extend(_compile(s, memo) for s in schema["allOf"])
     if "pattern" in schema:
-        rx = compile_go(schema["pattern"])
+        rx = go_pattern(schema["pattern"])
         if rx is not None:
             search = rx.search
             checks.append(lambda x: not isinstance(x, str) or search(x) is not None)

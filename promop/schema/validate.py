@@ -11,7 +11,7 @@ extensions), extended with Kubernetes' rules:
 - `x-kubernetes-embedded-resource`: `apiVersion` and `kind` required, `metadata` an object.
 - `format`: `int32`, `int64` (ranges), `date-time`, `date`, `byte`, `uuid`, `ipv4`, `ipv6`,
   `cidr`, `hostname`, `uri`; other formats are not checked.
-- `pattern`: Go regexp semantics (promop.schema.goregex).
+- `pattern`: Go regexp semantics (promop.goregex, RE2).
 - `x-kubernetes-list-type: set` (items unique) and `map` (unique by `x-kubernetes-list-map-keys`).
 - `x-kubernetes-validations`: CEL rules, evaluated by promop.schema.rules (with `oldSelf` when
   the caller passes the old object); a rule promop cannot evaluate is skipped and listed by
@@ -29,9 +29,9 @@ from typing import Any
 from jsonschema import ValidationError, validators
 from jsonschema.validators import Draft4Validator
 
+from promop.goregex import go_pattern
 from promop.schema.cel import NO_OLD
 from promop.schema.compiled import compile_schema
-from promop.schema.goregex import compile_go
 from promop.schema.keywords import check_format, embedded, list_type
 from promop.schema.messages import Violation, format_path, show
 from promop.schema.rules import rule_violations
@@ -101,7 +101,7 @@ def _any_of(validator, any_of, instance, schema):
 def _pattern(validator, pattern, instance, schema):
     if not isinstance(instance, str):
         return
-    rx = compile_go(pattern)
+    rx = go_pattern(pattern)
     if rx is not None and not rx.search(instance):
         yield ValidationError(f"Invalid value: {show(instance)}: should match '{pattern}'")
 

@@ -34,11 +34,11 @@ def rl(**fields):
 # id -> (endpoint, prometheus spec extras, field path, message fragment, promtool refuses it unvalidated)
 CASES = {
     "regex-lookahead": (ep(**rl(sourceLabels=["__name__"], regex="foo(?=bar)", action="keep")), {},
-                        "spec.endpoints[0].relabelings[0].regex", "lookahead (?=...) is not supported by RE2", True),
+                        "spec.endpoints[0].relabelings[0].regex", "invalid or unsupported Perl syntax: `(?=`", True),
     "regex-backreference": (ep(**rl(sourceLabels=["a"], regex="(a)\\1", targetLabel="b")), {},
-                            "spec.endpoints[0].relabelings[0].regex", "backreference \\1 is not supported", True),
+                            "spec.endpoints[0].relabelings[0].regex", "invalid escape sequence: `\\1`", True),
     "regex-possessive": (ep(metricRelabelings=[{"sourceLabels": ["a"], "regex": "a*+", "action": "drop"}]), {},
-                         "spec.endpoints[0].metricRelabelings[0].regex", "possessive quantifiers", True),
+                         "spec.endpoints[0].metricRelabelings[0].regex", "invalid nested repetition operator: `*+`", True),
     "unknown-action": (ep(**rl(sourceLabels=["a"], action="explode")), {},
                        "spec.endpoints[0].relabelings[0].action", "unknown relabel action 'explode'", True),
     "hashmod-no-modulus": (ep(**rl(sourceLabels=["a"], targetLabel="b", action="hashmod")), {},

@@ -9,7 +9,7 @@ import yaml
 
 from promop.schema import SchemaNotFound, Violation, crd_schema, load_crds, schema_for, unknown_fields, validate
 from promop.schema import cel
-from promop.schema.goregex import compile_go
+from promop.goregex import go_pattern as compile_go
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent.parent / "shared"

@@ -6,16 +6,16 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from promop.goregex import alertmanager_regex_error
 from promop.render.alertmanager.common import Reject, Version
-from promop.render.re2 import check_re2
 
 MATCH_TYPES = ("=", "!=", "=~", "!~")
 
 
 @lru_cache(maxsize=4096)
 def _regex_problem(value: str) -> str | None:
-    """check_re2, memoised: the same matcher regexes recur across AlertmanagerConfigs."""
-    return check_re2(value)
+    """Go's error for the anchored matcher regex, memoised: the same matcher regexes recur across AlertmanagerConfigs."""
+    return alertmanager_regex_error(value)
 
 
 def escape_value(value: str) -> str:
