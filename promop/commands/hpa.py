@@ -65,7 +65,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         return _user_error(f"{args.filename}: {exc}")
     apply_what_if(scenario.metrics, factors)
     decision = scenario.decide()
-    out = decision_to_dict(decision, explain(decision, scenario.spec), scenario.corrections)
+    out = decision_to_dict(decision, explain(decision, scenario.spec, scenario.superfluous),
+                           scenario.corrections)
     yaml.safe_dump(out, sys.stdout, sort_keys=False, default_flow_style=False, width=120)
     return 0
 
