@@ -114,6 +114,9 @@ def run_explain(args: argparse.Namespace) -> int:
         states = model.vpa_aggregates(key)
         if not stats.samples:
             why = _why_no_samples(prom, history, now)
+        elif not states:
+            why = [f"none of the {stats.pods} pods with samples in {ns} is matched by the selector {selector} "
+                   "(their labels come from the live pods, else from --metric-for-pod-labels)"]
     except PromError as exc:
         source = f"checkpoints (Prometheus: {exc})"
         states = {}

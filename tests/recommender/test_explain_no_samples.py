@@ -20,10 +20,10 @@ NOW = math.floor(time.time() / 60) * 60.0
 DEMO_LABELS = {"job": "cadvisor", "namespace": NS, "pod": "web-7d4b9-abcde", "container": "app"}
 
 
-def demo_history():
+def demo_history(labels: dict = DEMO_LABELS):
     start, end = NOW - 3 * 3600, NOW - 60
-    return [counter("container_cpu_usage_seconds_total", DEMO_LABELS, start, end, 60, 0.0, 0.25),
-            gauge("container_memory_working_set_bytes", DEMO_LABELS, start, end, 60, lambda t: 300e6)]
+    return [counter("container_cpu_usage_seconds_total", labels, start, end, 60, 0.0, 0.25),
+            gauge("container_memory_working_set_bytes", labels, start, end, 60, lambda t: 300e6)]
 
 
 def explain(cluster, tmp_path, prom_url, *flags: str) -> subprocess.CompletedProcess:
@@ -53,6 +53,16 @@ def test_explain_with_upstreams_defaults_names_the_queries_and_the_flags(cluster
                 "--container-pod-name-label", "pod", "--container-name-label", "container")
     assert p.returncode == 0, p.stderr
     assert "no samples" not in p.stdout and "container app:" in p.stdout, p.stdout
+
+
+def test_explain_says_when_no_pod_with_samples_is_selected(cluster, kube, prometheus_factory, tmp_path):
+    prom = prometheus_factory(demo_history({**DEMO_LABELS, "pod": "web-old-12345"}))  # gone: no labels known
+    create_workload(kube)
+    p = explain(cluster, tmp_path, prom.url, "--prometheus-cadvisor-job-name", "cadvisor",
+                "--container-pod-name-label", "pod", "--container-name-label", "container")
+    assert p.returncode == 0, p.stderr
+    assert "(0 samples" not in p.stdout and "no samples" not in p.stdout, p.stdout
+    assert f"none of the 1 pods with samples in {NS} is matched by the selector app=web" in p.stdout, p.stdout
 
 
 def test_reasons_without_series_and_in_another_namespace():
