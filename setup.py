@@ -1,5 +1,5 @@
-"""Build hook, nothing else (every setting is in pyproject.toml): ship the top-level crds/ and
-examples/ folders, whatever files they hold, inside the package as promop/_shipped/, so that an
+"""Build hook, nothing else (every setting is in pyproject.toml): ship the top-level crds/,
+examples/ and scenarios/ folders, whatever files they hold, inside the package as promop/_shipped/, so that an
 installed wheel finds them (promop.packaged). The folders stay at the top level of the checkout,
 where `kubectl apply -f crds/` uses them."""
 
@@ -9,7 +9,7 @@ import shutil
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-SHIPPED = ("crds", "examples")
+SHIPPED = ("crds", "examples", "scenarios")
 
 
 class BuildPyWithShippedFolders(build_py):

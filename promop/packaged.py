@@ -1,4 +1,4 @@
-"""Where promop's shipped data lives: the CRDs and the demo's examples.
+"""Where promop's shipped data lives: the CRDs, the demo's examples and the simulators' scenarios.
 
 One place to ask, so that a checkout and an installed wheel give the same answer: a wheel
 carries the folders as promop/_shipped/ (copied there at build time by setup.py); a checkout
@@ -26,3 +26,10 @@ def crds_dir() -> Path:
 def examples_dir() -> Path:
     """The folder of example objects that `promop demo` applies."""
     return _folder("examples")
+
+
+def scenarios_dir() -> Path:
+    """The folder of example inputs for `promop hpa simulate` and `promop recommender simulate`
+    (kept out of examples/, which `promop demo`, `kubectl apply -f` and `promop render -f` read
+    as Kubernetes objects)."""
+    return _folder("scenarios")

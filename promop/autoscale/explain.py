@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from promop.autoscale.hpa import Decision, MetricResult
 from promop.quantity import format_milli
 from promop.autoscale.spec import HpaSpec
@@ -14,7 +16,8 @@ def _metric_line(m: MetricResult) -> str:
         return f"{label}: no proposal: {m.error}"
     d = m.details
     if m.utilization is not None:
-        basis = (f"{m.utilization}% of request (average {format_milli(m.average_value)}) against a target of "
+        of = "limit" if s.basis == "limits" else "request"  # a MemHpa's utilization is of the memory limit
+        basis = (f"{m.utilization}% of {of} (average {format_milli(m.average_value)}) against a target of "
                  f"{s.average_utilization}%")
     elif s.type in ("Resource", "ContainerResource", "Pods"):
         basis = f"average {format_milli(m.average_value)} per pod against a target of {format_milli(s.average_value)}"
@@ -37,7 +40,21 @@ def _metric_line(m: MetricResult) -> str:
     return f"{label}: {basis}{tail} -> {m.replicas} replicas"
 
 
-def explain(d: Decision, spec: HpaSpec) -> list[str]:
+def _superfluous_line(m: MetricResult, pods: list[str]) -> str:
+    """What upstream's calculator does with samples of pods it does not list (pods that went away):
+    a Utilization target skips them (no request to divide by: GetResourceUtilizationRatio); an
+    average (GetMetricUsageRatio) still counts them, over the ready pods listed."""
+    names = ", ".join(pods)
+    if m.utilization is not None:
+        return (f"  ignored samples of pods not in the pod list ({names}): pods that went away, "
+                "skipped as upstream's replica calculator skips them")
+    return (f"  samples of pods not in the pod list ({names}) still count in the average, as in upstream's "
+            "replica calculator (it averages every sample the metrics API returns)")
+
+
+def explain(d: Decision, spec: HpaSpec,
+            superfluous: Mapping[tuple[str, str, str], list[str]] | None = None) -> list[str]:
+    """The decision in words; `superfluous` (Scenario.superfluous) names samples of pods not listed."""
     lines = [f"current size {d.current_replicas}; bounds [{spec.min_replicas}, {spec.max_replicas}]"
              + ("; behavior set" if spec.behavior is not None else "; no behavior (legacy normalization)")]
     active = d.condition("ScalingActive")
@@ -47,6 +64,9 @@ def explain(d: Decision, spec: HpaSpec) -> list[str]:
         lines.append(f"metrics not read: {d.reason}")
     for m in d.metrics:
         lines.append(_metric_line(m))
+        extra = (superfluous or {}).get((m.spec.type, m.spec.container, m.spec.name))
+        if extra and m.error is None:
+            lines.append(_superfluous_line(m, extra))
     if d.error and d.metric_replicas is None:
         lines.append(f"no decision: {d.error}; the size stays {d.current_replicas}")
         return lines

@@ -77,6 +77,12 @@ class MemoryExporter:
         exporter = self
 
         class Handler(BaseHTTPRequestHandler):
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the scraper went away mid-answer (Ctrl-C stops Prometheus first): no traceback
+
             def do_GET(self) -> None:  # noqa: N802
                 body = exporter.text().encode()
                 self.send_response(200)

@@ -65,6 +65,10 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not 0 < args.speed < float("inf"):
+        from promop.errors import UserError
+
+        raise UserError(f"--speed {args.speed:g}: must be above 0 (how many times faster than real time; e.g. 30)")
     if args.what == "autoscaling":
         from promop.autoscaler.demo import run_demo
 

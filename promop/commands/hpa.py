@@ -16,7 +16,9 @@ def register(subparsers) -> None:
     sim = sub.add_parser("simulate", help="decide on one scenario file and print the decision as YAML",
                          description="Read a scenario (now, hpa or memhpa, scale, pods, metrics, history, options) and "
                                      "print the decision as YAML: desiredReplicas, reason, per-metric proposals, "
-                                     "the stabilized and rate-limited values and upstream's conditions.")
+                                     "the stabilized and rate-limited values and upstream's conditions. Example "
+                                     "scenarios: the hpa-*.yaml and memhpa-*.yaml files of promop's scenarios/ "
+                                     "folder (python -c 'from promop import packaged; print(packaged.scenarios_dir())').")
     sim.add_argument("-f", "--filename", required=True, help="scenario YAML file ('-' for stdin)")
     sim.add_argument("--what-if", action="append", default=[], metavar="METRIC=FACTORx",
                      help="scale observed metric values, e.g. cpu=2x or http_requests=0.5x (repeatable)")
@@ -65,7 +67,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         return _user_error(f"{args.filename}: {exc}")
     apply_what_if(scenario.metrics, factors)
     decision = scenario.decide()
-    out = decision_to_dict(decision, explain(decision, scenario.spec), scenario.corrections)
+    out = decision_to_dict(decision, explain(decision, scenario.spec, scenario.superfluous),
+                           scenario.corrections)
     yaml.safe_dump(out, sys.stdout, sort_keys=False, default_flow_style=False, width=120)
     return 0
 

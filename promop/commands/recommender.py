@@ -22,7 +22,9 @@ def register(subparsers) -> None:
     sim = sub.add_parser("simulate", help="recommend from samples in a file, explaining every step",
                          description="Feed CPU/memory/OOM samples from a YAML file through upstream's model and "
                                      "print target, lowerBound, upperBound and uncappedTarget with one line per "
-                                     "intermediate value.")
+                                     "intermediate value. Example inputs: the recommender-*.yaml files of promop's "
+                                     "scenarios/ folder (python -c 'from promop import packaged; "
+                                     "print(packaged.scenarios_dir())').")
     sim.add_argument("-f", "--file", required=True, help="samples file (YAML or JSON; - for stdin)")
     sim.add_argument("-o", "--output", choices=("text", "json"), default="text")
     sim.set_defaults(func=run_simulate)

@@ -94,6 +94,11 @@ def run(args: argparse.Namespace) -> int:
     if loaded is None:
         return EXIT_INPUT
     if args.lint:
+        lintable = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Alertmanager", "AlertmanagerConfig")
+        if not any(loaded.of(kind) for kind in lintable) and not loaded.rejected:
+            print(f"error: nothing to lint in {', '.join(map(str, args.files))}: no Prometheus, monitor, rule or "
+                  "Alertmanager object (an empty file, or only other kinds)", file=sys.stderr)
+            return EXIT_REJECTED
         rendered = lint_loaded(loaded)
         report(rendered)
         return EXIT_REJECTED if rendered.rejected or loaded.rejected else EXIT_OK

@@ -103,13 +103,20 @@ def run_explain(args: argparse.Namespace) -> int:
               f"belongs to the VPA): {exc}", file=sys.stderr)
         pods = []
     live = {(ns, p["metadata"]["name"]): p["metadata"].get("labels") or {} for p in pods}
-    source = "Prometheus history"
+    source = f"Prometheus {options.history.prometheus_address}"
     prom = PrometheusClient(options.history.prometheus_address, timeout=options.prometheus_timeout, retries=1)
     states: dict[str, AggregateContainerState]
+    why: list[str] = []
     try:
-        stats = load_history(prom, dataclasses.replace(options.history, namespace=ns), model, now, live)
+        history = dataclasses.replace(options.history, namespace=ns)
+        stats = load_history(prom, history, model, now, live)
         source += f" ({stats.samples} samples of {stats.containers} containers in {ns})"
         states = model.vpa_aggregates(key)
+        if not stats.samples:
+            why = _why_no_samples(prom, history, now)
+        elif not states:
+            why = [f"none of the {stats.pods} pods with samples in {ns} is matched by the selector {selector} "
+                   "(their labels come from the live pods, else from --metric-for-pod-labels)"]
     except PromError as exc:
         source = f"checkpoints (Prometheus: {exc})"
         states = {}
@@ -125,6 +132,7 @@ def run_explain(args: argparse.Namespace) -> int:
            f"{vpa['spec'].get('targetRef', {}).get('name')}, selector {selector}, history from {source}"]
     written = {c.get("containerName"): c for c in
                ((vpa.get("status") or {}).get("recommendation") or {}).get("containerRecommendations") or []}
+    out += why
     if not recs:
         out.append("no recommendation: no container with CPU samples (or every container's mode is Off)")
     sys.stdout.write("\n".join(out) + "\n")
@@ -139,3 +147,17 @@ def run_explain(args: argparse.Namespace) -> int:
             lines.append(f"status now: target {written[cname].get('target')}")
         sys.stdout.write(format_result(cname, rec, lines))
     return 0
+
+
+def _why_no_samples(prom, history, now: float) -> list[str]:
+    """What Prometheus holds of the two metrics over the history window, read against the queries."""
+    from promop.prom.client import PromError
+    from promop.recommender.diagnose import series_matchers, why_no_samples
+    from promop.recommender.history import history_steps
+
+    start, end, _ = history_steps(history, now)
+    try:
+        found = prom.series(series_matchers(), start, end)
+    except PromError as exc:
+        return why_no_samples(history, [])[:2] + [f"  (cannot list the series Prometheus has: {exc})"]
+    return why_no_samples(history, found)

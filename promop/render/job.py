@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from promop.quantity import QuantityError, approximate_float
 from promop.render import auth, relabel
 from promop.render.context import GenContext
 from promop.duration import DurationError, parse_size
@@ -135,7 +136,8 @@ def job_tail(
     if spec.get("nativeHistogramBucketLimit") is not None:
         scope.put(job, "native_histogram_bucket_limit", spec["nativeHistogramBucketLimit"], "2.45.0", "spec.nativeHistogramBucketLimit")
     if spec.get("nativeHistogramMinBucketFactor") is not None:
-        scope.put(job, "native_histogram_min_bucket_factor", spec["nativeHistogramMinBucketFactor"], "2.50.0", "spec.nativeHistogramMinBucketFactor")
+        factor = _quantity_number(spec["nativeHistogramMinBucketFactor"], "spec.nativeHistogramMinBucketFactor")
+        scope.put(job, "native_histogram_min_bucket_factor", factor, "2.50.0", "spec.nativeHistogramMinBucketFactor")
     if spec.get("scrapeClassicHistograms") is not None:
         # renamed in Prometheus 3 (upstream keys on the major version, so 3.0.0 pre-releases get the new name)
         if ctx.version.major >= 3:
@@ -220,3 +222,12 @@ def relabel_tail(
     rules += [dict(r) for r in enforced]
     rules += relabel.sharding_relabels(ctx.shards, ctx.options.shard_retention_policy)
     return rules
+
+
+def _quantity_number(value: Any, field: str) -> float:
+    """A resource.Quantity field as the number Prometheus reads (upstream writes
+    `AsApproximateFloat64()`: `12.124`, never the string `'12.124'`, which Prometheus refuses)."""
+    try:
+        return approximate_float(value)
+    except QuantityError as exc:
+        raise Reject(field, f"{exc}") from None

@@ -106,7 +106,9 @@ def _remote_write(ctx: GenContext, scope: Scope, rw: Mapping[str, Any], field: s
         out["queue_config"] = q
     meta = rw.get("metadataConfig")
     if meta:
-        m: dict = {"send": bool(meta.get("send", False))}  # upstream always writes send
+        # upstream always writes send, and false for v2 messages (they carry the metadata themselves)
+        v2 = out.get("protobuf_message") == "io.prometheus.write.v2.Request"
+        m: dict = {"send": bool(meta.get("send", False)) and not v2}
         if meta.get("sendInterval"):
             m["send_interval"] = _duration(meta["sendInterval"], f"{field}.metadataConfig.sendInterval")
         if meta.get("maxSamplesPerSend") is not None:

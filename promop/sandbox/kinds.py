@@ -25,7 +25,6 @@ Key = tuple[str, str]
 
 MAX_SECRET_SIZE = 1024 * 1024  # corev1.MaxSecretSize, also the ConfigMap limit
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _IANA_SVC_NAME = re.compile(r"^[-a-z0-9]+$")
 SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
@@ -258,15 +257,9 @@ def allocate_service_ip(obj: dict, ips: ClusterIPs) -> list[Cause]:
 
 
 def validate_service(obj: dict) -> list[Cause]:
-    name = obj["metadata"].get("name") or ""
     spec = obj.get("spec") or {}
     causes: list[Cause] = []
-    if name and (len(name) > 63 or not _DNS1035.match(name)):
-        causes.append(("metadata.name", f"Invalid value: {_quote(name)}: a DNS-1035 label must "
-                       "consist of lower case alphanumeric characters or '-', start with an "
-                       "alphabetic character, and end with an alphanumeric character (e.g. "
-                       "'my-name',  or 'abc-123', regex used for validation is "
-                       "'[a-z]([-a-z0-9]*[a-z0-9])?')"))
+    # the name's DNS-1035 rule is promop.sandbox.validation's, with every kind's name rule
     kind = spec.get("type", "ClusterIP")
     if kind not in SERVICE_TYPES:
         causes.append(("spec.type", f"Unsupported value: {_quote(kind)}: supported values: "

@@ -153,7 +153,7 @@ def test_history_recommendation_checkpoints_restart_and_gc(cluster, kube, promet
                             "--now", format_time(NOW)],
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr
-        assert "history from Prometheus history" in p.stdout and "selector app=web" in p.stdout, p.stdout
+        assert "history from Prometheus http" in p.stdout and "selector app=web" in p.stdout, p.stdout
         for needle in ("container app:", "container sidecar:", "confidence = min(", "cpu target: p90 = ",
                        "floors = pod minimum (25m, 250 MiB) / 2 container(s)", "status now: target"):
             assert needle in p.stdout, (needle, p.stdout, p.stderr[-1500:])

@@ -126,7 +126,9 @@ CASES = {
     "rw-no-default-timeout": rw("v3.13.2", {}, source="GenerateRemoteWriteConfig: remote_timeout only if set"),
     "rw-timeout-and-message-v2": rw("v3.13.2", {"remote_timeout": "10s",
                                                 "protobuf_message": "io.prometheus.write.v2.Request",
-                                                "metadata_config": {"send": True}},
+                                                # v2 messages carry metadata: upstream writes send false
+                                                # (RemoteWriteConfig_MessageVersion2_with_metadata.golden)
+                                                "metadata_config": {"send": False}},
                                     source="GenerateRemoteWriteConfig: protobuf_message >= 2.54.0",
                                     remoteTimeout="10s", messageVersion="V2.0", metadataConfig={"send": True}),
     "rw-message-v2-before-2.54": rw("v2.53.0", {}, source="GenerateRemoteWriteConfig: protobuf_message >= 2.54.0",
