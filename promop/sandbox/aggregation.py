@@ -42,6 +42,9 @@ from typing import TYPE_CHECKING, Any
 
 import urllib3
 
+from promop.kube import discovery as disco
+from promop.sandbox import negotiate
+from promop.sandbox.aggregated_discovery import DiscoveryManager
 from promop.sandbox.errors import ApiError
 from promop.sandbox.resources import ResourceType
 
@@ -111,8 +114,14 @@ def apiservice_cells(obj: dict) -> list:
 def handle(handler: Any, method: str, url: Any, parts: list[str], raw: bytes) -> bool:
     """The server's hook: True when the request was answered here."""
     aggregator: Aggregator | None = getattr(handler.server.sandbox, "aggregator", None)
-    if aggregator is None or not parts or parts[0] != "apis":
+    if aggregator is None or not parts or parts[0] not in ("api", "apis"):
         return False
+    if parts[0] == "api":
+        try:
+            return parts == ["api"] and method == "GET" and aggregator.serve_aggregated(handler, core=True)
+        except ApiError as error:
+            handler._send_json(error.code, error.status(), error.headers)
+            return True
     try:
         return aggregator.handle(handler, method, url, parts, raw)
     except ApiError as error:
@@ -127,6 +136,7 @@ class Aggregator:
         self._pki: dict[str, Any] | None = None
         self._pool: Any = None
         self._checked: dict[str, float] = {}   # APIService name -> when its availability was last checked
+        self.discovery = DiscoveryManager(self)
 
     # -- the front proxy's identity ----------------------------------------------------------------
 
@@ -183,11 +193,11 @@ class Aggregator:
                 return obj
         return None
 
-    def backend_url(self, apiservice: dict) -> str:
-        try:
-            return self._backend(apiservice)
-        except Unavailable as exc:
-            raise ApiError(503, exc.message) from None
+    @staticmethod
+    def proxied(apiservice: dict) -> bool:
+        """Whether requests for the APIService go to a backend (not a Local APIService)."""
+        annotations = (apiservice.get("metadata") or {}).get("annotations") or {}
+        return bool((apiservice.get("spec") or {}).get("service") or annotations.get(URL_ANNOTATION))
 
     def _backend(self, apiservice: dict) -> str:
         annotations = (apiservice.get("metadata") or {}).get("annotations") or {}
@@ -253,8 +263,7 @@ class Aggregator:
     def check(self, apiservice: dict) -> tuple[str, str, str]:
         """(status, reason, message) of the Available condition, from a discovery request to the backend."""
         spec = apiservice.get("spec") or {}
-        annotations = (apiservice.get("metadata") or {}).get("annotations") or {}
-        if not spec.get("service") and not annotations.get(URL_ANNOTATION):
+        if not self.proxied(apiservice):
             return "True", "Local", "Local APIServices are always available"
         try:
             base = self._backend(apiservice)
@@ -319,8 +328,28 @@ class Aggregator:
 
     # -- requests ---------------------------------------------------------------------------------------
 
+    def serve_aggregated(self, handler: Any, core: bool) -> bool:
+        """`/api` or `/apis` as an APIGroupDiscoveryList when the Accept header asks for one first (False:
+        the legacy document answers); 406 when the header allows neither, as the apiserver answers."""
+        answer = negotiate.discovery_format(handler.headers.get("Accept"), aggregated=True)
+        if answer == disco.NOT_ACCEPTABLE:
+            raise ApiError(406, f"only the following media types are accepted: application/json, "
+                                f"{disco.media_type('v2')}, {disco.media_type('v2beta1')}")
+        if answer == disco.LEGACY:
+            return False
+        registry = self.sandbox.registry
+        items = registry.aggregated_groups(core)
+        if not core:
+            served = {(g, v) for g, vs in registry.group_versions().items() for v in vs}
+            items += self.discovery.apiservice_groups(served)
+        handler._send(200, json.dumps(disco.discovery_list(answer, items)).encode(),
+                      content_type=disco.media_type(answer))
+        return True
+
     def handle(self, handler: Any, method: str, url: Any, parts: list[str], raw: bytes) -> bool:
         if parts == ["apis"] and method == "GET":
+            if self.serve_aggregated(handler, core=False):
+                return True
             doc = self.sandbox.registry.api_group_list()
             known = {g["name"] for g in doc["groups"]}
             for group, versions in sorted(self.groups().items()):
