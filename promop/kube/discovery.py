@@ -152,9 +152,10 @@ def is_discovery_list(doc: Any) -> bool:
 
 def api_groups(doc: dict) -> list[dict]:
     """APIGroup entries ({name, versions, preferredVersion}) from a discovery document, legacy
-    APIGroupList or aggregated: aggregated versions marked `Stale` are left out and a group with no
-    version left is dropped, as client-go's aggregated discovery does (so a stale APIService's group
-    is invisible to the HPA and kubectl)."""
+    APIGroupList or aggregated, as client-go's ServerGroups converts it: aggregated versions marked
+    `Stale` are left out and the preferred version is the first one left; a group whose versions are
+    all stale stays, with no versions and an empty preferredVersion (so the HPA's custom-metrics client
+    says "no known available metric versions found" and kubectl top "Metrics API not available")."""
     if doc.get("kind") == "APIGroupList":
         return list(doc.get("groups") or [])
     out = []
@@ -162,8 +163,8 @@ def api_groups(doc: dict) -> list[dict]:
         name = (item.get("metadata") or {}).get("name", "")
         versions = [{"groupVersion": f"{name}/{v['version']}" if name else v["version"], "version": v["version"]}
                     for v in item.get("versions") or [] if v.get("freshness") != STALE and v.get("version")]
-        if versions:
-            out.append({"name": name, "versions": versions, "preferredVersion": versions[0]})
+        out.append({"name": name, "versions": versions,
+                    "preferredVersion": versions[0] if versions else {"groupVersion": "", "version": ""}})
     return out
 
 
