@@ -143,7 +143,7 @@ class Aggregator:
     def _front_proxy(self) -> dict[str, Any]:
         with self._lock:
             if self._pki is None:
-                from promop.adapter.certs import CA
+                from promop.certs import CA
 
                 ca = CA.create("sandbox-front-proxy-ca")
                 cert, key = ca.issue(FRONT_PROXY_CN, client=True)

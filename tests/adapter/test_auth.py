@@ -17,7 +17,7 @@ from adapter.adapter_fixtures import (  # noqa: F401 - fixtures
     POD_OBJECTS, adapter_factory, cluster_prom, prometheus_factory,
 )
 from promop.adapter.auth import Authenticator, Authorizer, RequestHeaderConfig
-from promop.adapter.certs import CA
+from promop.certs import CA
 from promop.adapter.main import _tls_context
 from promop.adapter.server import AdapterServer
 
