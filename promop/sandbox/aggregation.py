@@ -18,6 +18,10 @@ So `kubectl get --raw /apis/custom.metrics.k8s.io/v1beta2/...`, `kubectl top pod
   enforce RBAC.
 - `/apis` lists the aggregated groups; `/apis/<group>` answers for them; everything below a
   registered group/version goes to the backend. A backend that cannot be reached gives 503.
+- Aggregated discovery (`/api`, `/apis` asked for apidiscovery.k8s.io v2 or v2beta1 first, as kubectl
+  1.26+ and client-go ask): built-in groups and CRDs, plus each APIService's group-version as its
+  backend describes it, or `freshness: Stale` with no resources when its answer is unusable
+  (see promop.sandbox.aggregated_discovery), so kubectl and discovery clients skip it as on a cluster.
 - `status.conditions` `Available` as kube-aggregator's availability controller sets it (so
   `kubectl get apiservice` shows AVAILABLE): True `Local` without a service; False
   `ServiceNotFound`, `MissingEndpoints` (no clusterIP) or `FailedDiscoveryCheck` (the backend's
