@@ -120,13 +120,12 @@ def handle(handler: Any, method: str, url: Any, parts: list[str], raw: bytes) ->
     aggregator: Aggregator | None = getattr(handler.server.sandbox, "aggregator", None)
     if aggregator is None or not parts or parts[0] not in ("api", "apis"):
         return False
-    if parts[0] == "api":
-        try:
-            return parts == ["api"] and method == "GET" and aggregator.serve_aggregated(handler, core=True)
-        except ApiError as error:
-            handler._send_json(error.code, error.status(), error.headers)
-            return True
     try:
+        if method == "GET" and aggregator.refuses_legacy_discovery(handler, parts):
+            raise ApiError(406, "only the following media types are accepted: application/json "
+                                f"(asked for {handler.headers.get('Accept')!r})")
+        if parts[0] == "api":
+            return parts == ["api"] and method == "GET" and aggregator.serve_aggregated(handler, core=True)
         return aggregator.handle(handler, method, url, parts, raw)
     except ApiError as error:
         handler._send_json(error.code, error.status(), error.headers)
@@ -331,6 +330,16 @@ class Aggregator:
             self.set_available(obj, status, reason, message)
 
     # -- requests ---------------------------------------------------------------------------------------
+
+    def refuses_legacy_discovery(self, handler: Any, parts: list[str]) -> bool:
+        """A 406 for `/api/<v>`, `/apis/<group>` and a served `/apis/<group>/<version>` whose Accept header
+        names no legacy document (only aggregated discovery, which lives at `/api` and `/apis` alone).
+        A registered APIService's group-version is the backend's to answer."""
+        served = len(parts) == 3 and parts[0] == "apis" and any(
+            (k[0], k[1]) == (parts[1], parts[2]) for k in list(self.sandbox.registry.types))
+        if not ((parts[0] == "api" and len(parts) == 2) or (parts[0] == "apis" and len(parts) == 2) or served):
+            return False
+        return negotiate.discovery_format(handler.headers.get("Accept"), aggregated=False) == disco.NOT_ACCEPTABLE
 
     def serve_aggregated(self, handler: Any, core: bool) -> bool:
         """`/api` or `/apis` as an APIGroupDiscoveryList when the Accept header asks for one first (False:

@@ -149,3 +149,12 @@ def test_legacy_to_aggregated_conversion():
         to_discovery_resources(mixed)
     lenient = to_discovery_resources(mixed, strict=False)
     assert lenient[0]["scope"] == "Namespaced" and len(lenient[0]["subresources"]) == 2
+
+
+def test_legacy_documents_refuse_an_aggregated_only_accept(api_client, sandbox):
+    aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    for path in ("/api/v1", "/apis/apps", "/apis/apps/v1"):
+        code, doc = get(api_client, sandbox, path, aggregated)
+        assert code == 406 and doc["reason"] == "NotAcceptable", path
+        code, doc = get(api_client, sandbox, path, f"{aggregated},application/json")
+        assert code == 200 and doc["kind"] in ("APIResourceList", "APIGroup"), path
