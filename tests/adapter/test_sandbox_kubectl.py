@@ -183,3 +183,7 @@ def test_aggregated_discovery_publishes_the_adapter_current(registered, sandbox)
         assert {s["subresource"] for s in pods["subresources"]} == {"http_requests_per_second"}
     listed = set(_kubectl(kc, "api-versions").stdout.split())
     assert {f"{g}/{v}" for g, v in ADAPTER_GVS} <= listed
+    rows = [line.split() for line in _kubectl(kc, "api-resources", "--api-group=metrics.k8s.io",
+                                               "--no-headers").stdout.splitlines()]
+    assert sorted((r[0], r[-2], r[-1]) for r in rows) == [("nodes", "false", "NodeMetrics"),
+                                                          ("pods", "true", "PodMetrics")]
