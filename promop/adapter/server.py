@@ -24,7 +24,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from promop.adapter import discovery
 from promop.adapter.app import Adapter
-from promop.adapter.auth import AuthError, Authenticator, Authorizer, RequestAttributes
+from promop.adapter.auth import AuthError, Authenticator, Authorizer, RequestAttributes, with_authenticated_group
 from promop.kube import discovery as disco
 from promop.adapter.provider import CUSTOM, EXTERNAL, RESOURCE, ApiError, Provider, State, not_found
 
@@ -190,7 +190,7 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(self.connection, ssl.SSLSocket):
             cert = self.connection.getpeercert()
             der = self.connection.getpeercert(binary_form=True) if cert else None
-        return auth.authenticate(cert, self.headers, der)
+        return with_authenticated_group(auth.authenticate(cert, self.headers, der))
 
     def _negotiate_discovery(self, path: str) -> str | None:
         """For `/apis`, `/apis/<group>` and `/apis/<group>/<version>`: the aggregated media type to answer
