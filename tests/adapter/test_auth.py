@@ -198,7 +198,8 @@ def test_bearer_tokens_are_reviewed(secure, pki) -> None:
     ok = requests.get(base + PATH, headers={"Authorization": "Bearer alice-token"}, verify=pki.serving_ca, timeout=10)
     assert ok.status_code == 200
     assert [r["kind"] for r in api.reviews] == ["TokenReview", "SubjectAccessReview"]
-    assert api.reviews[1]["spec"]["user"] == "alice" and api.reviews[1]["spec"]["groups"] == ["devs", "system:authenticated"]
+    assert api.reviews[1]["spec"]["user"] == "alice"
+    assert api.reviews[1]["spec"]["groups"] == ["devs", "system:authenticated"]
     bad = requests.get(base + PATH, headers={"Authorization": "Bearer nope"}, verify=pki.serving_ca, timeout=10)
     assert bad.status_code == 401 and "not valid" in bad.json()["message"]
 

@@ -85,7 +85,8 @@ def test_plain_accept_gets_the_legacy_documents_and_unservable_ones_406(api_clie
     for accept in ("application/json", "*/*", "application/json;as=Table;g=meta.k8s.io;v=v1,application/json"):
         code, doc = get(api_client, sandbox, "/apis", accept)
         assert code == 200 and doc["kind"] == "APIGroupList", accept
-    code, doc = get(api_client, sandbox, "/apis", "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList")
+    code, doc = get(api_client, sandbox, "/apis",
+                    "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList")
     assert code == 406 and doc["reason"] == "NotAcceptable"
 
 

@@ -1,5 +1,6 @@
 """The developers' layering, for the parts the aggregation work touches: the sandbox imports no
-controller (it once imported promop.adapter.certs), and promop/kube imports nothing of promop but itself (and the package root, for its version)."""
+controller (it once imported promop.adapter.certs), and promop/kube imports nothing of promop but
+itself (and the package root, for its version)."""
 
 from __future__ import annotations
 
