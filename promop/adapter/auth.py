@@ -45,6 +45,17 @@ class User:
     extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
+def with_authenticated_group(user: User) -> User:
+    """`system:authenticated` added to an authenticated user's groups, as the generic apiserver's
+    AuthenticatedGroupAdder does after every authenticator: kube-aggregator's own discovery requests
+    arrive as system:kube-aggregator with no group (its legacy fallback), and RBAC grants discovery
+    paths to system:authenticated (system:discovery), so without it the SubjectAccessReview denies."""
+    if user.name == "system:anonymous" or any(g in ("system:authenticated", "system:unauthenticated")
+                                               for g in user.groups):
+        return user
+    return User(user.name, (*user.groups, "system:authenticated"), user.extra)
+
+
 @dataclass(frozen=True)
 class RequestAttributes:
     verb: str

@@ -109,7 +109,7 @@ def _read_pem(flag: str, path: str) -> str:
 def _tls_context(args: argparse.Namespace, *client_cas: str) -> ssl.SSLContext:
     """The serving context; client certificates are asked for, and verified against `client_cas`
     (the front proxy's CA, the client CA)."""
-    from promop.adapter.certs import self_signed
+    from promop.certs import self_signed
 
     cert, key = args.tls_cert_file, args.tls_private_key_file
     if bool(cert) != bool(key):

@@ -22,19 +22,16 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from promop.adapter import discovery
 from promop.adapter.app import Adapter
-from promop.adapter.auth import AuthError, Authenticator, Authorizer, RequestAttributes
+from promop.adapter.auth import AuthError, Authenticator, Authorizer, RequestAttributes, with_authenticated_group
+from promop.kube import discovery as disco
 from promop.adapter.provider import CUSTOM, EXTERNAL, RESOURCE, ApiError, Provider, State, not_found
 
 log = logging.getLogger("promop.adapter")
 
 CUSTOM_VERSIONS = ("v1beta2", "v1beta1")
 ALWAYS_ALLOW_PATHS = ("/healthz", "/livez", "/readyz")
-
-
-def _group_doc(name: str, versions: tuple[str, ...]) -> dict:
-    vs = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
-    return {"name": name, "versions": vs, "preferredVersion": vs[0]}
 
 
 class AdapterServer(ThreadingHTTPServer):
@@ -154,9 +151,10 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200, orjson.dumps(doc))
                 return
             params = parse_qs(url.query, keep_blank_values=True)
-            api, doc = self._route(path, params)
+            content_type = self._negotiate_discovery(path)
+            api, doc = self._route(path, params, content_type)
             code = 200
-            self._send(200, orjson.dumps(doc))
+            self._send(200, orjson.dumps(doc), content_type or "application/json")
         except ApiError as exc:
             code = exc.code
             self._send(exc.code, orjson.dumps(exc.body()))
@@ -192,9 +190,24 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(self.connection, ssl.SSLSocket):
             cert = self.connection.getpeercert()
             der = self.connection.getpeercert(binary_form=True) if cert else None
-        return auth.authenticate(cert, self.headers, der)
+        return with_authenticated_group(auth.authenticate(cert, self.headers, der))
 
-    def _route(self, path: str, params: dict) -> tuple[str, dict]:
+    def _negotiate_discovery(self, path: str) -> str | None:
+        """For `/apis`, `/apis/<group>` and `/apis/<group>/<version>`: the aggregated media type to answer
+        `/apis` with (None: the legacy document), or a 406 when the Accept header allows neither, as the
+        apiserver's negotiation answers (kube-aggregator falls back to legacy discovery on that 406)."""
+        parts = [p for p in path.strip("/").split("/") if p]
+        if not parts or parts[0] != "apis" or len(parts) > 3:
+            return None
+        accept = self.headers.get("Accept")
+        answer = disco.negotiate(accept, aggregated=len(parts) == 1)
+        if answer == disco.NOT_ACCEPTABLE:
+            served = ["application/json"] + ([disco.media_type(v) for v in disco.VERSIONS] if len(parts) == 1 else [])
+            raise ApiError(406, "NotAcceptable",
+                           f"only the following media types are accepted: {', '.join(served)} (asked for {accept!r})")
+        return None if answer == disco.LEGACY else disco.media_type(answer)
+
+    def _route(self, path: str, params: dict, aggregated: str | None = None) -> tuple[str, dict]:
         state: State = self.server.adapter.state
         provider = self.server.provider
         parts = [unquote(p) for p in path.strip("/").split("/") if p]
@@ -205,20 +218,22 @@ class Handler(BaseHTTPRequestHandler):
 
         groups = self._groups(state)
         if parts == ["apis"]:
-            return "discovery", {"kind": "APIGroupList", "apiVersion": "v1",
-                                 "groups": [_group_doc(g, vs) for g, vs in groups.items()]}
+            if aggregated is not None:
+                return "discovery", discovery.aggregated(groups, lambda g, v: self._resource_list(state, g, v),
+                                                         disco.content_type_version(aggregated) or "v2")
+            return "discovery", discovery.group_list(groups)
         if len(parts) < 2 or parts[0] != "apis" or parts[1] not in groups:
             raise not_found("the server could not find the requested resource")
         group = parts[1]
         if len(parts) == 2:
-            return "discovery", {"kind": "APIGroup", "apiVersion": "v1", **_group_doc(group, groups[group])}
+            return "discovery", {"kind": "APIGroup", "apiVersion": "v1", **discovery.group_doc(group, groups[group])}
         version = parts[2]
         if version not in groups[group]:
             raise not_found("the server could not find the requested resource")
         rest = parts[3:]
+        if not rest:
+            return "discovery", self._resource_list(state, group, version)
         if group == CUSTOM:
-            if not rest:
-                return "discovery", provider.custom_discovery(state, version)
             if len(rest) == 4 and rest[0] == "namespaces" and rest[2] == "metrics":
                 return "custom", provider.custom(state, version, "namespaces", None, rest[1], rest[3],
                                                  q("metricLabelSelector"), q("labelSelector"))
@@ -229,13 +244,9 @@ class Handler(BaseHTTPRequestHandler):
                 return "custom", provider.custom(state, version, rest[0], None, rest[1], rest[2],
                                                  q("metricLabelSelector"), q("labelSelector"))
         elif group == EXTERNAL:
-            if not rest:
-                return "discovery", provider.external_discovery(state)
             if len(rest) == 3 and rest[0] == "namespaces":
                 return "external", provider.external(state, rest[1], rest[2], q("labelSelector"))
         elif group == RESOURCE:
-            if not rest:
-                return "discovery", provider.resource_discovery()
             if rest[0] == "nodes" and len(rest) <= 2:
                 return "resource", provider.node_metrics(state, rest[1] if len(rest) == 2 else None,
                                                          q("labelSelector"))
@@ -245,6 +256,15 @@ class Handler(BaseHTTPRequestHandler):
                 return "resource", provider.pod_metrics(state, rest[1], rest[3] if len(rest) == 4 else None,
                                                         q("labelSelector"))
         raise not_found("the server could not find the requested resource")
+
+    def _resource_list(self, state: State, group: str, version: str) -> dict:
+        """The APIResourceList of one served group-version."""
+        provider = self.server.provider
+        if group == CUSTOM:
+            return provider.custom_discovery(state, version)
+        if group == EXTERNAL:
+            return provider.external_discovery(state)
+        return provider.resource_discovery()
 
     @staticmethod
     def _groups(state: State) -> dict[str, tuple[str, ...]]:

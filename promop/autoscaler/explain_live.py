@@ -23,6 +23,7 @@ from promop.autoscale.scenario import Scenario, decision_to_dict
 from promop.autoscale.spec import HpaSpec, SpecError, parse_hpa_spec
 from promop.autoscale.whatif import WhatIfError, apply_what_if, parse_what_if
 from promop.autoscale.memhpa import render_query
+from promop.autoscaler.metrics_versions import NoMetricVersions, custom_metrics_version
 from promop.autoscaler.pods import parse_time, to_pod
 from promop.autoscaler.reconcile import plural, target_resource
 from promop.kube.errors import ApiError
@@ -104,10 +105,18 @@ def _window(text: Any) -> float:
 
 
 class MetricsApiSource:
-    """Metrics from the aggregated metrics APIs, as the HPA controller reads them."""
+    """Metrics from the aggregated metrics APIs, as the HPA controller reads them: custom metrics at the
+    version discovery offers (see promop.autoscaler.metrics_versions), the others at v1beta1."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
+        self._custom_version: str | None = None
+
+    def custom_version(self) -> str:
+        """Found once per source through discovery; NoMetricVersions when unusable."""
+        if self._custom_version is None:
+            self._custom_version = custom_metrics_version(self.client)
+        return self._custom_version
 
     def fill(self, spec: HpaSpec, ns: str, pod_names: list[str], values: MetricValues, now: float,
              selector: str = "") -> None:
@@ -129,14 +138,14 @@ class MetricsApiSource:
                     else:
                         values.container_resource.setdefault(m.container, {})[m.name] = samples
                 elif m.type == "Pods":
-                    res = Resource("custom.metrics.k8s.io", "v1beta2", "pods")
+                    res = Resource("custom.metrics.k8s.io", self.custom_version(), "pods")
                     body = self.client.get(res, "*", ns, subresource=m.name)
                     wanted = set(pod_names)  # the API is asked for every pod of the namespace: keep the selector's
                     values.pods[m.name] = {i["describedObject"]["name"]: PodMetric(milli_value(i["value"]), now, 60.0)
                                            for i in body.get("items") or [] if i["describedObject"]["name"] in wanted}
                 elif m.type == "Object":
                     obj = m.described_object
-                    res = Resource("custom.metrics.k8s.io", "v1beta2", plural(str(obj.get("kind", ""))))
+                    res = Resource("custom.metrics.k8s.io", self.custom_version(), plural(str(obj.get("kind", ""))))
                     body = self.client.get(res, obj.get("name"), ns, subresource=m.name)
                     values.object[m.name] = milli_value(body["items"][0]["value"])
                 else:
@@ -144,6 +153,8 @@ class MetricsApiSource:
                     sel = _selector_string(m.selector) or None
                     body = self.client.list(res, ns, label_selector=sel)
                     values.external[m.name] = [milli_value(i["value"]) for i in body.get("items") or []]
+            except NoMetricVersions as exc:   # the HPA's words for it
+                values.errors[f"{m.type}/{m.name}"] = f"unable to fetch metrics from custom metrics API: {exc}"
             except (ApiError, KeyError, IndexError, ValueError) as exc:
                 values.errors[f"{m.type}/{m.name}"] = str(exc)
 

@@ -18,6 +18,10 @@ So `kubectl get --raw /apis/custom.metrics.k8s.io/v1beta2/...`, `kubectl top pod
   enforce RBAC.
 - `/apis` lists the aggregated groups; `/apis/<group>` answers for them; everything below a
   registered group/version goes to the backend. A backend that cannot be reached gives 503.
+- Aggregated discovery (`/api`, `/apis` asked for apidiscovery.k8s.io v2 or v2beta1 first, as kubectl
+  1.26+ and client-go ask): built-in groups and CRDs, plus each APIService's group-version as its
+  backend describes it, or `freshness: Stale` with no resources when its answer is unusable
+  (see promop.sandbox.aggregated_discovery), so kubectl and discovery clients skip it as on a cluster.
 - `status.conditions` `Available` as kube-aggregator's availability controller sets it (so
   `kubectl get apiservice` shows AVAILABLE): True `Local` without a service; False
   `ServiceNotFound`, `MissingEndpoints` (no clusterIP) or `FailedDiscoveryCheck` (the backend's
@@ -42,6 +46,9 @@ from typing import TYPE_CHECKING, Any
 
 import urllib3
 
+from promop.kube import discovery as disco
+from promop.sandbox import negotiate
+from promop.sandbox.aggregated_discovery import DiscoveryManager
 from promop.sandbox.errors import ApiError
 from promop.sandbox.resources import ResourceType
 
@@ -111,9 +118,14 @@ def apiservice_cells(obj: dict) -> list:
 def handle(handler: Any, method: str, url: Any, parts: list[str], raw: bytes) -> bool:
     """The server's hook: True when the request was answered here."""
     aggregator: Aggregator | None = getattr(handler.server.sandbox, "aggregator", None)
-    if aggregator is None or not parts or parts[0] != "apis":
+    if aggregator is None or not parts or parts[0] not in ("api", "apis"):
         return False
     try:
+        if method == "GET" and aggregator.refuses_legacy_discovery(handler, parts):
+            raise ApiError(406, "only the following media types are accepted: application/json "
+                                f"(asked for {handler.headers.get('Accept')!r})")
+        if parts[0] == "api":
+            return parts == ["api"] and method == "GET" and aggregator.serve_aggregated(handler, core=True)
         return aggregator.handle(handler, method, url, parts, raw)
     except ApiError as error:
         handler._send_json(error.code, error.status(), error.headers)
@@ -127,13 +139,14 @@ class Aggregator:
         self._pki: dict[str, Any] | None = None
         self._pool: Any = None
         self._checked: dict[str, float] = {}   # APIService name -> when its availability was last checked
+        self.discovery = DiscoveryManager(self)
 
     # -- the front proxy's identity ----------------------------------------------------------------
 
     def _front_proxy(self) -> dict[str, Any]:
         with self._lock:
             if self._pki is None:
-                from promop.adapter.certs import CA
+                from promop.certs import CA
 
                 ca = CA.create("sandbox-front-proxy-ca")
                 cert, key = ca.issue(FRONT_PROXY_CN, client=True)
@@ -183,11 +196,11 @@ class Aggregator:
                 return obj
         return None
 
-    def backend_url(self, apiservice: dict) -> str:
-        try:
-            return self._backend(apiservice)
-        except Unavailable as exc:
-            raise ApiError(503, exc.message) from None
+    @staticmethod
+    def proxied(apiservice: dict) -> bool:
+        """Whether requests for the APIService go to a backend (not a Local APIService)."""
+        annotations = (apiservice.get("metadata") or {}).get("annotations") or {}
+        return bool((apiservice.get("spec") or {}).get("service") or annotations.get(URL_ANNOTATION))
 
     def _backend(self, apiservice: dict) -> str:
         annotations = (apiservice.get("metadata") or {}).get("annotations") or {}
@@ -253,8 +266,7 @@ class Aggregator:
     def check(self, apiservice: dict) -> tuple[str, str, str]:
         """(status, reason, message) of the Available condition, from a discovery request to the backend."""
         spec = apiservice.get("spec") or {}
-        annotations = (apiservice.get("metadata") or {}).get("annotations") or {}
-        if not spec.get("service") and not annotations.get(URL_ANNOTATION):
+        if not self.proxied(apiservice):
             return "True", "Local", "Local APIServices are always available"
         try:
             base = self._backend(apiservice)
@@ -319,8 +331,38 @@ class Aggregator:
 
     # -- requests ---------------------------------------------------------------------------------------
 
+    def refuses_legacy_discovery(self, handler: Any, parts: list[str]) -> bool:
+        """A 406 for `/api/<v>`, `/apis/<group>` and a served `/apis/<group>/<version>` whose Accept header
+        names no legacy document (only aggregated discovery, which lives at `/api` and `/apis` alone).
+        A registered APIService's group-version is the backend's to answer."""
+        served = len(parts) == 3 and parts[0] == "apis" and any(
+            (k[0], k[1]) == (parts[1], parts[2]) for k in list(self.sandbox.registry.types))
+        if not ((parts[0] == "api" and len(parts) == 2) or (parts[0] == "apis" and len(parts) == 2) or served):
+            return False
+        return negotiate.discovery_format(handler.headers.get("Accept"), aggregated=False) == disco.NOT_ACCEPTABLE
+
+    def serve_aggregated(self, handler: Any, core: bool) -> bool:
+        """`/api` or `/apis` as an APIGroupDiscoveryList when the Accept header asks for one first (False:
+        the legacy document answers); 406 when the header allows neither, as the apiserver answers."""
+        answer = negotiate.discovery_format(handler.headers.get("Accept"), aggregated=True)
+        if answer == disco.NOT_ACCEPTABLE:
+            raise ApiError(406, f"only the following media types are accepted: application/json, "
+                                f"{disco.media_type('v2')}, {disco.media_type('v2beta1')}")
+        if answer == disco.LEGACY:
+            return False
+        registry = self.sandbox.registry
+        items = registry.aggregated_groups(core)
+        if not core:
+            served = {(g, v) for g, vs in registry.group_versions().items() for v in vs}
+            items += self.discovery.apiservice_groups(served)
+        handler._send(200, json.dumps(disco.discovery_list(answer, items)).encode(),
+                      content_type=disco.media_type(answer))
+        return True
+
     def handle(self, handler: Any, method: str, url: Any, parts: list[str], raw: bytes) -> bool:
         if parts == ["apis"] and method == "GET":
+            if self.serve_aggregated(handler, core=False):
+                return True
             doc = self.sandbox.registry.api_group_list()
             known = {g["name"] for g in doc["groups"]}
             for group, versions in sorted(self.groups().items()):

@@ -1,10 +1,12 @@
 """The served resource registry and the discovery documents built from it
-(/api, /api/v1, /apis, /apis/<group>, /apis/<group>/<version>, /version)."""
+(/api, /api/v1, /apis, /apis/<group>, /apis/<group>/<version>, /version), legacy and aggregated
+(apidiscovery.k8s.io v2/v2beta1, what kubectl 1.26+ asks /api and /apis for first)."""
 
 from __future__ import annotations
 
 import threading
 
+from promop.kube import discovery as disco
 from promop.sandbox.resources import ResourceType, builtin_types
 
 VERSION_INFO = {
@@ -35,10 +37,6 @@ class Registry:
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self.types.get((group, version, plural))
-
-    def find_kind(self, group: str, kind: str) -> ResourceType | None:
-        return next((rt for rt in list(self.types.values())
-                     if rt.group == group and rt.kind == kind), None)
 
     def group_versions(self) -> dict[str, list[str]]:
         """group -> served versions, preferred (storage, else first) first."""
@@ -105,3 +103,19 @@ class Registry:
         group_version = f"{group}/{version}" if group else version
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
                 "resources": resources}
+
+    def aggregated_groups(self, core: bool) -> list[dict]:
+        """APIGroupDiscovery items of the built-in groups and CRDs: the core group alone for `/api`,
+        the named groups for `/apis`; resources as the apiserver converts its own resource lists."""
+        items = []
+        for group, versions in sorted(self.group_versions().items()):
+            if (group == "") != core:
+                continue
+            entries = []
+            for v in versions:
+                doc = self.resource_list(group, v)
+                if doc is not None:
+                    entries.append(disco.version_entry(v, disco.to_discovery_resources(doc["resources"])))
+            if entries:
+                items.append(disco.group_entry(group, entries))
+        return items

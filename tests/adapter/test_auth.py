@@ -17,7 +17,7 @@ from adapter.adapter_fixtures import (  # noqa: F401 - fixtures
     POD_OBJECTS, adapter_factory, cluster_prom, prometheus_factory,
 )
 from promop.adapter.auth import Authenticator, Authorizer, RequestHeaderConfig
-from promop.adapter.certs import CA
+from promop.certs import CA
 from promop.adapter.main import _tls_context
 from promop.adapter.server import AdapterServer
 
@@ -158,7 +158,7 @@ def test_front_proxy_and_subject_access_review(secure, pki) -> None:
     assert ok.status_code == 200 and len(ok.json()["items"]) == 2
     review = api.reviews[-1]
     assert review["kind"] == "SubjectAccessReview" and review["spec"]["user"] == "alice"
-    assert review["spec"]["groups"] == ["team-a"]
+    assert review["spec"]["groups"] == ["team-a", "system:authenticated"]   # as the generic apiserver adds it
     assert review["spec"]["resourceAttributes"] == {
         "verb": "get", "group": "custom.metrics.k8s.io", "version": "v1beta2", "resource": "pods",
         "namespace": "shop", "subresource": "http_requests_per_second", "name": "*"}
@@ -177,6 +177,10 @@ def test_front_proxy_and_subject_access_review(secure, pki) -> None:
     assert len(api.reviews) == n       # cached
     assert _get(base + PATH, pki, "proxy", user="bob", groups=("system:masters",)).status_code == 200
 
+    # kube-aggregator's legacy discovery fallback: system:kube-aggregator without groups, reviewed as
+    # system:authenticated (whom RBAC's system:discovery grants discovery paths)
+    _get(base + "/apis/custom.metrics.k8s.io/v1beta2", pki, "proxy", user="system:kube-aggregator")
+    assert api.reviews[-1]["spec"]["groups"] == ["system:authenticated"]
     # discovery is a non-resource path; health needs nothing at all
     _get(base + "/apis/custom.metrics.k8s.io/v1beta2", pki, "proxy", user="alice")
     assert api.reviews[-1]["spec"]["nonResourceAttributes"] == {"path": "/apis/custom.metrics.k8s.io/v1beta2",
@@ -194,7 +198,8 @@ def test_bearer_tokens_are_reviewed(secure, pki) -> None:
     ok = requests.get(base + PATH, headers={"Authorization": "Bearer alice-token"}, verify=pki.serving_ca, timeout=10)
     assert ok.status_code == 200
     assert [r["kind"] for r in api.reviews] == ["TokenReview", "SubjectAccessReview"]
-    assert api.reviews[1]["spec"]["user"] == "alice" and api.reviews[1]["spec"]["groups"] == ["devs"]
+    assert api.reviews[1]["spec"]["user"] == "alice"
+    assert api.reviews[1]["spec"]["groups"] == ["devs", "system:authenticated"]
     bad = requests.get(base + PATH, headers={"Authorization": "Bearer nope"}, verify=pki.serving_ca, timeout=10)
     assert bad.status_code == 401 and "not valid" in bad.json()["message"]
 
@@ -215,11 +220,11 @@ def test_client_ca_certificates_are_users(secure, pki) -> None:
     r = _get(base + PATH, pki, "carol")
     assert r.status_code == 200 and len(r.json()["items"]) == 2
     assert api.reviews[-1]["spec"]["user"] == "carol"
-    assert api.reviews[-1]["spec"]["groups"] == ["system:masters", "team-x"]
+    assert api.reviews[-1]["spec"]["groups"] == ["system:masters", "team-x", "system:authenticated"]
     # a user cannot claim to be someone else with the front proxy's headers
     r = _get(base + PATH, pki, "dave", user="alice", groups=("system:masters",))
     assert r.status_code == 403 and 'User "dave"' in r.json()["message"]
-    assert api.reviews[-1]["spec"] == {**api.reviews[-1]["spec"], "user": "dave", "groups": []}
+    assert api.reviews[-1]["spec"] == {**api.reviews[-1]["spec"], "user": "dave", "groups": ["system:authenticated"]}
     # not even with the front proxy's CN: only the requestheader CA's signature makes a front proxy
     r = _get(base + PATH, pki, "user-named-like-the-proxy", user="alice")
     assert r.status_code == 403 and 'User "front-proxy-client"' in r.json()["message"]

@@ -155,3 +155,35 @@ def test_kubectl_top_pod_and_node(registered) -> None:
     assert abs(parse_quantity(rows["node-a"][0]) - 1.5) <= 0.002 and rows["node-a"][2] == "2048Mi"
     assert rows["node-b"][2] == "1536Mi"
     assert "unknown" in " ".join(rows["node-c"])      # no CPU series for node-c: no metrics, as upstream
+
+
+ADAPTER_GVS = {("custom.metrics.k8s.io", "v1beta2"), ("custom.metrics.k8s.io", "v1beta1"),
+               ("external.metrics.k8s.io", "v1beta1"), ("metrics.k8s.io", "v1beta1")}
+
+
+def test_aggregated_discovery_publishes_the_adapter_current(registered, sandbox) -> None:
+    """What kubectl 1.26+ and the HPA read: the sandbox's aggregated /apis, built as kube-aggregator
+    builds it from the adapter's own answer. An adapter whose /apis the aggregator cannot use shows
+    Stale entries without resources here (and kubectl top says 'Metrics API not available')."""
+    import requests
+
+    kc, _ = registered
+    for version in ("v2", "v2beta1"):
+        accept = f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+        r = requests.get(f"{sandbox.url}/apis", headers={"Accept": f"{accept},application/json"}, timeout=30)
+        assert r.status_code == 200 and r.headers["Content-Type"] == accept
+        doc = r.json()
+        entries = {(g["metadata"]["name"], v["version"]): v for g in doc["items"] for v in g["versions"]}
+        for gv in sorted(ADAPTER_GVS):
+            assert entries[gv]["freshness"] == "Current", (gv, entries[gv])
+            assert entries[gv]["resources"], gv
+        cm = next(g for g in doc["items"] if g["metadata"]["name"] == "custom.metrics.k8s.io")
+        assert [v["version"] for v in cm["versions"]] == ["v1beta2", "v1beta1"]   # versionPriority 200, 100
+        pods = next(r for r in entries[("custom.metrics.k8s.io", "v1beta2")]["resources"] if r["resource"] == "pods")
+        assert {s["subresource"] for s in pods["subresources"]} == {"http_requests_per_second"}
+    listed = set(_kubectl(kc, "api-versions").stdout.split())
+    assert {f"{g}/{v}" for g, v in ADAPTER_GVS} <= listed
+    rows = [line.split() for line in _kubectl(kc, "api-resources", "--api-group=metrics.k8s.io",
+                                               "--no-headers").stdout.splitlines()]
+    assert sorted((r[0], r[-2], r[-1]) for r in rows) == [("nodes", "false", "NodeMetrics"),
+                                                          ("pods", "true", "PodMetrics")]

@@ -18,7 +18,7 @@ import pytest
 import requests
 import yaml
 
-from promop.adapter.certs import CA
+from promop.certs import CA
 from promop.render.alertmanager.model import AMRenderInputs
 from promop.render.alertmanager.pipeline import references, render
 from promop.render.model import ObjectRef

@@ -8,7 +8,7 @@ import base64
 
 import yaml
 
-from promop.adapter.certs import CA
+from promop.certs import CA
 from promop.kube.resources import EVENTS, NAMESPACES, SECRETS, STATEFULSETS
 from promop.operator.alertmanager import ALERTMANAGERS
 

@@ -17,6 +17,12 @@ class Replay:
         self.responses = responses
         self.calls: list[tuple] = []
 
+    def _request(self, method, path, **_):   # discovery: custom.metrics.k8s.io/v1beta2 served
+        assert (method, path) == ("GET", "/apis")
+        return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "items": [
+            {"metadata": {"name": "custom.metrics.k8s.io"},
+             "versions": [{"version": "v1beta2", "freshness": "Current"}]}]}
+
     def list(self, res, namespace=None, label_selector=None, **_):
         self.calls.append(("list", res.group, res.plural, namespace, label_selector))
         return self.responses[(res.group, res.plural)]

@@ -50,11 +50,44 @@ def test_group_document_and_unknown_paths(api_client, sandbox):
     assert code == 404
 
 
-def test_aggregated_discovery_request_falls_back_to_the_plain_format(api_client, sandbox):
-    accept = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
-              "application/json")
-    code, doc = get(api_client, sandbox, "/apis", accept)
-    assert code == 200 and doc["kind"] == "APIGroupList"
+def test_aggregated_discovery_when_asked_first(api_client, sandbox, make_crd):
+    """kubectl 1.26+ asks /api and /apis for apidiscovery.k8s.io v2, then v2beta1, then plain JSON: the
+    apiserver answers the first it serves, with that Content-Type (which client-go decides by)."""
+    make_crd()
+    for version in ("v2", "v2beta1"):
+        media = f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+        response = api_client.rest_client.pool_manager.request(
+            "GET", f"{sandbox.url}/apis", headers={"Accept": f"{media},application/json"})
+        assert response.status == 200 and response.headers["Content-Type"] == media
+        doc = json.loads(response.data)
+        assert (doc["kind"], doc["apiVersion"]) == ("APIGroupDiscoveryList", f"apidiscovery.k8s.io/{version}")
+        groups = {g["metadata"]["name"]: g for g in doc["items"]}
+        assert "" not in groups   # the core group is /api's
+        apps = groups["apps"]["versions"][0]
+        assert (apps["version"], apps["freshness"]) == ("v1", "Current")
+        sts = next(r for r in apps["resources"] if r["resource"] == "statefulsets")
+        assert (sts["scope"], sts["responseKind"]["kind"], sts["singularResource"]) == (
+            "Namespaced", "StatefulSet", "statefulset")
+        assert {s["subresource"] for s in sts["subresources"]} == {"status", "scale"}
+        # CRDs are in it as in the legacy list
+        legacy = {g["name"] for g in get(api_client, sandbox, "/apis")[1]["groups"]}
+        assert set(groups) == legacy
+    code, doc = get(api_client, sandbox, "/api", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+    core = doc["items"][0]["versions"][0]
+    pods = next(r for r in core["resources"] if r["resource"] == "pods")
+    assert pods["shortNames"] == ["po"] and "status" in {s["subresource"] for s in pods["subresources"]}
+    sa = next(r for r in core["resources"] if r["resource"] == "serviceaccounts")
+    token = next(s for s in sa["subresources"] if s["subresource"] == "token")
+    assert token["responseKind"] == {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}
+
+
+def test_plain_accept_gets_the_legacy_documents_and_unservable_ones_406(api_client, sandbox):
+    for accept in ("application/json", "*/*", "application/json;as=Table;g=meta.k8s.io;v=v1,application/json"):
+        code, doc = get(api_client, sandbox, "/apis", accept)
+        assert code == 200 and doc["kind"] == "APIGroupList", accept
+    code, doc = get(api_client, sandbox, "/apis",
+                    "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList")
+    assert code == 406 and doc["reason"] == "NotAcceptable"
 
 
 def test_openapi_v3_lists_group_versions_with_field_validation(api_client, sandbox):
@@ -66,3 +99,63 @@ def test_openapi_v3_lists_group_versions_with_field_validation(api_client, sandb
     assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
     assert patch["x-kubernetes-group-version-kind"] == {"group": "", "version": "v1",
                                                         "kind": "ConfigMap"}
+
+
+# -- promop.kube.discovery: the shared negotiation and conversion --------------------------------------
+
+def test_negotiation_in_the_clients_order():
+    from promop.kube.discovery import negotiate
+
+    v2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    v2b = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+    assert negotiate(f"{v2},{v2b},application/json") == "v2"
+    assert negotiate(f"{v2b},{v2}") == "v2beta1"
+    assert negotiate(f"application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,{v2b}"
+                     ) == "v2beta1"
+    assert negotiate(f"application/json,{v2}") == "legacy"
+    assert negotiate(None) == negotiate("") == "legacy"
+    assert negotiate(v2, aggregated=False) == "not-acceptable"
+    assert negotiate(f"{v2},application/json", aggregated=False) == "legacy"
+    assert negotiate("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupList") == "not-acceptable"
+    assert negotiate("application/json;g=other.io;v=v2;as=APIGroupDiscoveryList") == "not-acceptable"
+    assert negotiate("text/plain") == "not-acceptable"
+
+
+def test_legacy_to_aggregated_conversion():
+    """As ConvertGroupVersionIntoToDiscovery: subresources under their parent (made up with an empty kind
+    when missing), cross-group kinds kept, and a scope mismatch refused."""
+    import pytest
+
+    from promop.kube.discovery import ScopeMismatch, to_discovery_resources
+
+    out = to_discovery_resources([
+        {"name": "deployments/scale", "namespaced": True, "kind": "Scale", "group": "autoscaling", "version": "v1",
+         "verbs": ["get"]},
+        {"name": "deployments", "singularName": "deployment", "namespaced": True, "kind": "Deployment",
+         "verbs": ["get", "list"], "shortNames": ["deploy"], "categories": ["all"]},
+        {"name": "nodes/cpu", "namespaced": False, "kind": "MetricValueList", "verbs": ["get"]},
+    ])
+    assert out == [
+        {"resource": "deployments", "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+         "scope": "Namespaced", "singularResource": "deployment", "verbs": ["get", "list"], "shortNames": ["deploy"],
+         "categories": ["all"], "subresources": [{"subresource": "scale", "verbs": ["get"], "responseKind": {
+             "group": "autoscaling", "version": "v1", "kind": "Scale"}}]},
+        {"resource": "nodes", "responseKind": {"group": "", "version": "", "kind": ""}, "scope": "Cluster",
+         "singularResource": "", "verbs": [], "subresources": [
+             {"subresource": "cpu", "verbs": ["get"], "responseKind": {"group": "", "version": "",
+                                                                      "kind": "MetricValueList"}}]}]
+    mixed = [{"name": "services/a", "namespaced": True, "kind": "MetricValueList", "verbs": ["get"]},
+             {"name": "services/b", "namespaced": False, "kind": "MetricValueList", "verbs": ["get"]}]
+    with pytest.raises(ScopeMismatch, match="services"):
+        to_discovery_resources(mixed)
+    lenient = to_discovery_resources(mixed, strict=False)
+    assert lenient[0]["scope"] == "Namespaced" and len(lenient[0]["subresources"]) == 2
+
+
+def test_legacy_documents_refuse_an_aggregated_only_accept(api_client, sandbox):
+    aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    for path in ("/api/v1", "/apis/apps", "/apis/apps/v1"):
+        code, doc = get(api_client, sandbox, path, aggregated)
+        assert code == 406 and doc["reason"] == "NotAcceptable", path
+        code, doc = get(api_client, sandbox, path, f"{aggregated},application/json")
+        assert code == 200 and doc["kind"] in ("APIResourceList", "APIGroup"), path

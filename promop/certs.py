@@ -1,4 +1,5 @@
-"""Certificates: a self-signed serving certificate (upstream's `--cert-dir` behaviour)
+"""Certificates (a primitive: the adapter and the sandbox both use it, neither imports the other): a
+self-signed serving certificate (upstream's `--cert-dir` behaviour)
 and small CAs that issue client certificates (the sandbox's front proxy, tests).
 
 Uses `cryptography`: writing X.509 by hand is not something to get creative with.
