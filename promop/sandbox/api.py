@@ -28,7 +28,8 @@ from promop.sandbox.resources import ResourceType, crd_types
 from promop.sandbox.scale import selector_text
 from promop.sandbox.selectors import Predicate
 from promop.sandbox.store import Store
-from promop.sandbox.validation import check_crd, check_metadata, check_statefulset_update
+from promop.sandbox.crd_validation import check_crd
+from promop.sandbox.validation import check_metadata, check_statefulset_update
 
 CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 CONFIGMAPS = ("", "configmaps")

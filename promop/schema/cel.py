@@ -295,3 +295,15 @@ def compile_rule(rule: str) -> Callable[[Any], bool]:
         raise Unsupported("transition rules (oldSelf) are not supported")
     node = _Parser(rule).parse()
     return lambda s: _bool(node(s))
+
+
+def compile_error(expression: str) -> str | None:
+    """None if `expression` compiles, else the compiler's message. This subset cannot tell a
+    rule beyond it from a wrong one, so what it does not support counts as compiling."""
+    try:
+        compile_rule(expression)
+    except Unsupported:
+        return None
+    except Exception as exc:  # the subset parser's own errors on malformed input
+        return str(exc) or type(exc).__name__
+    return None
