@@ -159,6 +159,9 @@ def _list_map(s: dict, path: str) -> list[Cause]:
                                   "must be object if parent array's x-kubernetes-list-type is map"))
         elif isinstance(items, dict):
             causes.extend(_map_keys(items, keys, path))
+    if list_type in ("set", "map") and isinstance(items, dict) and items.get("nullable"):
+        causes.append(forbidden(child(child(path, "items"), "nullable"),
+                                f"cannot be nullable when x-kubernetes-list-type is {list_type}"))
     if list_type == "set" and isinstance(items, dict):
         causes.extend(_set_items(items, path))
     return causes
@@ -180,6 +183,9 @@ def _map_keys(items: dict, keys: list, path: str) -> list[Cause]:
         if k not in required_keys and "default" not in prop:
             causes.append(required(child(prop_path, "default"), "this property is in x-kubernetes-list-map-keys, "
                                    "so it must have a default or be a required property"))
+        if prop.get("nullable"):
+            causes.append(forbidden(child(prop_path, "nullable"),
+                                    "this property is in x-kubernetes-list-map-keys, so it cannot be nullable"))
         if k in keys[:i]:
             causes.append(invalid(keys_path, keys, "must not contain duplicate entries"))
     return causes
