@@ -1,0 +1,493 @@
+"""The sandbox refuses the CRDs a real apiserver refuses (apiextensions-apiserver's validation),
+with the same status, reason, message and field paths, and takes every CRD we ship.
+
+Each mistake below is one a real kube-apiserver (v1.28) refuses; the expected field path and
+wording are apiextensions' (k8s.io/apiextensions-apiserver pkg/apis/apiextensions/validation and
+pkg/apiserver/schema). A test per rule: removing any one check makes its test fail.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from promop.sandbox.crd_validation import check_crd, crd_causes, default_crd
+from promop.sandbox.errors import ApiError
+from promop.schema import cel
+from promop.schema.crds import _Loader
+
+from .helpers import KUBECTL, crd_body, write
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = sorted((ROOT / "crds").glob("*.yaml"))
+V = "spec.validation.openAPIV3Schema"
+SPEC = f"{V}.properties[spec]"
+BROKEN_HOST_ALIASES = {"type": "array", "x-kubernetes-list-type": "map",
+                       "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+
+
+def crd_with(spec_props: dict | None = None, root: dict | None = None, **kwargs) -> dict:
+    """A Widget CRD whose schema is typed all the way down, with `spec_props` under spec."""
+    body = crd_body(status=False, **kwargs)
+    schema = {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": spec_props or {"size": {"type": "integer"}}}}}
+    schema.update(root or {})
+    for version in body["spec"]["versions"]:
+        version["schema"] = {"openAPIV3Schema": copy.deepcopy(schema)}
+    return body
+
+
+def causes(crd: dict) -> list[tuple[str, str]]:
+    crd = copy.deepcopy(crd)
+    default_crd(crd)
+    return crd_causes(crd)
+
+
+def spec_causes(spec_props: dict) -> list[tuple[str, str]]:
+    return causes(crd_with(spec_props))
+
+
+def test_a_valid_typed_crd_has_no_cause():
+    assert causes(crd_with()) == []
+    assert causes(crd_body()) == []  # preserve-unknown-fields at the root needs no type below
+
+
+# -- the shipped CRDs and the broken Alertmanager one -------------------------------------------
+
+def load(path: Path) -> dict:
+    return yaml.load(path.read_text(), Loader=_Loader)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_shipped_crd_is_valid(path):
+    assert causes(load(path)) == []
+
+
+def broken_alertmanager_crd() -> dict:
+    crd = load(ROOT / "crds" / "monitoring.coreos.com_alertmanagers.yaml")
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["hostAliases"] = copy.deepcopy(BROKEN_HOST_ALIASES)  # as shipped before the fix
+    return crd
+
+
+BROKEN_MESSAGE = ('CustomResourceDefinition.apiextensions.k8s.io "alertmanagers.monitoring.coreos.com" is invalid: '
+                  f"{SPEC}.properties[hostAliases].x-kubernetes-list-map-keys: Required value: must not be "
+                  "empty if x-kubernetes-list-type is map")
+
+
+def test_broken_alertmanager_crd_refused_as_the_apiserver_refuses_it():
+    with pytest.raises(ApiError) as info:
+        check_crd(broken_alertmanager_crd())
+    err = info.value
+    assert (err.code, err.reason, err.message) == (422, "Invalid", BROKEN_MESSAGE)
+    assert err.details == {
+        "name": "alertmanagers.monitoring.coreos.com", "group": "apiextensions.k8s.io",
+        "kind": "CustomResourceDefinition",
+        "causes": [{"reason": "FieldValueRequired",
+                    "message": "Required value: must not be empty if x-kubernetes-list-type is map",
+                    "field": f"{SPEC}.properties[hostAliases].x-kubernetes-list-map-keys"}]}
+
+
+# -- structural schema ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("props, expected", [
+    ({"a": {"properties": {"b": {"type": "string"}}}},
+     (f"{SPEC}.properties[a].type", "Required value: must not be empty for specified object fields")),
+    ({"a": {"type": "array", "items": {"properties": {"b": {"type": "string"}}}}},
+     (f"{SPEC}.properties[a].items.type", "Required value: must not be empty for specified array items")),
+    ({"a": {"type": "array"}}, (f"{SPEC}.properties[a].items", "Required value: must be specified")),
+    ({"a": {"type": "object", "properties": {"b": {"type": "string"}},
+            "additionalProperties": {"type": "string"}}},
+     (f"{SPEC}.properties[a].additionalProperties",
+      "Forbidden: additionalProperties and properties are mutual exclusive")),
+    ({"a": {"type": "null"}},
+     (f"{SPEC}.properties[a].type", "Forbidden: type cannot be set to null, use nullable as an alternative")),
+    ({"a": {"type": "text"}}, (f"{SPEC}.properties[a].type", 'Unsupported value: "text": supported values: '
+                                '"array", "boolean", "integer", "number", "object", "string"')),
+    ({"a": {"type": "object", "x-kubernetes-preserve-unknown-fields": False}},
+     (f"{SPEC}.properties[a].x-kubernetes-preserve-unknown-fields", "Invalid value: false: must be true or "
+      "undefined")),
+])
+def test_structural_mistakes(props, expected):
+    assert spec_causes(props) == [expected]
+
+
+def test_untyped_fields_allowed_where_int_or_string_or_preserve_unknown_fields_stand_for_the_type():
+    assert spec_causes({"a": {"x-kubernetes-int-or-string": True},
+                        "b": {"x-kubernetes-preserve-unknown-fields": True}}) == []
+
+
+def test_root_must_be_typed_object():
+    crd = crd_with()
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].pop("type")
+    assert causes(crd) == [(f"{V}.type", "Required value: must not be empty at the root")]
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["type"] = "string"
+    assert (f"{V}.type", 'Invalid value: "string": must be object at the root') in causes(crd)
+
+
+@pytest.mark.parametrize("field, value, detail", [
+    ("$ref", "#/definitions/x", "$ref is not supported"),
+    ("additionalItems", True, "additionalItems is not supported"),
+    ("patternProperties", {"^a": {"type": "string"}}, "patternProperties is not supported"),
+    ("definitions", {"x": {"type": "string"}}, "definitions is not supported"),
+    ("dependencies", {"a": ["b"]}, "dependencies is not supported"),
+    ("uniqueItems", True, "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"),
+])
+def test_forbidden_fields(field, value, detail):
+    prop = {"type": "array", "items": {"type": "string"}, field: value}
+    assert spec_causes({"a": prop}) == [(f"{SPEC}.properties[a].{field}", f"Forbidden: {detail}")]
+
+
+def test_items_as_a_list_is_forbidden():
+    got = spec_causes({"a": {"type": "array", "items": [{"type": "string"}]}})
+    assert got == [(f"{SPEC}.properties[a].items", "Forbidden: items must be a schema object and not an array")]
+
+
+def test_value_validations_may_not_carry_types_or_extensions():
+    got = spec_causes({"a": {"type": "string", "anyOf": [{"type": "string", "maxLength": 3}, {"minLength": 5}]}})
+    assert got == [(f"{SPEC}.properties[a].anyOf[0].type", "Forbidden: must be empty to be structural")]
+    got = spec_causes({"a": {"type": "object", "properties": {"b": {"type": "string"}},
+                             "oneOf": [{"required": ["b"]}, {"properties": {"c": {"maxLength": 1}}}]}})
+    assert got == [(f"{SPEC}.properties[a].oneOf[1].properties[c]",
+                    "Required value: must be specified in the structural part of the schema")]
+
+
+# -- x-kubernetes-* consistency ------------------------------------------------------------------
+
+def list_map(items: dict, **extra) -> dict:
+    return {"a": {"type": "array", "x-kubernetes-list-type": "map", "items": items, **extra}}
+
+
+KEYED_ITEMS = {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"},
+                                                                      "port": {"type": "integer"}}}
+
+
+@pytest.mark.parametrize("props, expected", [
+    (list_map(KEYED_ITEMS),
+     (f"{SPEC}.properties[a].x-kubernetes-list-map-keys",
+      "Required value: must not be empty if x-kubernetes-list-type is map")),
+    (list_map(KEYED_ITEMS, **{"x-kubernetes-list-map-keys": ["missing"]}),
+     (f"{SPEC}.properties[a].x-kubernetes-list-map-keys",
+      'Invalid value: []string{"missing"}: entries must all be names of item properties')),
+    (list_map({**KEYED_ITEMS, "required": []}, **{"x-kubernetes-list-map-keys": ["name"]}),
+     (f"{SPEC}.properties[a].items.properties[name].default", "Required value: this property is in "
+      "x-kubernetes-list-map-keys, so it must have a default or be a required property")),
+    (list_map({"type": "object", "required": ["k"], "properties": {"k": {"type": "object"}}},
+              **{"x-kubernetes-list-map-keys": ["k"]}),
+     (f"{SPEC}.properties[a].items.properties[k].type",
+      "Invalid value: \"object\": must be a scalar type if parent array's x-kubernetes-list-type is map")),
+    (list_map({"type": "string"}, **{"x-kubernetes-list-map-keys": ["name"]}),
+     (f"{SPEC}.properties[a].items.type",
+      "Invalid value: \"string\": must be object if parent array's x-kubernetes-list-type is map")),
+    ({"a": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-map-keys": ["name"]}},
+     (f"{SPEC}.properties[a].x-kubernetes-list-type",
+      "Required value: must be map if x-kubernetes-list-map-keys is non-empty")),
+    ({"a": {"type": "array", "items": KEYED_ITEMS, "x-kubernetes-list-type": "set",
+            "x-kubernetes-list-map-keys": ["name"]}},
+     (f"{SPEC}.properties[a].x-kubernetes-list-type",
+      'Invalid value: "set": must be map if x-kubernetes-list-map-keys is non-empty')),
+    ({"a": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "bag"}},
+     (f"{SPEC}.properties[a].x-kubernetes-list-type",
+      'Unsupported value: "bag": supported values: "atomic", "set", "map"')),
+    ({"a": {"type": "string", "x-kubernetes-list-type": "atomic"}},
+     (f"{SPEC}.properties[a].x-kubernetes-list-type", 'Invalid value: "atomic": must only be used on type=array')),
+    ({"a": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "object"}}},
+     (f"{SPEC}.properties[a].items.x-kubernetes-map-type",
+      "Required value: must be atomic as item of a list with x-kubernetes-list-type=set")),
+    ({"a": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string", "nullable": True}}},
+     (f"{SPEC}.properties[a].items.nullable", "Forbidden: cannot be nullable when x-kubernetes-list-type is set")),
+    ({"a": {"type": "string", "x-kubernetes-map-type": "atomic"}},
+     (f"{SPEC}.properties[a].type", 'Invalid value: "string": must be object if x-kubernetes-map-type is specified')),
+    ({"a": {"type": "object", "x-kubernetes-map-type": "whole"}},
+     (f"{SPEC}.properties[a].x-kubernetes-map-type", 'Unsupported value: "whole": supported values: "atomic", '
+      '"granular"')),
+    ({"a": {"type": "string", "x-kubernetes-int-or-string": True}},
+     (f"{SPEC}.properties[a].type", 'Invalid value: "string": must be empty if x-kubernetes-int-or-string is '
+      "true")),
+    ({"a": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "boolean"}]}},
+     (f"{SPEC}.properties[a].anyOf[0].type", "Forbidden: must be empty to be structural")),
+    ({"a": {"type": "string", "x-kubernetes-embedded-resource": True}},
+     (f"{SPEC}.properties[a].type",
+      'Invalid value: "string": must be object if x-kubernetes-embedded-resource is true')),
+    ({"a": {"type": "object", "x-kubernetes-embedded-resource": True}},
+     (f"{SPEC}.properties[a].properties", "Required value: must not be empty if x-kubernetes-embedded-resource "
+      "is true without x-kubernetes-preserve-unknown-fields")),
+])
+def test_extension_mistakes(props, expected):
+    assert expected in spec_causes(props), spec_causes(props)
+
+
+def test_extension_forms_the_apiserver_takes():
+    assert spec_causes(list_map(KEYED_ITEMS, **{"x-kubernetes-list-map-keys": ["name"]})) == []
+    defaulted = {"type": "object", "properties": {"name": {"type": "string", "default": "x"}}}
+    assert spec_causes(list_map(defaulted, **{"x-kubernetes-list-map-keys": ["name"]})) == []
+    assert spec_causes({"a": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"},
+                                                                           {"type": "string"}]}}) == []
+    assert spec_causes({"a": {"x-kubernetes-int-or-string": True, "allOf": [
+        {"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"pattern": "^[0-9]+%?$"}]}}) == []
+    assert spec_causes({"a": {"type": "array", "x-kubernetes-list-type": "set", "items": {
+        "type": "object", "x-kubernetes-map-type": "atomic"}}}) == []
+
+
+# -- metadata at the root ------------------------------------------------------------------------
+
+def test_root_metadata_only_restricts_name_and_generate_name():
+    allowed = {"metadata": {"type": "object", "properties": {"name": {"type": "string"},
+                                                             "generateName": {"type": "string"}}}}
+    assert causes(crd_with(root={"properties": {"spec": {"type": "object"}, **allowed}})) == []
+    for metadata in ({"type": "object", "properties": {"labels": {"type": "object"}}},
+                     {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}}},
+                     {"type": "object", "default": {"name": "x"}}):
+        got = causes(crd_with(root={"properties": {"spec": {"type": "object"}, "metadata": metadata}}))
+        assert (f"{V}.properties[metadata]", "Forbidden: must not specify anything other than name and "
+                "generateName, but metadata is implicitly specified") in got, metadata
+
+
+def test_root_kind_and_api_version_are_strings():
+    got = causes(crd_with(root={"properties": {"spec": {"type": "object"}, "kind": {"type": "integer"}}}))
+    assert got == [(f"{V}.properties[kind].type", 'Invalid value: "integer": must be string')]
+
+
+# -- defaults ------------------------------------------------------------------------------------
+
+def test_default_must_validate_against_its_schema():
+    got = spec_causes({"replicas": {"type": "integer", "default": "three"}})
+    assert len(got) == 1 and got[0][0] == f"{SPEC}.properties[replicas].default", got
+    assert "integer" in got[0][1]
+    got = spec_causes({"mode": {"type": "string", "enum": ["A", "B"], "default": "C"}})
+    assert len(got) == 1 and got[0][1].startswith('Unsupported value: "C"'), got
+
+
+def test_default_must_survive_pruning():
+    got = spec_causes({"tls": {"type": "object", "properties": {"ca": {"type": "string"}},
+                               "default": {"ca": "x", "extra": 1}}})
+    assert got == [(f"{SPEC}.properties[tls].default",
+                    'Invalid value: {"ca":"x","extra":1}: must not have unknown fields, got: extra')]
+
+
+def test_null_default_only_on_nullable():
+    assert spec_causes({"a": {"type": "string", "nullable": True, "default": None}}) == []
+    assert spec_causes({"a": {"type": "string", "default": None}}) == [
+        (f"{SPEC}.properties[a].default", "Invalid value: null: must not be null for non-nullable field")]
+
+
+def test_valid_defaults_pass():
+    assert spec_causes({"replicas": {"type": "integer", "default": 1},
+                        "tls": {"type": "object", "properties": {"ca": {"type": "string"}},
+                                "default": {"ca": "x"}}}) == []
+
+
+# -- CEL -----------------------------------------------------------------------------------------
+
+def test_cel_rules_that_do_not_compile_are_refused(monkeypatch):
+    """The check asks promop.schema.cel.compile_error for every rule and messageExpression."""
+    monkeypatch.setattr(cel, "compile_error", lambda text: "ERROR: <input>:1:6: Syntax error" if "==" in text
+                        and text.rstrip().endswith("==") else None)
+    got = spec_causes({"a": {"type": "integer", "x-kubernetes-validations": [
+        {"rule": "self >= 0"}, {"rule": "self =="}, {"rule": "self < 9", "messageExpression": "'x' =="}]}})
+    base = f"{SPEC}.properties[a].x-kubernetes-validations"
+    assert got == [(f"{base}[1].rule", 'Invalid value: "self ==": compilation failed: ERROR: <input>:1:6: '
+                    "Syntax error"),
+                   (f"{base}[2].messageExpression", "Invalid value: \"'x' ==\": messageExpression compilation "
+                    "failed: ERROR: <input>:1:6: Syntax error")]
+
+
+def test_cel_rule_required_and_reason_known():
+    got = spec_causes({"a": {"type": "integer", "x-kubernetes-validations": [
+        {"rule": ""}, {"rule": "self > 0", "reason": "Nope"}]}})
+    base = f"{SPEC}.properties[a].x-kubernetes-validations"
+    assert got == [(f"{base}[0].rule", "Required value: rule is not specified"),
+                   (f"{base}[1].reason", 'Unsupported value: "Nope": supported values: "FieldValueDuplicate", '
+                    '"FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"')]
+
+
+@pytest.mark.skipif(cel.compile_error("self.a ==") is None,
+                    reason="promop.schema.cel cannot tell a wrong rule from an unsupported one yet")
+def test_cel_syntax_error_with_the_real_compiler():
+    got = spec_causes({"a": {"type": "object", "properties": {"b": {"type": "integer"}},
+                             "x-kubernetes-validations": [{"rule": "self.b =="}]}})
+    assert len(got) == 1 and got[0][0] == f"{SPEC}.properties[a].x-kubernetes-validations[0].rule", got
+
+
+# -- names, versions, group, scope ---------------------------------------------------------------
+
+DNS1035 = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+           "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
+           "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
+
+
+def names_crd(**names) -> dict:
+    crd = crd_body()
+    crd["spec"]["names"].update(names)
+    for key in [k for k, v in names.items() if v is None]:
+        del crd["spec"]["names"][key]
+    return crd
+
+
+def test_singular_and_list_kind_are_defaulted():
+    crd = names_crd(singular=None, listKind=None)
+    default_crd(crd)
+    assert crd["spec"]["names"]["singular"] == "widget" and crd["spec"]["names"]["listKind"] == "WidgetList"
+    assert crd_causes(crd) == []
+
+
+@pytest.mark.parametrize("names, expected", [
+    ({"plural": "Widgets"}, [("metadata.name", 'Invalid value: "widgets.example.com": must be spec.names.plural+'
+                              '"."+spec.group'), ("spec.names.plural", f'Invalid value: "Widgets": {DNS1035}')]),
+    ({"singular": "Widget"}, [("spec.names.singular", f'Invalid value: "Widget": {DNS1035}')]),
+    ({"kind": "Wid_get", "listKind": "WidgetList"},
+     [("spec.names.kind", 'Invalid value: "Wid_get": may have mixed case, but should otherwise match: ' + DNS1035)]),
+    ({"listKind": "Widget"}, [("spec.names.listKind", 'Invalid value: "Widget": kind and listKind may not be the '
+                               "same")]),
+    ({"kind": None, "listKind": "WidgetList", "singular": "widget"}, [("spec.names.kind", "Required value")]),
+    ({"shortNames": ["w_"]}, [("spec.names.shortNames[0]", f'Invalid value: "w_": {DNS1035}')]),
+])
+def test_names(names, expected):
+    assert causes(names_crd(**names)) == expected
+
+
+def test_name_is_plural_dot_group_and_group_has_a_dot():
+    crd = crd_body()
+    crd["metadata"]["name"] = "gadgets.example.com"
+    assert causes(crd) == [("metadata.name", 'Invalid value: "gadgets.example.com": must be spec.names.plural+'
+                            '"."+spec.group')]
+    crd = crd_body(group="example")
+    assert causes(crd) == [("spec.group", 'Invalid value: "example": should be a domain with at least one dot')]
+    crd = crd_body(group="Example.com")
+    crd["metadata"]["name"] = "widgets.example.com"
+    assert ("spec.group", 'Invalid value: "Example.com": a lowercase RFC 1123 subdomain must consist of lower case '
+            "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+            "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]"
+            "([-a-z0-9]*[a-z0-9])?)*')") in causes(crd)
+
+
+def test_scope():
+    assert causes(crd_body(scope="Global")) == [
+        ("spec.scope", 'Unsupported value: "Global": supported values: "Cluster", "Namespaced"')]
+    assert causes(crd_body(scope="")) == [("spec.scope", "Required value")]
+
+
+def test_versions():
+    two = crd_body(versions=("v1", "v2"))
+    assert causes(two) == []
+    both = copy.deepcopy(two)
+    both["spec"]["versions"][1]["storage"] = True
+    assert causes(both) == [("spec.versions", 'Invalid value: []string{"v1", "v2"}: must have exactly one version '
+                             "marked as storage version")]
+    none_served = copy.deepcopy(two)
+    for version in none_served["spec"]["versions"]:
+        version["served"] = False
+    assert causes(none_served) == [("spec.versions", 'Invalid value: []string{"v1", "v2"}: must have at least one '
+                                    "served version")]
+    same = crd_body(versions=("v1", "v1"))
+    assert causes(same) == [("spec.versions[1].name", 'Invalid value: "v1": must be unique')]
+    empty = crd_body()
+    empty["spec"]["versions"] = []
+    assert causes(empty) == [("spec.versions", "Required value: must have at least one version")]
+    upper = crd_body(versions=("V1",))
+    assert causes(upper) == [("spec.versions[0].name", f'Invalid value: "V1": {DNS1035}')]
+
+
+def test_schema_required_and_paths_per_version_when_schemas_differ():
+    crd = crd_with(versions=("v1", "v2"))
+    del crd["spec"]["versions"][1]["schema"]
+    assert causes(crd) == [("spec.versions[1].schema.openAPIV3Schema", "Required value: schemas are required")]
+    crd = crd_with(versions=("v1", "v2"))
+    crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["a"] = {}
+    assert causes(crd) == [("spec.versions[1].schema.openAPIV3Schema.properties[spec].properties[a].type",
+                            "Required value: must not be empty for specified object fields")]
+
+
+def test_scale_subresource_paths():
+    crd = crd_body(scale=True)
+    assert causes(crd) == []
+    crd["spec"]["versions"][0]["subresources"]["scale"]["specReplicasPath"] = ".status.replicas"
+    crd["spec"]["versions"][0]["subresources"]["scale"]["labelSelectorPath"] = ".selector"
+    del crd["spec"]["versions"][0]["subresources"]["scale"]["statusReplicasPath"]
+    assert causes(crd) == [
+        ("spec.subresources.scale.specReplicasPath", 'Invalid value: ".status.replicas": should be a json path '
+         "under .spec"),
+        ("spec.subresources.scale.statusReplicasPath", "Required value"),
+        ("spec.subresources.scale.labelSelectorPath", 'Invalid value: ".selector": should be a json path under '
+         "either .spec or .status")]
+
+
+def test_printer_columns():
+    crd = crd_body()
+    crd["spec"]["versions"][0]["additionalPrinterColumns"] = [
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+        {"name": "Bad", "type": "int", "jsonPath": "spec.size", "priority": -1, "format": "long"},
+        {"type": "string"}]
+    at = "spec.additionalPrinterColumns"
+    assert causes(crd) == [
+        (f"{at}[1].type", 'Unsupported value: "int": supported values: "boolean", "date", "integer", "number", '
+         '"string"'),
+        (f"{at}[1].format", 'Unsupported value: "long": supported values: "byte", "date", "date-time", "double", '
+         '"float", "int32", "int64", "password"'),
+        (f"{at}[1].priority", "Invalid value: -1: must be greater than or equal to 0"),
+        (f"{at}[1].jsonPath", 'Invalid value: "spec.size": must be a simple json path starting with .'),
+        (f"{at}[2].name", "Required value"),
+        (f"{at}[2].jsonPath", "Required value")]
+
+
+def test_conversion_strategy():
+    crd = crd_body()
+    crd["spec"]["conversion"] = {"strategy": "Magic"}
+    assert causes(crd) == [("spec.conversion.strategy", 'Unsupported value: "Magic": supported values: "None", '
+                            '"Webhook"')]
+
+
+# -- through the API and the real kubectl --------------------------------------------------------
+
+def test_api_create_and_update_refuse_with_the_status(ext):
+    with pytest.raises(ApiException) as info:
+        ext.create_custom_resource_definition(broken_alertmanager_crd())
+    status = json.loads(info.value.body)
+    assert (info.value.status, status["reason"], status["message"]) == (422, "Invalid", BROKEN_MESSAGE)
+    assert status["details"]["causes"][0]["field"] == f"{SPEC}.properties[hostAliases].x-kubernetes-list-map-keys"
+    good = load(ROOT / "crds" / "monitoring.coreos.com_alertmanagers.yaml")
+    ext.create_custom_resource_definition(good)
+    current = json.loads(ext.read_custom_resource_definition(good["metadata"]["name"], _preload_content=False).data)
+    broken = broken_alertmanager_crd()
+    broken["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+    with pytest.raises(ApiException) as info:
+        ext.replace_custom_resource_definition(good["metadata"]["name"], broken)
+    assert json.loads(info.value.body)["message"] == BROKEN_MESSAGE
+
+
+kubectl_only = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+
+
+@kubectl_only
+def test_kubectl_server_side_apply_of_every_shipped_crd(kubectl):
+    proc = kubectl("apply", "--server-side", "-f", str(ROOT / "crds"))
+    applied = [line for line in proc.stdout.splitlines() if "serverside-applied" in line]
+    assert len(applied) == len(SHIPPED), proc.stdout
+    names = kubectl("get", "crds", "-o", "name").stdout.split()
+    assert len(names) == len(SHIPPED)
+
+
+@kubectl_only
+def test_kubectl_server_side_apply_of_the_broken_alertmanager_crd_is_refused(kubectl, tmp_path):
+    path = write(tmp_path / "am.yaml", broken_alertmanager_crd())
+    proc = kubectl("apply", "--server-side", "-f", path, check=False)
+    assert proc.returncode != 0
+    assert ('The CustomResourceDefinition "alertmanagers.monitoring.coreos.com" is invalid: '
+            f"{SPEC}.properties[hostAliases].x-kubernetes-list-map-keys: Required value: must not be empty if "
+            "x-kubernetes-list-type is map") in proc.stderr, proc.stderr
+    assert kubectl("get", "crds", "-o", "name").stdout.strip() == ""
+
+
+@kubectl_only
+def test_kubectl_client_side_apply_refused_with_every_cause(kubectl, tmp_path):
+    crd = crd_with({"a": {"type": "array"}, "b": {"type": "string", "x-kubernetes-map-type": "atomic"}})
+    proc = kubectl("apply", "-f", write(tmp_path / "crd.yaml", crd), check=False)
+    assert proc.returncode != 0
+    assert f"{SPEC}.properties[a].items: Required value: must be specified" in proc.stderr, proc.stderr
+    assert (f'{SPEC}.properties[b].type: Invalid value: "string": must be object if x-kubernetes-map-type is '
+            "specified") in proc.stderr, proc.stderr
