@@ -104,3 +104,46 @@ def test_the_comparison_sees_a_changed_default_and_a_lost_rule():
     got = differences(ours, upstream("monitoring.coreos.com_prometheuses.yaml"))
     assert any(f"v1.spec.{with_default}: default is 'changed'" in d for d in got), got
     assert not ruled or any("v1.spec: x-kubernetes-validations is None" in d for d in got), got
+
+
+# kubernetes/autoscaler's VPA CRDs (vertical-pod-autoscaler/deploy/vpa-v1-crd-gen.yaml, v1) are not
+# in ../shared: their markers for every field our VPA CRDs define, transcribed from that file.
+# `{}` is additionalProperties, `[]` items. Upstream has no list-type, list-map-keys or default there.
+VPA_UPSTREAM_MARKERS = {
+    "autoscaling.k8s.io_verticalpodautoscalers.yaml": {
+        "v1.spec.targetRef": {"x-kubernetes-map-type": "atomic"},
+        **{f"v1.spec.resourcePolicy.containerPolicies[].{name}": {"x-kubernetes-int-or-string": True}
+           for name in ("minAllowed{}", "maxAllowed{}", "oomBumpUpRatio", "oomMinBumpUp")},
+        **{f"v1.status.recommendation.containerRecommendations[].{name}{{}}": {"x-kubernetes-int-or-string": True}
+           for name in ("target", "lowerBound", "upperBound", "uncappedTarget")},
+        # ours: a stand-in for upstream's typed startupBoost (its CEL rules live below it)
+        "v1.spec.startupBoost": {"x-kubernetes-preserve-unknown-fields": True},
+    },
+    "autoscaling.k8s.io_verticalpodautoscalercheckpoints.yaml": {
+        f"v1.status.{h}.bucketWeights": {"x-kubernetes-preserve-unknown-fields": True}
+        for h in ("cpuHistogram", "memoryHistogram")},
+}
+
+
+def markers_of(crd: dict) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+
+    def walk(s: Any, path: str) -> None:
+        if not isinstance(s, dict):
+            return
+        found = {k: v for k, v in s.items() if k.startswith("x-kubernetes-") or k == "default"}
+        if found:
+            out[path] = found
+        for name, sub in (s.get("properties") or {}).items():
+            walk(sub, f"{path}.{name}")
+        walk(s.get("items"), f"{path}[]")
+        walk(s.get("additionalProperties"), f"{path}{{}}")
+
+    for version in crd["spec"]["versions"]:
+        walk(version["schema"]["openAPIV3Schema"], version["name"])
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(VPA_UPSTREAM_MARKERS))
+def test_vpa_crds_carry_upstreams_markers(name):
+    assert markers_of(load(ROOT / "crds" / name)) == VPA_UPSTREAM_MARKERS[name]
