@@ -491,3 +491,153 @@ def test_kubectl_client_side_apply_refused_with_every_cause(kubectl, tmp_path):
     assert f"{SPEC}.properties[a].items: Required value: must be specified" in proc.stderr, proc.stderr
     assert (f'{SPEC}.properties[b].type: Invalid value: "string": must be object if x-kubernetes-map-type is '
             "specified") in proc.stderr, proc.stderr
+
+
+# -- one test per remaining rule (each fails if its check is removed) -----------------------------
+
+@pytest.mark.parametrize("field, value", [("$schema", "http://json-schema.org/draft-04/schema#"), ("id", "x")])
+def test_more_unsupported_fields(field, value):
+    got = spec_causes({"a": {"type": "string", field: value}})
+    assert got == [(f"{SPEC}.properties[a].{field}", f"Forbidden: {field} is not supported")]
+
+
+def test_additional_properties_false_is_forbidden():
+    got = spec_causes({"a": {"type": "object", "additionalProperties": False}})
+    assert got == [(f"{SPEC}.properties[a].additionalProperties",
+                    "Forbidden: additionalProperties cannot be set to false")]
+
+
+NESTED = [("default", "x", "must be undefined to be structural"), ("nullable", True, "must be false to be structural"),
+          ("title", "t", "must be empty to be structural"), ("description", "d", "must be empty to be structural"),
+          ("x-kubernetes-preserve-unknown-fields", True, "must be false to be structural"),
+          ("x-kubernetes-embedded-resource", True, "must be false to be structural"),
+          ("x-kubernetes-int-or-string", True, "must be false to be structural"),
+          ("x-kubernetes-list-type", "set", "must be empty to be structural"),
+          ("x-kubernetes-list-map-keys", ["k"], "must be empty to be structural"),
+          ("x-kubernetes-map-type", "atomic", "must be empty to be structural"),
+          ("x-kubernetes-validations", [{"rule": "true"}], "must be empty to be structural")]
+
+
+@pytest.mark.parametrize("field, value, detail", NESTED, ids=[n[0] for n in NESTED])
+def test_value_validations_may_not_say(field, value, detail):
+    for name, holder in (("allOf", [{"maxLength": 9, field: value}]), ("not", {field: value, "maxLength": 1})):
+        got = spec_causes({"a": {"type": "string", name: holder}})
+        at = f"{SPEC}.properties[a].{name}" + ("[0]" if name == "allOf" else "")
+        assert got == [(f"{at}.{field}", f"Forbidden: {detail}")], (name, got)
+
+
+def test_value_validations_are_checked_below_items_and_nested_value_validations():
+    got = spec_causes({"a": {"type": "array", "items": {"type": "string"},
+                             "anyOf": [{"items": {"type": "string"}}, {"not": {"anyOf": [{"nullable": True}]}}]}})
+    assert got == [(f"{SPEC}.properties[a].anyOf[0].items.type", "Forbidden: must be empty to be structural"),
+                   (f"{SPEC}.properties[a].anyOf[1].not.anyOf[0].nullable",
+                    "Forbidden: must be false to be structural")]
+
+
+@pytest.mark.parametrize("props, expected", [
+    (list_map(KEYED_ITEMS, **{"x-kubernetes-list-map-keys": ["name", "name"]}),
+     (f"{SPEC}.properties[a].x-kubernetes-list-map-keys",
+      'Invalid value: []string{"name", "name"}: must not contain duplicate entries')),
+    (list_map({"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "nullable": True}}},
+              **{"x-kubernetes-list-map-keys": ["name"]}),
+     (f"{SPEC}.properties[a].items.properties[name].nullable",
+      "Forbidden: this property is in x-kubernetes-list-map-keys, so it cannot be nullable")),
+    ({"a": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}},
+     (f"{SPEC}.properties[a].items", "Required value: must have a schema if x-kubernetes-list-type is map")),
+    ({"a": {"type": "array", "x-kubernetes-list-type": "set", "items": {
+        "type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"}}},
+     (f"{SPEC}.properties[a].items.x-kubernetes-list-type",
+      'Invalid value: "set": must be atomic as item of a list with x-kubernetes-list-type=set')),
+    ({"a": {"x-kubernetes-preserve-unknown-fields": True, "x-kubernetes-map-type": "atomic"}},
+     (f"{SPEC}.properties[a].type", "Required value: must be object if x-kubernetes-map-type is specified")),
+])
+def test_more_extension_mistakes(props, expected):
+    assert expected in spec_causes(props), spec_causes(props)
+
+
+def test_embedded_resource_the_apiserver_takes():
+    assert spec_causes({"a": {"type": "object", "x-kubernetes-embedded-resource": True,
+                              "x-kubernetes-preserve-unknown-fields": True}}) == []
+
+
+@pytest.mark.parametrize("field", ["kind", "apiVersion"])
+def test_root_kind_and_api_version_must_be_strings(field):
+    got = causes(crd_with(root={"properties": {"spec": {"type": "object"}, field: {"type": "object"}}}))
+    assert got == [(f"{V}.properties[{field}].type", 'Invalid value: "object": must be string')]
+
+
+def test_root_metadata_must_be_an_object():
+    got = causes(crd_with(root={"properties": {"spec": {"type": "object"}, "metadata": {"type": "string"}}}))
+    assert got == [(f"{V}.properties[metadata].type", 'Invalid value: "string": must be object')]
+
+
+def test_crd_name_must_be_a_subdomain_and_group_is_required():
+    crd = crd_body()
+    crd["metadata"]["name"] = "Widgets.example.com"
+    got = causes(crd)
+    assert got[0][0] == "metadata.name" and "a lowercase RFC 1123 subdomain" in got[0][1], got
+    crd = crd_body()
+    crd["spec"]["group"] = ""
+    assert ("spec.group", "Required value") in causes(crd)
+
+
+def test_categories_are_dns_labels():
+    assert causes(names_crd(categories=["all", "My_Cat"])) == [
+        ("spec.names.categories[1]", f'Invalid value: "My_Cat": {DNS1035}')]
+
+
+def test_list_kind_and_singular_required_without_a_kind_to_default_from():
+    got = causes(names_crd(kind=None, listKind=None, singular=None))
+    assert got == [("spec.names.singular", "Required value"), ("spec.names.kind", "Required value"),
+                   ("spec.names.listKind", "Required value")]
+
+
+def test_version_name_required():
+    crd = crd_body()
+    del crd["spec"]["versions"][0]["name"]
+    assert ("spec.versions[0].name", "Required value") in causes(crd)
+
+
+def test_conversion_defaulted_and_webhook_rules():
+    crd = crd_body()
+    default_crd(crd)
+    assert crd["spec"]["conversion"] == {"strategy": "None"}
+    crd["spec"]["conversion"] = {"strategy": "Webhook"}
+    assert causes(crd) == [("spec.conversion.webhook", "Required value: required when strategy is set to Webhook")]
+    crd["spec"]["conversion"] = {"strategy": "None", "webhook": {"conversionReviewVersions": ["v1"]}}
+    assert causes(crd) == [("spec.conversion.webhook", "Forbidden: should be null when strategy is set to None")]
+
+
+def test_scale_spec_replicas_path_required_and_printer_column_type_required():
+    crd = crd_body(scale=True)
+    del crd["spec"]["versions"][0]["subresources"]["scale"]["specReplicasPath"]
+    crd["spec"]["versions"][0]["additionalPrinterColumns"] = [{"name": "Size", "jsonPath": ".spec.size"}]
+    assert causes(crd) == [("spec.subresources.scale.specReplicasPath", "Required value"),
+                           ("spec.additionalPrinterColumns[0].type", "Required value")]
+
+
+def test_subresources_reported_per_version_when_versions_differ():
+    crd = crd_body(scale=True, versions=("v1", "v2"))
+    crd["spec"]["versions"][1]["subresources"] = {"status": {}, "scale": {
+        "specReplicasPath": "spec.replicas", "statusReplicasPath": ".status.replicas"}}
+    assert causes(crd) == [("spec.versions[1].subresources.scale.specReplicasPath",
+                            'Invalid value: "spec.replicas": should be a json path under .spec')]
+
+
+def test_check_crd_defaults_the_object_it_admits():
+    crd = names_crd(singular=None, listKind=None)
+    check_crd(crd)
+    assert crd["spec"]["names"]["singular"] == "widget" and crd["spec"]["names"]["listKind"] == "WidgetList"
+
+
+def test_several_causes_aggregate_as_the_apiserver_does():
+    crd = crd_body(scope="Global", group="example")
+    crd["metadata"]["name"] = "widgets.example"
+    with pytest.raises(ApiError) as info:
+        check_crd(crd)
+    assert info.value.message == (
+        'CustomResourceDefinition.apiextensions.k8s.io "widgets.example" is invalid: ['
+        'spec.group: Invalid value: "example": should be a domain with at least one dot, '
+        'spec.scope: Unsupported value: "Global": supported values: "Cluster", "Namespaced"]')
+    assert [c["field"] for c in info.value.details["causes"]] == ["spec.group", "spec.scope"]
+    assert [c["reason"] for c in info.value.details["causes"]] == ["FieldValueInvalid", "FieldValueNotSupported"]
