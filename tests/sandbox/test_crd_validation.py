@@ -641,3 +641,16 @@ def test_several_causes_aggregate_as_the_apiserver_does():
         'spec.scope: Unsupported value: "Global": supported values: "Cluster", "Namespaced"]')
     assert [c["field"] for c in info.value.details["causes"]] == ["spec.group", "spec.scope"]
     assert [c["reason"] for c in info.value.details["causes"]] == ["FieldValueInvalid", "FieldValueNotSupported"]
+
+
+def test_additional_properties_schemas_are_checked_too():
+    got = spec_causes({"a": {"type": "object", "additionalProperties": {"properties": {"b": {"type": "string"}}}}})
+    assert got == [(f"{SPEC}.properties[a].additionalProperties.type",
+                    "Required value: must not be empty for specified object fields")]
+
+
+def test_conversion_without_strategy_defaults_to_none():
+    crd = crd_body()
+    crd["spec"]["conversion"] = {}
+    default_crd(crd)
+    assert crd["spec"]["conversion"] == {"strategy": "None"} and crd_causes(crd) == []
