@@ -8,7 +8,9 @@ default, but:
 - replace a few big pod-template subtrees (containers, volumes, affinity, ...)
   and fields promop does not implement (thanos, remoteRead, ...) by
   `x-kubernetes-preserve-unknown-fields: true`, so objects written for upstream
-  are still accepted. Fields promop ignores produce render warnings
+  are still accepted; such a subtree keeps its list/map markers, and a list-type
+  map its key properties (the apiserver refuses list-map keys that are not
+  required or defaulted scalar properties of the items). Fields promop ignores produce render warnings
   (promop/render/unsupported.py).
 
 Usage (from the repository root):  python3 crds/generate.py [--source DIR] [--check]
