@@ -563,7 +563,7 @@ class Api:
                                         "metadata.finalizers: Forbidden: no new finalizers can "
                                         "be added if the object is being deleted")
             if rt.key == CRDS:
-                check_crd(new)
+                check_crd(new, old)
                 if not dry_run:
                     self._serve_crd(new)
             self._normalise(rt, new, old)

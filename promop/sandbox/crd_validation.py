@@ -31,10 +31,13 @@ COLUMN_TYPES = ["boolean", "date", "integer", "number", "string"]
 COLUMN_FORMATS = ["byte", "date", "date-time", "double", "float", "int32", "int64", "password"]
 
 
-def check_crd(crd: dict) -> None:
-    """Default `crd` in place as the apiserver does, then raise 422 Invalid if it would refuse it."""
+def check_crd(crd: dict, old: dict | None = None) -> None:
+    """Default `crd` in place as the apiserver does, then raise 422 Invalid if it would refuse it
+    (as a create, or as an update of `old`)."""
     default_crd(crd)
     causes = crd_causes(crd)
+    if old is not None:
+        causes += update_causes(crd, old)
     if causes:
         raise invalid_error("CustomResourceDefinition", "apiextensions.k8s.io",
                             (crd.get("metadata") or {}).get("name", ""), causes)
@@ -66,6 +69,18 @@ def crd_causes(crd: dict) -> list[Cause]:
     causes += _versions(spec.get("versions"))
     causes += _conversion(spec.get("conversion"))
     return causes
+
+
+def update_causes(crd: dict, old: dict) -> list[Cause]:
+    """ValidateCustomResourceDefinitionSpecUpdate: group and plural name the resource, so never
+    change; scope and kind decide storage, so never change once the CRD is Established."""
+    spec, old_spec = crd.get("spec") or {}, old.get("spec") or {}
+    established = any(c.get("type") == "Established" and c.get("status") == "True"
+                      for c in (old.get("status") or {}).get("conditions") or [])
+    fields = [("spec.scope", ("scope",)), ("spec.names.kind", ("names", "kind"))] if established else []
+    fields += [("spec.group", ("group",)), ("spec.names.plural", ("names", "plural"))]
+    return [invalid(path, _dig(spec, where), "field is immutable") for path, where in fields
+            if _dig(spec, where) != _dig(old_spec, where)]
 
 
 def _name(crd: dict, spec: dict, names: dict) -> list[Cause]:

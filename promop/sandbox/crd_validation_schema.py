@@ -62,6 +62,8 @@ def _node(s: dict, path: str, level: str, causes: list[Cause]) -> None:
     causes.extend(_list_map(s, path))
     causes.extend(_rules(s, path))
     causes.extend(_default(s, path))
+    if s.get("x-kubernetes-embedded-resource"):
+        causes.extend(_object_header(s, path))
     for name in VALUE_VALIDATIONS:
         causes.extend(_value_validation(s, name, path))
     for name, prop in _dict(s.get("properties")).items():
@@ -294,6 +296,20 @@ def _nested(v: Any, path: str, structural: dict) -> list[Cause]:
 def _root(s: dict, path: str) -> list[Cause]:
     """At the root, kind and apiVersion are strings, and metadata is an object that may only
     restrict name and generateName to strings (the apiserver owns ObjectMeta's schema)."""
+    causes = _object_header(s, path)
+    metadata = _dict(s.get("properties")).get("metadata")
+    if not isinstance(metadata, dict):
+        return causes
+    md_props = _dict(metadata.get("properties"))
+    extra = {k for k in metadata if k not in ("type", "properties")}
+    if extra or any(k not in ("name", "generateName") or v != {"type": "string"} for k, v in md_props.items()):
+        causes.append(forbidden(key(child(path, "properties"), "metadata"), "must not specify anything other than "
+                                "name and generateName, but metadata is implicitly specified"))
+    return causes
+
+
+def _object_header(s: dict, path: str) -> list[Cause]:
+    """What the root and every embedded resource share: kind and apiVersion strings, metadata an object."""
     causes: list[Cause] = []
     props = _dict(s.get("properties"))
     for name in ("kind", "apiVersion"):
@@ -301,14 +317,7 @@ def _root(s: dict, path: str) -> list[Cause]:
             causes.append(invalid(child(key(child(path, "properties"), name), "type"), props[name].get("type", ""),
                                   "must be string"))
     metadata = props.get("metadata")
-    if not isinstance(metadata, dict):
-        return causes
-    md_path = key(child(path, "properties"), "metadata")
-    if metadata.get("type", "object") != "object":
-        causes.append(invalid(child(md_path, "type"), metadata["type"], "must be object"))
-    extra = {k for k in metadata if k not in ("type", "properties")}
-    md_props = _dict(metadata.get("properties"))
-    if extra or any(k not in ("name", "generateName") or v != {"type": "string"} for k, v in md_props.items()):
-        causes.append(forbidden(md_path, "must not specify anything other than name and generateName, "
-                                "but metadata is implicitly specified"))
+    if isinstance(metadata, dict) and metadata.get("type", "object") != "object":
+        causes.append(invalid(child(key(child(path, "properties"), "metadata"), "type"), metadata["type"],
+                              "must be object"))
     return causes

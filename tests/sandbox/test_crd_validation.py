@@ -654,3 +654,44 @@ def test_conversion_without_strategy_defaults_to_none():
     crd["spec"]["conversion"] = {}
     default_crd(crd)
     assert crd["spec"]["conversion"] == {"strategy": "None"} and crd_causes(crd) == []
+
+
+def test_embedded_resources_have_string_kind_and_api_version_and_object_metadata():
+    got = spec_causes({"a": {"type": "object", "x-kubernetes-embedded-resource": True, "properties": {
+        "kind": {"type": "integer"}, "metadata": {"type": "string"}}}})
+    assert got == [(f"{SPEC}.properties[a].properties[kind].type", 'Invalid value: "integer": must be string'),
+                   (f"{SPEC}.properties[a].properties[metadata].type", 'Invalid value: "string": must be object')]
+
+
+def old_crd(established: bool) -> dict:
+    crd = crd_body()
+    default_crd(crd)
+    status = "True" if established else "False"
+    crd["status"] = {"conditions": [{"type": "Established", "status": status}]}
+    return crd
+
+
+def test_update_may_not_change_group_or_plural_and_once_established_scope_or_kind():
+    new = crd_body(scope="Cluster", kind="Gadget")
+    assert check_crd(copy.deepcopy(new), old_crd(established=False)) is None
+    with pytest.raises(ApiError) as info:
+        check_crd(copy.deepcopy(new), old_crd(established=True))
+    assert [(c["field"], c["message"]) for c in info.value.details["causes"]] == [
+        ("spec.scope", 'Invalid value: "Cluster": field is immutable'),
+        ("spec.names.kind", 'Invalid value: "Gadget": field is immutable')]
+    renamed = crd_body(group="example.org")
+    renamed["metadata"]["name"] = "widgets.example.com"
+    with pytest.raises(ApiError) as info:
+        check_crd(renamed, old_crd(established=False))
+    assert ("spec.group", 'Invalid value: "example.org": field is immutable') in [
+        (c["field"], c["message"]) for c in info.value.details["causes"]]
+
+
+def test_update_through_the_api_may_not_change_the_scope(make_crd, ext):
+    crd = make_crd()
+    crd["spec"]["scope"] = "Cluster"
+    with pytest.raises(ApiException) as info:
+        ext.replace_custom_resource_definition(crd["metadata"]["name"], crd)
+    assert json.loads(info.value.body)["message"] == (
+        'CustomResourceDefinition.apiextensions.k8s.io "widgets.example.com" is invalid: spec.scope: Invalid value: '
+        '"Cluster": field is immutable')
