@@ -260,7 +260,7 @@ def _value_validation(s: dict, name: str, path: str) -> list[Cause]:
     nodes = [(value, at)] if name == "not" else [(v, index(at, i)) for i, v in enumerate(value or [])]
     causes: list[Cause] = []
     for node, node_path in nodes:
-        causes.extend(_nested(node, node_path, s))
+        causes.extend(_nested(node, node_path, s, path))
     return causes
 
 
@@ -272,24 +272,31 @@ def _int_or_string_form(name: str, value: Any) -> bool:
     return False
 
 
-def _nested(v: Any, path: str, structural: dict) -> list[Cause]:
+def _nested(v: Any, path: str, structural: dict, structural_path: str) -> list[Cause]:
+    """A value validation at `path`: nothing structural in it, and nothing the structural part
+    (at `structural_path`) lacks: a field or items named there must exist beside it too."""
     if not isinstance(v, dict):
         return []
     causes = [forbidden(child(path, f), why) for f, why in NESTED_FORBIDDEN.items() if v.get(f) not in (None, False, "")]
     causes.extend(_unsupported(v, path))
     known = _dict(structural.get("properties"))
+    open_map = isinstance(structural.get("additionalProperties"), dict)
     for name, prop in _dict(v.get("properties")).items():
-        if name not in known:
-            causes.append(required(key(child(path, "properties"), name),
-                                   "must be specified in the structural part of the schema"))
-        causes.extend(_nested(prop, key(child(path, "properties"), name), _dict(known.get(name))))
+        v_at, s_at = key(child(path, "properties"), name), key(child(structural_path, "properties"), name)
+        if name not in known and not open_map:
+            causes.append(required(s_at, f"because it is defined in {v_at}"))
+        sub = known.get(name) if name in known else structural.get("additionalProperties")
+        causes.extend(_nested(prop, v_at, _dict(sub), s_at))
     if isinstance(v.get("items"), dict):
-        causes.extend(_nested(v["items"], child(path, "items"), _dict(structural.get("items"))))
+        if not isinstance(structural.get("items"), dict):
+            causes.append(required(child(structural_path, "items"), f"because it is defined in {child(path, 'items')}"))
+        causes.extend(_nested(v["items"], child(path, "items"), _dict(structural.get("items")),
+                              child(structural_path, "items")))
     for name in VALUE_VALIDATIONS:
         inner = v.get(name)
         for i, node in enumerate([inner] if name == "not" else inner or []):
-            causes.extend(_nested(node, child(path, name) if name == "not" else index(child(path, name), i),
-                                  structural))
+            at = child(path, name) if name == "not" else index(child(path, name), i)
+            causes.extend(_nested(node, at, structural, structural_path))
     return causes
 
 

@@ -153,8 +153,13 @@ def test_value_validations_may_not_carry_types_or_extensions():
     assert got == [(f"{SPEC}.properties[a].anyOf[0].type", "Forbidden: must be empty to be structural")]
     got = spec_causes({"a": {"type": "object", "properties": {"b": {"type": "string"}},
                              "oneOf": [{"required": ["b"]}, {"properties": {"c": {"maxLength": 1}}}]}})
-    assert got == [(f"{SPEC}.properties[a].oneOf[1].properties[c]",
-                    "Required value: must be specified in the structural part of the schema")]
+    assert got == [(f"{SPEC}.properties[a].properties[c]",
+                    f"Required value: because it is defined in {SPEC}.properties[a].oneOf[1].properties[c]")]
+    got = spec_causes({"a": {"type": "string", "allOf": [{"items": {"maxLength": 1}}]}})
+    assert got == [(f"{SPEC}.properties[a].items",
+                    f"Required value: because it is defined in {SPEC}.properties[a].allOf[0].items")]
+    assert spec_causes({"a": {"type": "object", "additionalProperties": {"type": "string"},
+                              "anyOf": [{"properties": {"x": {"maxLength": 1}}}]}}) == []
 
 
 # -- x-kubernetes-* consistency ------------------------------------------------------------------
