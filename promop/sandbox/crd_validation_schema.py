@@ -277,7 +277,8 @@ def _nested(v: Any, path: str, structural: dict, structural_path: str) -> list[C
     (at `structural_path`) lacks: a field or items named there must exist beside it too."""
     if not isinstance(v, dict):
         return []
-    causes = [forbidden(child(path, f), why) for f, why in NESTED_FORBIDDEN.items() if v.get(f) not in (None, False, "")]
+    causes = [forbidden(child(path, f), why) for f, why in NESTED_FORBIDDEN.items()
+              if v.get(f) not in (None, False, "")]
     causes.extend(_unsupported(v, path))
     known = _dict(structural.get("properties"))
     open_map = isinstance(structural.get("additionalProperties"), dict)
