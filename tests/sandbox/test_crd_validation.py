@@ -700,3 +700,12 @@ def test_update_through_the_api_may_not_change_the_scope(make_crd, ext):
     assert json.loads(info.value.body)["message"] == (
         'CustomResourceDefinition.apiextensions.k8s.io "widgets.example.com" is invalid: spec.scope: Invalid value: '
         '"Cluster": field is immutable')
+
+
+@kubectl_only
+def test_readme_install_command_applies_and_establishes_every_shipped_crd(kubectl):
+    """README: `kubectl apply -f crds/ && kubectl wait --for=condition=Established --timeout=60s -f crds/`."""
+    proc = kubectl("apply", "-f", str(ROOT / "crds"))
+    assert proc.stdout.count(" created") == len(SHIPPED), proc.stdout
+    proc = kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", str(ROOT / "crds"))
+    assert proc.stdout.count("condition met") == len(SHIPPED), proc.stdout
