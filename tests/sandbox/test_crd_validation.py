@@ -709,3 +709,9 @@ def test_readme_install_command_applies_and_establishes_every_shipped_crd(kubect
     assert proc.stdout.count(" created") == len(SHIPPED), proc.stdout
     proc = kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", str(ROOT / "crds"))
     assert proc.stdout.count("condition met") == len(SHIPPED), proc.stdout
+
+
+def test_the_memhpa_crd_the_autoscaler_demo_creates_is_valid():
+    from promop.autoscaler.crd import crd
+
+    assert causes(crd()) == []
