@@ -17,6 +17,7 @@ The apiserver refuses such a CRD with 422; the sandbox must too, or a test passe
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 from typing import Any
 
 from promop.sandbox.crd_validation_fields import (Cause, child, forbidden, index, invalid, key, not_supported,
@@ -29,15 +30,16 @@ UNSUPPORTED = ("$ref", "$schema", "id", "additionalItems", "patternProperties", 
 VALUE_VALIDATIONS = ("anyOf", "allOf", "oneOf", "not")
 # what a value validation (inside anyOf/allOf/oneOf/not) may not say, and why
 NESTED_FORBIDDEN = {
-    "type": "must be empty to be structural", "default": "must be undefined to be structural",
+    "type": "must be empty to be structural", "additionalProperties": "must be undefined to be structural",
+    "default": "must be undefined to be structural",
     "nullable": "must be false to be structural", "title": "must be empty to be structural",
     "description": "must be empty to be structural",
     "x-kubernetes-preserve-unknown-fields": "must be false to be structural",
     "x-kubernetes-embedded-resource": "must be false to be structural",
     "x-kubernetes-int-or-string": "must be false to be structural",
-    "x-kubernetes-list-type": "must be empty to be structural",
+    "x-kubernetes-list-type": "must be undefined to be structural",
     "x-kubernetes-list-map-keys": "must be empty to be structural",
-    "x-kubernetes-map-type": "must be empty to be structural",
+    "x-kubernetes-map-type": "must be undefined to be structural",
     "x-kubernetes-validations": "must be empty to be structural",
 }
 INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]
@@ -45,34 +47,45 @@ ROOT, FIELD, ITEM = "root", "field", "item"
 RULE_REASONS = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"]
 
 
+@dataclass
+class _Found:
+    """Causes by origin, reported as the apiserver does: OpenAPI restrictions in schema order,
+    then structural violations sorted by their text, then (only if nothing else) defaults."""
+
+    openapi: list[Cause] = field(default_factory=list)
+    structural: list[Cause] = field(default_factory=list)
+    defaults: list[Cause] = field(default_factory=list)
+
+    def all(self) -> list[Cause]:
+        found = self.openapi + sorted(self.structural, key=lambda c: f"{c[0]}: {c[1]}")
+        return found or self.defaults
+
+
 def check_schema(schema: Any, path: str) -> list[Cause]:
     """Every reason the apiserver refuses `schema` (the openAPIV3Schema at `path`)."""
     if not isinstance(schema, dict):
         return [required(path, "schemas are required")]
-    causes: list[Cause] = []
-    _node(schema, path, ROOT, causes)
-    causes.extend(_root(schema, path))
-    return causes
+    found = _Found()
+    _node(schema, path, ROOT, found)
+    found.structural.extend(_root(schema, path))
+    return found.all()
 
 
-def _node(s: dict, path: str, level: str, causes: list[Cause]) -> None:
-    causes.extend(_unsupported(s, path))
-    causes.extend(_typing(s, path, level))
-    causes.extend(_extensions(s, path))
-    causes.extend(_list_map(s, path))
-    causes.extend(_rules(s, path))
-    causes.extend(_default(s, path))
+def _node(s: dict, path: str, level: str, found: _Found) -> None:
+    found.openapi.extend(_unsupported(s, path) + _extensions(s, path) + _list_map(s, path) + _rules(s, path))
+    found.structural.extend(_typing(s, path, level) + _structural_extensions(s, path, level))
+    found.defaults.extend(_default(s, path))
     if s.get("x-kubernetes-embedded-resource"):
-        causes.extend(_object_header(s, path))
+        found.structural.extend(_object_header(s, path))
     for name in VALUE_VALIDATIONS:
-        causes.extend(_value_validation(s, name, path))
+        found.structural.extend(_value_validation(s, name, path))
     for name, prop in _dict(s.get("properties")).items():
         if isinstance(prop, dict):
-            _node(prop, key(child(path, "properties"), name), FIELD, causes)
+            _node(prop, key(child(path, "properties"), name), FIELD, found)
     if isinstance(s.get("additionalProperties"), dict):
-        _node(s["additionalProperties"], child(path, "additionalProperties"), FIELD, causes)
+        _node(s["additionalProperties"], child(path, "additionalProperties"), FIELD, found)
     if isinstance(s.get("items"), dict):
-        _node(s["items"], child(path, "items"), ITEM, causes)
+        _node(s["items"], child(path, "items"), ITEM, found)
 
 
 def _dict(value: Any) -> dict:
@@ -103,7 +116,7 @@ def _typing(s: dict, path: str, level: str) -> list[Cause]:
         return [not_supported(child(path, "type"), t, TYPES)]
     causes: list[Cause] = []
     untyped_ok = s.get("x-kubernetes-int-or-string") or s.get("x-kubernetes-preserve-unknown-fields")
-    if not t and not untyped_ok:
+    if not t and not untyped_ok and not s.get("x-kubernetes-embedded-resource"):
         where = {ROOT: "at the root", FIELD: "for specified object fields", ITEM: "for specified array items"}[level]
         causes.append(required(child(path, "type"), f"must not be empty {where}"))
     if t == "array" and "items" not in s:
@@ -118,15 +131,6 @@ def _extensions(s: dict, path: str) -> list[Cause]:
     t = s.get("type", "")
     if s.get("x-kubernetes-preserve-unknown-fields") is False:
         causes.append(invalid(child(path, "x-kubernetes-preserve-unknown-fields"), False, "must be true or undefined"))
-    if s.get("x-kubernetes-int-or-string"):
-        if t:
-            causes.append(invalid(child(path, "type"), t, "must be empty if x-kubernetes-int-or-string is true"))
-    if s.get("x-kubernetes-embedded-resource"):
-        if t != "object":
-            causes.append(invalid(child(path, "type"), t, "must be object if x-kubernetes-embedded-resource is true"))
-        if not s.get("x-kubernetes-preserve-unknown-fields") and not s.get("properties"):
-            causes.append(required(child(path, "properties"), "must not be empty if x-kubernetes-embedded-resource is "
-                                   "true without x-kubernetes-preserve-unknown-fields"))
     map_type = s.get("x-kubernetes-map-type")
     if map_type is not None:
         if t != "object":
@@ -134,6 +138,29 @@ def _extensions(s: dict, path: str) -> list[Cause]:
             causes.append(invalid(child(path, "type"), t, detail) if t else required(child(path, "type"), detail))
         if map_type not in ("atomic", "granular"):
             causes.append(not_supported(child(path, "x-kubernetes-map-type"), map_type, ["atomic", "granular"]))
+    return causes
+
+
+def _structural_extensions(s: dict, path: str, level: str) -> list[Cause]:
+    """Embedded resources and int-or-string, as pkg/apiserver/schema's structural invariants."""
+    causes: list[Cause] = []
+    t = s.get("type", "")
+    if s.get("x-kubernetes-int-or-string"):
+        for ext in ("x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource"):
+            if s.get(ext):
+                causes.append(invalid(child(path, ext), True, "must be false if x-kubernetes-int-or-string is true"))
+    if level == ROOT and "additionalProperties" in s:
+        causes.append(forbidden(child(path, "additionalProperties"), "must not be used at the root"))
+    if s.get("x-kubernetes-embedded-resource"):
+        detail = "must be object if x-kubernetes-embedded-resource is true"
+        if t != "object":
+            causes.append(invalid(child(path, "type"), t, detail) if t else required(child(path, "type"), detail))
+        if "additionalProperties" in s:
+            causes.append(forbidden(child(path, "additionalProperties"),
+                                    "must not be used if x-kubernetes-embedded-resource is set"))
+        if not s.get("x-kubernetes-preserve-unknown-fields") and not s.get("properties"):
+            causes.append(required(child(path, "properties"), "must not be empty if x-kubernetes-embedded-resource is "
+                                   "true without x-kubernetes-preserve-unknown-fields"))
     return causes
 
 
@@ -280,6 +307,8 @@ def _nested(v: Any, path: str, structural: dict, structural_path: str) -> list[C
     causes = [forbidden(child(path, f), why) for f, why in NESTED_FORBIDDEN.items()
               if v.get(f) not in (None, False, "")]
     causes.extend(_unsupported(v, path))
+    if "metadata" in _dict(v.get("properties")):
+        causes.append(forbidden(key(child(path, "properties"), "metadata"), "must not be specified in a nested context"))
     known = _dict(structural.get("properties"))
     open_map = isinstance(structural.get("additionalProperties"), dict)
     for name, prop in _dict(v.get("properties")).items():

@@ -211,9 +211,19 @@ KEYED_ITEMS = {"type": "object", "required": ["name"], "properties": {"name": {"
     ({"a": {"type": "object", "x-kubernetes-map-type": "whole"}},
      (f"{SPEC}.properties[a].x-kubernetes-map-type", 'Unsupported value: "whole": supported values: "atomic", '
       '"granular"')),
-    ({"a": {"type": "string", "x-kubernetes-int-or-string": True}},
-     (f"{SPEC}.properties[a].type", 'Invalid value: "string": must be empty if x-kubernetes-int-or-string is '
-      "true")),
+    ({"a": {"x-kubernetes-int-or-string": True, "x-kubernetes-preserve-unknown-fields": True}},
+     (f"{SPEC}.properties[a].x-kubernetes-preserve-unknown-fields",
+      "Invalid value: true: must be false if x-kubernetes-int-or-string is true")),
+    ({"a": {"type": "object", "x-kubernetes-int-or-string": True, "x-kubernetes-embedded-resource": True,
+            "properties": {"kind": {"type": "string"}}}},
+     (f"{SPEC}.properties[a].x-kubernetes-embedded-resource",
+      "Invalid value: true: must be false if x-kubernetes-int-or-string is true")),
+    ({"a": {"x-kubernetes-embedded-resource": True, "x-kubernetes-preserve-unknown-fields": True}},
+     (f"{SPEC}.properties[a].type", "Required value: must be object if x-kubernetes-embedded-resource is true")),
+    ({"a": {"type": "object", "x-kubernetes-embedded-resource": True, "x-kubernetes-preserve-unknown-fields": True,
+            "additionalProperties": {"type": "string"}}},
+     (f"{SPEC}.properties[a].additionalProperties",
+      "Forbidden: must not be used if x-kubernetes-embedded-resource is set")),
     ({"a": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "boolean"}]}},
      (f"{SPEC}.properties[a].anyOf[0].type", "Forbidden: must be empty to be structural")),
     ({"a": {"type": "string", "x-kubernetes-embedded-resource": True}},
@@ -517,9 +527,10 @@ NESTED = [("default", "x", "must be undefined to be structural"), ("nullable", T
           ("x-kubernetes-preserve-unknown-fields", True, "must be false to be structural"),
           ("x-kubernetes-embedded-resource", True, "must be false to be structural"),
           ("x-kubernetes-int-or-string", True, "must be false to be structural"),
-          ("x-kubernetes-list-type", "set", "must be empty to be structural"),
+          ("x-kubernetes-list-type", "set", "must be undefined to be structural"),
+          ("additionalProperties", True, "must be undefined to be structural"),
           ("x-kubernetes-list-map-keys", ["k"], "must be empty to be structural"),
-          ("x-kubernetes-map-type", "atomic", "must be empty to be structural"),
+          ("x-kubernetes-map-type", "atomic", "must be undefined to be structural"),
           ("x-kubernetes-validations", [{"rule": "true"}], "must be empty to be structural")]
 
 
@@ -715,3 +726,20 @@ def test_the_memhpa_crd_the_autoscaler_demo_creates_is_valid():
     from promop.autoscaler.crd import crd
 
     assert causes(crd()) == []
+
+
+def test_additional_properties_at_the_root_and_metadata_in_value_validations_are_forbidden():
+    got = causes(crd_with(root={"additionalProperties": {"type": "string"}, "properties": {}}))
+    assert got == [(f"{V}.additionalProperties", "Forbidden: must not be used at the root")]
+    got = causes(crd_with(root={"properties": {"spec": {"type": "object"}, "metadata": {"type": "object"}},
+                                "anyOf": [{"properties": {"metadata": {"maxProperties": 3}}}]}))
+    assert got == [(f"{V}.anyOf[0].properties[metadata]", "Forbidden: must not be specified in a nested context")]
+
+
+def test_structural_causes_sorted_after_openapi_ones_and_defaults_only_when_nothing_else():
+    got = spec_causes({"z": {"properties": {}}, "b": {"type": "string", "uniqueItems": True},
+                       "a": {"properties": {}}, "d": {"type": "integer", "default": "x"}})
+    assert got == [(f"{SPEC}.properties[b].uniqueItems", "Forbidden: uniqueItems cannot be set to true since the "
+                    "runtime complexity becomes quadratic"),
+                   (f"{SPEC}.properties[a].type", "Required value: must not be empty for specified object fields"),
+                   (f"{SPEC}.properties[z].type", "Required value: must not be empty for specified object fields")]
