@@ -64,9 +64,9 @@ def crd_causes(crd: dict) -> list[Cause]:
     names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
     causes = _name(crd, spec, names)
     causes += _group(spec.get("group"))
-    causes += _names(names)
     causes += _scope(spec.get("scope"))
     causes += _versions(spec.get("versions"))
+    causes += _names(names)
     causes += _conversion(spec.get("conversion"))
     return causes
 
@@ -114,7 +114,8 @@ def _label(path: str, value: Any, mixed_case: bool = False) -> list[Cause]:
 def _names(names: dict) -> list[Cause]:
     """ValidateCustomResourceDefinitionNames: plural/singular/shortNames/categories are DNS-1035
     labels, kind/listKind the same in mixed case, kind and listKind different."""
-    causes: list[Cause] = []
+    causes = [required(f"spec.names.{field}") for field in ("plural", "singular", "kind", "listKind")
+              if not names.get(field)]
     for field in ("plural", "singular"):
         if names.get(field):
             causes += _label(f"spec.names.{field}", names[field])
@@ -124,9 +125,6 @@ def _names(names: dict) -> list[Cause]:
     for field in ("shortNames", "categories"):
         for i, value in enumerate(names.get(field) or []):
             causes += _label(index(f"spec.names.{field}", i), value)
-    for field in ("plural", "singular", "kind", "listKind"):
-        if not names.get(field):
-            causes.append(required(f"spec.names.{field}"))
     if names.get("kind") and names.get("kind") == names.get("listKind"):
         causes.append(invalid("spec.names.listKind", names["listKind"], "kind and listKind may not be the same"))
     return causes
@@ -144,18 +142,14 @@ def _versions(versions: Any) -> list[Cause]:
     if not isinstance(versions, list) or not versions:
         return [required("spec.versions", "must have at least one version")]
     causes: list[Cause] = []
-    seen: set[str] = set()
-    for i, version in enumerate(versions):
-        name = version.get("name") if isinstance(version, dict) else None
-        at = child(index("spec.versions", i), "name")
-        if not name:
-            causes.append(required(at))
-        elif not DNS1035.match(name) or len(name) > 63:
-            causes.append(invalid(at, name, DNS1035_ERROR))
-        elif name in seen:
-            causes.append(invalid(at, name, "must be unique"))
-        seen.add(name or "")
     versions = [v if isinstance(v, dict) else {} for v in versions]
+    for i, version in enumerate(versions):
+        name = version.get("name")
+        at = child(index("spec.versions", i), "name")
+        if not isinstance(name, str) or not DNS1035.match(name) or len(name) > 63:
+            causes.append(invalid(at, name or "", DNS1035_ERROR))
+    if len({v.get("name") for v in versions}) != len(versions):
+        causes.append(invalid("spec.versions", _names_of(versions), "must contain unique version names"))
     if sum(1 for v in versions if v.get("storage")) != 1:
         causes.append(invalid("spec.versions", _names_of(versions), "must have exactly one version marked as storage "
                               "version"))
@@ -196,40 +190,51 @@ def _subresources(sub: Any, at: str) -> list[Cause]:
         return []
     at = child(at, "scale")
     causes: list[Cause] = []
-    for field, under, needed in (("specReplicasPath", ".spec.", True), ("statusReplicasPath", ".status.", True),
-                                 ("labelSelectorPath", None, False)):
-        value = scale.get(field)
+    for field, under, needed in (("specReplicasPath", (".spec.",), True),
+                                 ("statusReplicasPath", (".status.",), True),
+                                 ("labelSelectorPath", (".spec.", ".status."), False)):
+        value, path = scale.get(field), child(at, field)
         if not value:
             if needed:
-                causes.append(required(child(at, field)))
+                causes.append(required(path))
             continue
-        if under and not value.startswith(under):
-            causes.append(invalid(child(at, field), value, f"should be a json path under {under.rstrip('.')}"))
-        elif not under and not value.startswith((".spec.", ".status.")):
-            causes.append(invalid(child(at, field), value, "should be a json path under either .spec or .status"))
+        simple = _simple_json_path(value, path)
+        if simple:
+            causes += simple
+        elif not value.startswith(under):
+            where = " or ".join(u.rstrip(".") for u in under)
+            causes.append(invalid(path, value, f"should be a json path under {'either ' if len(under) > 1 else ''}"
+                                  f"{where}"))
     return causes
 
 
+def _simple_json_path(value: Any, path: str) -> list[Cause]:
+    if not isinstance(value, str) or not value:
+        return [invalid(path, value or "", "must not be empty")]
+    if not value.startswith("."):
+        return [invalid(path, value, "must be a simple json path starting with .")]
+    return []
+
+
 def _columns(columns: Any, at: str) -> list[Cause]:
+    """ValidateCustomResourceColumnDefinition, for each printer column."""
     causes: list[Cause] = []
+    types, formats = "must be one of " + ",".join(COLUMN_TYPES), "must be one of " + ",".join(COLUMN_FORMATS)
     for i, col in enumerate(columns if isinstance(columns, list) else []):
         col = col if isinstance(col, dict) else {}
         path = index(at, i)
         if not col.get("name"):
             causes.append(required(child(path, "name")))
         if not col.get("type"):
-            causes.append(required(child(path, "type")))
+            causes.append(required(child(path, "type"), types))
         elif col["type"] not in COLUMN_TYPES:
-            causes.append(not_supported(child(path, "type"), col["type"], COLUMN_TYPES))
+            causes.append(invalid(child(path, "type"), col["type"], types))
         if col.get("format") and col["format"] not in COLUMN_FORMATS:
-            causes.append(not_supported(child(path, "format"), col["format"], COLUMN_FORMATS))
-        if isinstance(col.get("priority"), int) and col["priority"] < 0:
-            causes.append(invalid(child(path, "priority"), col["priority"], "must be greater than or equal to 0"))
+            causes.append(invalid(child(path, "format"), col["format"], formats))
         if not col.get("jsonPath"):
             causes.append(required(child(path, "jsonPath")))
-        elif not col["jsonPath"].startswith("."):
-            causes.append(invalid(child(path, "jsonPath"), col["jsonPath"], "must be a simple json path starting "
-                                  "with ."))
+        else:
+            causes += _simple_json_path(col["jsonPath"], child(path, "jsonPath"))
     return causes
 
 

@@ -101,7 +101,8 @@ def _unsupported(s: dict, path: str) -> list[Cause]:
         causes.append(forbidden(child(path, "items"), "items must be a schema object and not an array"))
     if s.get("additionalProperties") is False:
         causes.append(forbidden(child(path, "additionalProperties"), "additionalProperties cannot be set to false"))
-    if s.get("properties") and "additionalProperties" in s:
+    additional = s.get("additionalProperties")
+    if s.get("properties") and (additional is False or isinstance(additional, dict)):
         causes.append(forbidden(child(path, "additionalProperties"),
                                 "additionalProperties and properties are mutual exclusive"))
     return causes
@@ -308,7 +309,8 @@ def _nested(v: Any, path: str, structural: dict, structural_path: str) -> list[C
               if v.get(f) not in (None, False, "")]
     causes.extend(_unsupported(v, path))
     if "metadata" in _dict(v.get("properties")):
-        causes.append(forbidden(key(child(path, "properties"), "metadata"), "must not be specified in a nested context"))
+        causes.append(forbidden(key(child(path, "properties"), "metadata"),
+                                "must not be specified in a nested context"))
     known = _dict(structural.get("properties"))
     open_map = isinstance(structural.get("additionalProperties"), dict)
     for name, prop in _dict(v.get("properties")).items():

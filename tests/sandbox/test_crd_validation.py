@@ -400,7 +400,8 @@ def test_versions():
     assert causes(none_served) == [("spec.versions", 'Invalid value: []string{"v1", "v2"}: must have at least one '
                                     "served version")]
     same = crd_body(versions=("v1", "v1"))
-    assert causes(same) == [("spec.versions[1].name", 'Invalid value: "v1": must be unique')]
+    assert causes(same) == [("spec.versions", 'Invalid value: []string{"v1", "v1"}: must contain unique version '
+                             "names")]
     empty = crd_body()
     empty["spec"]["versions"] = []
     assert causes(empty) == [("spec.versions", "Required value: must have at least one version")]
@@ -436,15 +437,13 @@ def test_printer_columns():
     crd = crd_body()
     crd["spec"]["versions"][0]["additionalPrinterColumns"] = [
         {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
-        {"name": "Bad", "type": "int", "jsonPath": "spec.size", "priority": -1, "format": "long"},
+        {"name": "Bad", "type": "int", "jsonPath": "spec.size", "format": "long"},
         {"type": "string"}]
     at = "spec.additionalPrinterColumns"
     assert causes(crd) == [
-        (f"{at}[1].type", 'Unsupported value: "int": supported values: "boolean", "date", "integer", "number", '
-         '"string"'),
-        (f"{at}[1].format", 'Unsupported value: "long": supported values: "byte", "date", "date-time", "double", '
-         '"float", "int32", "int64", "password"'),
-        (f"{at}[1].priority", "Invalid value: -1: must be greater than or equal to 0"),
+        (f"{at}[1].type", 'Invalid value: "int": must be one of boolean,date,integer,number,string'),
+        (f"{at}[1].format", 'Invalid value: "long": must be one of byte,date,date-time,double,float,int32,int64,'
+         "password"),
         (f"{at}[1].jsonPath", 'Invalid value: "spec.size": must be a simple json path starting with .'),
         (f"{at}[2].name", "Required value"),
         (f"{at}[2].jsonPath", "Required value")]
@@ -611,7 +610,7 @@ def test_list_kind_and_singular_required_without_a_kind_to_default_from():
 def test_version_name_required():
     crd = crd_body()
     del crd["spec"]["versions"][0]["name"]
-    assert ("spec.versions[0].name", "Required value") in causes(crd)
+    assert ("spec.versions[0].name", f'Invalid value: "": {DNS1035}') in causes(crd)
 
 
 def test_conversion_defaulted_and_webhook_rules():
@@ -629,7 +628,8 @@ def test_scale_spec_replicas_path_required_and_printer_column_type_required():
     del crd["spec"]["versions"][0]["subresources"]["scale"]["specReplicasPath"]
     crd["spec"]["versions"][0]["additionalPrinterColumns"] = [{"name": "Size", "jsonPath": ".spec.size"}]
     assert causes(crd) == [("spec.subresources.scale.specReplicasPath", "Required value"),
-                           ("spec.additionalPrinterColumns[0].type", "Required value")]
+                           ("spec.additionalPrinterColumns[0].type",
+                            "Required value: must be one of boolean,date,integer,number,string")]
 
 
 def test_subresources_reported_per_version_when_versions_differ():
@@ -637,7 +637,7 @@ def test_subresources_reported_per_version_when_versions_differ():
     crd["spec"]["versions"][1]["subresources"] = {"status": {}, "scale": {
         "specReplicasPath": "spec.replicas", "statusReplicasPath": ".status.replicas"}}
     assert causes(crd) == [("spec.versions[1].subresources.scale.specReplicasPath",
-                            'Invalid value: "spec.replicas": should be a json path under .spec')]
+                            'Invalid value: "spec.replicas": must be a simple json path starting with .')]
 
 
 def test_check_crd_defaults_the_object_it_admits():
@@ -743,3 +743,8 @@ def test_structural_causes_sorted_after_openapi_ones_and_defaults_only_when_noth
                     "runtime complexity becomes quadratic"),
                    (f"{SPEC}.properties[a].type", "Required value: must not be empty for specified object fields"),
                    (f"{SPEC}.properties[z].type", "Required value: must not be empty for specified object fields")]
+
+
+def test_additional_properties_true_beside_properties_is_allowed():
+    assert spec_causes({"a": {"type": "object", "properties": {"b": {"type": "string"}},
+                              "additionalProperties": True}}) == []
