@@ -209,9 +209,8 @@ def _subresources(sub: Any, at: str) -> list[Cause]:
 
 
 def _simple_json_path(value: Any, path: str) -> list[Cause]:
-    if not isinstance(value, str) or not value:
-        return [invalid(path, value or "", "must not be empty")]
-    if not value.startswith("."):
+    """Printer-column and scale paths are simple JSON paths (`.spec.replicas`)."""
+    if not isinstance(value, str) or not value.startswith("."):
         return [invalid(path, value, "must be a simple json path starting with .")]
     return []
 
