@@ -66,22 +66,25 @@ def check_schema(schema: Any, path: str) -> list[Cause]:
     if not isinstance(schema, dict):
         return [required(path, "schemas are required")]
     found = _Found()
-    _node(schema, path, ROOT, found)
+    metadata_defaults = _metadata_defaults(schema, path)
+    found.openapi.extend(metadata_defaults)
+    _node(schema, path, ROOT, found, skip_defaults={c[0] for c in metadata_defaults})
     found.structural.extend(_root(schema, path))
     return found.all()
 
 
-def _node(s: dict, path: str, level: str, found: _Found) -> None:
+def _node(s: dict, path: str, level: str, found: _Found, skip_defaults: set[str] = frozenset()) -> None:
     found.openapi.extend(_unsupported(s, path) + _extensions(s, path) + _list_map(s, path) + _rules(s, path))
     found.structural.extend(_typing(s, path, level) + _structural_extensions(s, path, level))
-    found.defaults.extend(_default(s, path))
+    if child(path, "default") not in skip_defaults:
+        found.defaults.extend(_default(s, path))
     if s.get("x-kubernetes-embedded-resource"):
         found.structural.extend(_object_header(s, path))
     for name in VALUE_VALIDATIONS:
         found.structural.extend(_value_validation(s, name, path))
     for name, prop in _dict(s.get("properties")).items():
         if isinstance(prop, dict):
-            _node(prop, key(child(path, "properties"), name), FIELD, found)
+            _node(prop, key(child(path, "properties"), name), FIELD, found, skip_defaults)
     if isinstance(s.get("additionalProperties"), dict):
         _node(s["additionalProperties"], child(path, "additionalProperties"), FIELD, found)
     if isinstance(s.get("items"), dict):
@@ -269,7 +272,7 @@ def _default(s: dict, path: str) -> list[Cause]:
     own = {k: v for k, v in s.items() if k != "default"}
     unknown = unknown_fields(value, own) if isinstance(value, (dict, list)) else []
     if unknown:
-        return [invalid(at, value, f"must not have unknown fields, got: {', '.join(unknown)}")]
+        return [invalid(at, value, "must not have unknown fields")]
     if value is None:
         if s.get("nullable"):
             return []
@@ -334,17 +337,34 @@ def _nested(v: Any, path: str, structural: dict, structural_path: str) -> list[C
 
 def _root(s: dict, path: str) -> list[Cause]:
     """At the root, kind and apiVersion are strings, and metadata is an object that may only
-    restrict name and generateName to strings (the apiserver owns ObjectMeta's schema)."""
+    restrict name and generateName (the apiserver owns ObjectMeta's schema)."""
     causes = _object_header(s, path)
     metadata = _dict(s.get("properties")).get("metadata")
     if not isinstance(metadata, dict):
         return causes
-    md_props = _dict(metadata.get("properties"))
-    extra = {k for k in metadata if k not in ("type", "properties")}
-    if extra or any(k not in ("name", "generateName") or v != {"type": "string"} for k, v in md_props.items()):
+    names = set(_dict(metadata.get("properties")))
+    extra = {k for k in metadata if k not in ("type", "properties", "default")}
+    if extra or (names and not names <= {"name", "generateName"}):
         causes.append(forbidden(key(child(path, "properties"), "metadata"), "must not specify anything other than "
                                 "name and generateName, but metadata is implicitly specified"))
     return causes
+
+
+def _metadata_defaults(s: dict, path: str) -> list[Cause]:
+    """No default anywhere in the root's metadata: ObjectMeta is the apiserver's."""
+    metadata = _dict(s.get("properties")).get("metadata")
+    found: list[Cause] = []
+
+    def walk(node: Any, at: str) -> None:
+        if not isinstance(node, dict):
+            return
+        if "default" in node:
+            found.append(forbidden(child(at, "default"), "must not be set in top-level metadata"))
+        for name, sub in _dict(node.get("properties")).items():
+            walk(sub, key(child(at, "properties"), name))
+
+    walk(metadata, key(child(path, "properties"), "metadata"))
+    return found
 
 
 def _object_header(s: dict, path: str) -> list[Cause]:
@@ -356,7 +376,7 @@ def _object_header(s: dict, path: str) -> list[Cause]:
             causes.append(invalid(child(key(child(path, "properties"), name), "type"), props[name].get("type", ""),
                                   "must be string"))
     metadata = props.get("metadata")
-    if isinstance(metadata, dict) and metadata.get("type", "object") != "object":
+    if isinstance(metadata, dict) and metadata.get("type", "") != "object":
         causes.append(invalid(child(key(child(path, "properties"), "metadata"), "type"), metadata["type"],
                               "must be object"))
     return causes
