@@ -8,7 +8,9 @@ default, but:
 - replace a few big pod-template subtrees (containers, volumes, affinity, ...)
   and fields promop does not implement (thanos, remoteRead, ...) by
   `x-kubernetes-preserve-unknown-fields: true`, so objects written for upstream
-  are still accepted. Fields promop ignores produce render warnings
+  are still accepted; such a subtree keeps its list/map markers, and a list-type
+  map its key properties (the apiserver refuses list-map keys that are not
+  required or defaulted scalar properties of the items). Fields promop ignores produce render warnings
   (promop/render/unsupported.py).
 
 Usage (from the repository root):  python3 crds/generate.py [--source DIR] [--check]
@@ -49,19 +51,37 @@ HEADER = (
 )
 
 
+NODE_MARKERS = ("x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type")
+
+
 def _preserved(schema: dict) -> dict:
-    """The schema of a subtree we accept as-is, keeping its type and description."""
+    """The schema of a subtree we accept as-is, keeping its type, description and list/map markers.
+    A list-type map keeps its key properties (typed, required as upstream has them): the apiserver
+    refuses list-map-keys that are not scalar properties of the items, and a list-type map without keys."""
     out: dict = {}
     if "description" in schema:
         out["description"] = _first_paragraph(schema["description"])
     if schema.get("type") == "array":
         out["type"] = "array"
-        out["items"] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-        if "x-kubernetes-list-type" in schema:
-            out["x-kubernetes-list-type"] = schema["x-kubernetes-list-type"]
+        out["items"] = _preserved_items(schema.get("items") or {}, schema.get("x-kubernetes-list-map-keys") or ())
     else:
         out["type"] = "object"
         out["x-kubernetes-preserve-unknown-fields"] = True
+    out.update({k: copy.deepcopy(schema[k]) for k in NODE_MARKERS if k in schema})
+    return out
+
+
+def _preserved_items(items: dict, keys: Any) -> dict:
+    out: dict = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    properties = items.get("properties") or {}
+    if keys:
+        out["properties"] = {k: _strip_descriptions(properties[k], DESCRIPTION_DEPTH + 1)
+                             for k in keys if k in properties}
+        required = [k for k in items.get("required") or () if k in keys]
+        if required:
+            out["required"] = required
+    if "x-kubernetes-map-type" in items:
+        out["x-kubernetes-map-type"] = items["x-kubernetes-map-type"]
     return out
 
 

@@ -8,15 +8,17 @@ from typing import Iterable
 
 import yaml
 
+from promop.errors import UserError
 from promop.kube.client import KubeClient
-from promop.kube.errors import AlreadyExists, ApiError, NotFound
-from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS
+from promop.kube.errors import AlreadyExists, ApiError, Invalid, NotFound
 from promop.kube.resources import (CONFIGMAPS, CRDS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
                                    SECRETS, SERVICEMONITORS, SERVICES, Resource)
+from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS
 
+# The kinds `apply_document` writes, built once here and changed nowhere else.
 KINDS: dict[str, Resource] = {r.kind: r for r in (
-    NAMESPACES, CONFIGMAPS, SECRETS, SERVICES, PROMETHEUSES, SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, CRDS)}
-KINDS.update({r.kind: r for r in (ALERTMANAGERS, ALERTMANAGERCONFIGS)})  # hook: the Alertmanager kinds
+    NAMESPACES, CONFIGMAPS, SECRETS, SERVICES, PROMETHEUSES, SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, CRDS,
+    ALERTMANAGERS, ALERTMANAGERCONFIGS)}
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -63,14 +65,41 @@ def apply_document(client: KubeClient, doc: dict) -> str:
         return "configured"
 
 
+class CrdRefused(UserError):
+    """The apiserver refused one or more CRDs (422 Invalid): a broken CRD file, not a bug of ours."""
+
+
 def install_crds(client: KubeClient, crd_dir: Path, timeout: float = 30.0) -> list[str]:
-    """Apply every CRD in `crd_dir` and wait until each is served (Established, or listable)."""
-    names = []
+    """Apply every CRD in `crd_dir` and wait until each is served (Established, or listable).
+
+    A CRD the apiserver refuses does not stop the others; once all were tried, CrdRefused says
+    in one line which CRDs and which fields (`promop run --manage-crds` prints it and exits 2)."""
+    names, refused = [], []
     for doc in load_documents([crd_dir]):
         if doc.get("kind") != "CustomResourceDefinition":
             continue
-        apply_document(client, doc)
+        try:
+            apply_document(client, doc)
+        except Invalid as exc:
+            refused.append(refusal(doc["metadata"]["name"], exc))
+            continue
         names.append(doc["metadata"]["name"])
+    if refused:
+        raise CrdRefused(f"{crd_dir}: the apiserver refused {'; '.join(refused)}; fix the CRD file(s) "
+                         f"(or install the CRDs of a promop release) and start again")
+    _wait_established(client, names, timeout)
+    return names
+
+
+def refusal(name: str, exc: ApiError) -> str:
+    """`CRD <name>: <field>: <reason>` from a 422's Status causes (the message when it has none)."""
+    causes = ((exc.body or {}).get("details") or {}).get("causes") or []
+    text = "; ".join(f"{c.get('field')}: {c.get('message')}" if c.get("field") else str(c.get("message"))
+                     for c in causes if isinstance(c, dict))
+    return f"CRD {name}: {' '.join((text or exc.message).split())}"
+
+
+def _wait_established(client: KubeClient, names: list[str], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     for name in names:
         while True:
@@ -84,4 +113,3 @@ def install_crds(client: KubeClient, crd_dir: Path, timeout: float = 30.0) -> li
             if time.monotonic() > deadline:
                 raise TimeoutError(f"CRD {name} not established after {timeout}s")
             time.sleep(0.1)
-    return names

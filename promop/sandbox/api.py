@@ -28,7 +28,8 @@ from promop.sandbox.resources import ResourceType, crd_types
 from promop.sandbox.scale import selector_text
 from promop.sandbox.selectors import Predicate
 from promop.sandbox.store import Store
-from promop.sandbox.validation import check_crd, check_metadata, check_statefulset_update
+from promop.sandbox.crd_validation import check_crd
+from promop.sandbox.validation import check_metadata, check_statefulset_update
 
 CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 CONFIGMAPS = ("", "configmaps")
@@ -563,7 +564,7 @@ class Api:
                                         "metadata.finalizers: Forbidden: no new finalizers can "
                                         "be added if the object is being deleted")
             if rt.key == CRDS:
-                check_crd(new)
+                check_crd(new, old)
                 if not dry_run:
                     self._serve_crd(new)
             self._normalise(rt, new, old)

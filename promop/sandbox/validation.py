@@ -1,4 +1,4 @@
-"""Admission checks that answer 422 Invalid: names, metadata, StatefulSet immutability, CRDs."""
+"""Admission checks that answer 422 Invalid: names, metadata, StatefulSet immutability (CRDs: crd_validation)."""
 
 from __future__ import annotations
 
@@ -144,29 +144,3 @@ def check_statefulset_update(old: dict, new: dict) -> None:
             "'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' "
             f"and 'minReadySeconds' are forbidden (changed: {', '.join(changed)})")])
 
-
-def check_crd(crd: dict) -> None:
-    name = crd["metadata"].get("name", "")
-    spec = crd.get("spec") or {}
-    names = spec.get("names") or {}
-    causes: list[tuple[str, str]] = []
-    group, plural = spec.get("group"), names.get("plural")
-    if not group or "." not in group:
-        causes.append(("spec.group", "Invalid value: should be a domain with at least one dot"))
-    if not plural:
-        causes.append(("spec.names.plural", "Required value"))
-    if not names.get("kind"):
-        causes.append(("spec.names.kind", "Required value"))
-    if spec.get("scope") not in ("Namespaced", "Cluster"):
-        causes.append(("spec.scope", 'Unsupported value: must be "Namespaced" or "Cluster"'))
-    versions = spec.get("versions") or []
-    if not versions:
-        causes.append(("spec.versions", "Required value: must have at least one version"))
-    elif sum(1 for v in versions if v.get("storage")) != 1:
-        causes.append(("spec.versions", "Invalid value: must have exactly one version marked "
-                       "as storage version"))
-    if group and plural and name != f"{plural}.{group}":
-        causes.append(("metadata.name", f'Invalid value: "{name}": must be spec.names.plural+'
-                       f'"."+spec.group ("{plural}.{group}")'))
-    if causes:
-        raise invalid("CustomResourceDefinition", "apiextensions.k8s.io", name, causes)

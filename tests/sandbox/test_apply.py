@@ -101,7 +101,7 @@ def test_list_maps_merge_by_their_keys(http, make_crd, ext):
     schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
         "a": {"type": "integer"}, "ports": {"type": "array", "x-kubernetes-list-type": "map",
                   "x-kubernetes-list-map-keys": ["name"],
-                  "items": {"type": "object", "properties": {
+                  "items": {"type": "object", "required": ["name"], "properties": {
                       "name": {"type": "string"}, "port": {"type": "integer"}}}}}}}}
     ext.patch_custom_resource_definition("widgets.example.com", [
         {"op": "replace", "path": "/spec/versions/0/schema/openAPIV3Schema", "value": schema}])
