@@ -20,6 +20,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from promop.goregex import go_error
 from promop.sandbox.crd_validation_fields import (Cause, child, forbidden, index, invalid, key, not_supported,
                                                   required)
 from promop.schema import cel
@@ -97,6 +98,12 @@ def _dict(value: Any) -> dict:
 
 def _unsupported(s: dict, path: str) -> list[Cause]:
     causes = [forbidden(child(path, f), f"{f} is not supported") for f in UNSUPPORTED if f in s]
+    pattern = s.get("pattern")
+    if isinstance(pattern, str) and pattern:
+        error = go_error(pattern)  # apiextensions compiles it with Go's regexp
+        if error is not None:
+            causes.append(invalid(child(path, "pattern"), pattern,
+                                  f"must be a valid regular expression, but isn't: {error}"))
     if s.get("uniqueItems") is True:
         causes.append(forbidden(child(path, "uniqueItems"),
                                 "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))

@@ -757,3 +757,13 @@ def test_structural_causes_sorted_after_openapi_ones_and_defaults_only_when_noth
 def test_additional_properties_true_beside_properties_is_allowed():
     assert spec_causes({"a": {"type": "object", "properties": {"b": {"type": "string"}},
                               "additionalProperties": True}}) == []
+
+
+def test_pattern_must_compile_as_a_go_regexp():
+    """apiextensions compiles every `pattern` with Go's regexp: RE2 syntax, not Python's."""
+    assert spec_causes({"a": {"type": "string", "pattern": "^[a-z]+$"}}) == []
+    assert spec_causes({"a": {"type": "string", "pattern": "^\\s*[[:alpha:]]$"}}) == []
+    got = spec_causes({"a": {"type": "string", "pattern": "a(?=b)"}})  # lookahead: Python yes, Go no
+    assert len(got) == 1 and got[0][0] == f"{SPEC}.properties[a].pattern"
+    assert got[0][1].startswith('Invalid value: "a(?=b)": must be a valid regular expression, but isn\'t: '
+                                "error parsing regexp: invalid or unsupported Perl syntax")
