@@ -22,7 +22,7 @@ from promop.kube.informer_group import InformerGroup
 from promop.kube.resources import PODS
 from promop.kube.store import NAMESPACE_INDEX, Tombstone, object_key
 from promop.kube.workqueue import RateLimitingQueue
-from promop.operator.logs import fields
+from promop.host.logs import fields
 
 log = logging.getLogger("promop.autoscaler.controller")
 

@@ -25,7 +25,7 @@ from promop.autoscaler.pods import parse_time, to_pod
 from promop.autoscaler.selector import SelectorError, parse as parse_selector
 from promop.kube.errors import ApiError
 from promop.kube.resources import EVENTS, Resource
-from promop.operator.logs import fields
+from promop.host.logs import fields
 from promop.labelselector import SelectorError as DictSelectorError, parse_selector as parse_dict_selector
 from promop.kube.store import NAMESPACE_INDEX
 

@@ -176,7 +176,7 @@ def start_adapter(client, kubeconfig: str, prom_url: str, workdir: Path):
 
     from promop.adapter.config import ConfigError
     from promop.adapter.main import StartupError, build
-    from promop.commands.adapter import _serve_flags
+    from promop.adapter.flags import add_serve_flags
     from promop.kube.resources import Resource
 
     port = _free_port()
@@ -193,7 +193,7 @@ def start_adapter(client, kubeconfig: str, prom_url: str, workdir: Path):
     config = workdir / "adapter.yaml"
     config.write_text(yaml.safe_dump(ADAPTER_CONFIG, sort_keys=False))
     parser = argparse.ArgumentParser()
-    _serve_flags(parser)
+    add_serve_flags(parser)
     args = parser.parse_args([f"--config={config}", f"--prometheus-url={prom_url}", f"--kubeconfig={kubeconfig}",
                               f"--secure-port={port}", "--bind-address=127.0.0.1", f"--cert-dir={workdir / 'certs'}",
                               "--metrics-relist-interval=15s"])
@@ -279,10 +279,10 @@ def run_demo(args) -> int:
         return 2
     from promop.autoscaler.app import Autoscaler, Options
     from promop.autoscaler.crd import MEMHPAS, crd
-    from promop.commands.run import install_signal_handlers
+    from promop.host.signals import install_signal_handlers
     from promop.kube.client import KubeClient
     from promop.kube.resources import CRDS, Resource
-    from promop.operator import logs
+    from promop.host import logs
     from promop.prom import PrometheusClient
     from promop.sandbox import Sandbox
     from promop.sandbox.kubelet import Kubelet
