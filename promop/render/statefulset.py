@@ -21,6 +21,7 @@ from typing import Any
 from promop.render.globals import DEFAULT_LOG_DIRECTORY
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions
+from promop.render.shards import shard_count  # noqa: F401 (part of this module's interface)
 from promop.render.service import GOVERNING_SERVICE_NAME, build_service  # noqa: F401 (part of this module's interface)
 from promop.render.versions import Version, VersionError
 
@@ -79,14 +80,6 @@ def _version(spec: Mapping[str, Any]) -> Version:
 def statefulset_name(prometheus: Mapping[str, Any], shard: int) -> str:
     base = prefixed_name(prometheus)
     return base if shard == 0 else f"{base}-shard-{shard}"
-
-
-def shard_count(spec: Mapping[str, Any]) -> int:
-    """The one answer to "how many shards" (config relabelling, StatefulSets, status): an integer
-    above 1, else 1. The CRD types `shards` as an integer; anything else (a string "3", a bool)
-    counts as unset, as upstream's typed decode would refuse it."""
-    shards = spec.get("shards")
-    return shards if isinstance(shards, int) and not isinstance(shards, bool) and shards > 1 else 1
 
 
 def image(spec: Mapping[str, Any], options: RenderOptions) -> str:
@@ -377,7 +370,7 @@ def strategic_merge(base: Any, patch: Any, key: str = "") -> Any:
     return patch
 
 
-def _pod_spec_passthrough(spec: Mapping[str, Any]) -> dict:
+def pod_spec_passthrough(spec: Mapping[str, Any]) -> dict:
     out: dict = {}
     for key in ("serviceAccountName", "nodeSelector", "priorityClassName", "tolerations", "affinity",
                 "topologySpreadConstraints", "imagePullSecrets", "securityContext",
@@ -440,7 +433,7 @@ def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_n
         "initContainers": init_containers,
         "terminationGracePeriodSeconds": spec.get("terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_PERIOD),
         "volumes": volumes,
-        **_pod_spec_passthrough(spec),
+        **pod_spec_passthrough(spec),
     }
     if spec.get("reloadStrategy") == "ProcessSignal":
         pod_spec["shareProcessNamespace"] = True

@@ -9,7 +9,8 @@ import logging
 
 import pytest
 
-from promop.operator import diff, feedback, logs, mapping, options, status
+from promop.host import logs
+from promop.operator import diff, feedback, mapping, options, status
 from promop.render.model import Decision, Problem
 
 

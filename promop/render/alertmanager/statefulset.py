@@ -21,7 +21,7 @@ from promop.render.alertmanager.meta import managed_metadata, owner_reference, p
 from promop.render.duration import DurationError, parse_size
 from promop.render.meta import MANAGED_BY_LABELS
 from promop.render.model import RenderOptions
-from promop.render.statefulset import (RELOADER_COMMAND, RELOADER_RESOURCES, SECURITY_CONTEXT, _pod_spec_passthrough,
+from promop.render.statefulset import (RELOADER_COMMAND, RELOADER_RESOURCES, SECURITY_CONTEXT, pod_spec_passthrough,
                                        sanitize_volume_name, strategic_merge)
 from promop.render.versions import VersionError
 from promop.render.alertmanager.webtls import CLUSTER_TLS_FILE, CLUSTER_TLS_SINCE, WEB_TLS_SINCE, TLSMounts
@@ -360,7 +360,7 @@ def build_statefulset(alertmanager: dict, options: "AMRenderOptions", tls_secret
         "initContainers": init_containers,
         "terminationGracePeriodSeconds": spec.get("terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_PERIOD),
         "volumes": volumes,
-        **_pod_spec_passthrough(spec),
+        **pod_spec_passthrough(spec),
     }
     labels = {**(md.get("labels") or {}), **sel}
     annotations = {k: v for k, v in (md.get("annotations") or {}).items() if not k.startswith("kubectl.kubernetes.io/")}
