@@ -18,9 +18,9 @@ from typing import Any, Callable
 from prometheus_client import CollectorRegistry
 
 from promop.host.logs import fields
+from promop.host.workers import QueueController
 from promop.kube.errors import AlreadyExists, ApiError, NotFound
 from promop.kube.informer import Informer
-from promop.kube.informer_group import InformerGroup
 from promop.kube.resources import PODS, Resource
 from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
@@ -51,7 +51,7 @@ def policies_of(vpa: dict) -> list[ContainerPolicy]:
     return out
 
 
-class Recommender(InformerGroup):
+class Recommender(QueueController):
     def __init__(self, client: Any, options: Options, registry: CollectorRegistry | None = None, *,
                  prom_client: Any = None, clock: Callable[[], float] = time.time,
                  informer_kwargs: dict | None = None) -> None:
@@ -81,7 +81,7 @@ class Recommender(InformerGroup):
         self.seen_ooms: set[tuple[str, str, str]] = set()
         self.history_source = ""
         self.bootstrapped = threading.Event()
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._last_gc = 0.0
         self._inflight = 0
@@ -106,31 +106,19 @@ class Recommender(InformerGroup):
         t.start()
         self._threads.append(t)
 
-    def stop_taking_work(self) -> None:
-        """Leadership lost: no new round starts (the process exits next)."""
-        self._stop.set()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        self.queue.shutdown()
-        for t in self._threads:
-            t.join(timeout)
-        for inf in self.informers:
-            inf.stop()
-
     def _main(self) -> None:
         self.bootstrap()
         for i in range(max(1, self.options.workers)):
             t = threading.Thread(target=self._worker, name=f"recommender-worker-{i}", daemon=True)
             t.start()
             self._threads.append(t)
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             started = time.monotonic()
             try:
                 self.run_once()
             except Exception:  # one bad round must not end the loop
                 log.exception("recommender round failed")
-            self._stop.wait(max(0.0, self.options.interval - (time.monotonic() - started)))
+            self._stopping.wait(max(0.0, self.options.interval - (time.monotonic() - started)))
 
     # ---- bootstrap: history or checkpoints -------------------------------------------
 
@@ -275,7 +263,7 @@ class Recommender(InformerGroup):
         for key in self.vpas.store.keys():
             self.queue.add(key)
         deadline = time.monotonic() + max(5.0, self.options.interval)
-        while (len(self.queue) or self._processing()) and time.monotonic() < deadline and not self._stop.is_set():
+        while (len(self.queue) or self._processing()) and time.monotonic() < deadline and not self._stopping.is_set():
             time.sleep(0.02)
         self.metrics.execution_latency.labels("UpdateVPAs").observe(time.monotonic() - t)
         self.observe_vpa_counts()
