@@ -14,6 +14,7 @@ import hashlib
 import json
 import posixpath
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from promop.render.alertmanager.common import DEFAULT_ALERTMANAGER_BASE_IMAGE, DEFAULT_ALERTMANAGER_VERSION, Version
@@ -252,6 +253,24 @@ def _reloader(name: str, spec: Mapping[str, Any], options: RenderOptions, versio
     return container
 
 
+@dataclass
+class _Mounts:
+    """The pod's volumes, what the alertmanager and reloader containers mount, and what the reloader watches."""
+
+    volumes: list[dict] = field(default_factory=list)
+    alertmanager: list[dict] = field(default_factory=list)
+    reloader: list[dict] = field(default_factory=list)
+    watched: list[str] = field(default_factory=list)
+
+    def shared(self, volume: dict, mount: dict, watch: str | None = None) -> None:
+        """A volume both containers mount (and the reloader watches, with `watch`)."""
+        self.volumes.append(volume)
+        self.alertmanager.append(mount)
+        self.reloader.append(dict(mount))
+        if watch:
+            self.watched.append(watch)
+
+
 def build_statefulset(alertmanager: dict, options: "AMRenderOptions", tls_secret_names: list[str],
                       input_hash: str, web: TLSMounts | None = None, cluster: TLSMounts | None = None) -> dict:
     """The StatefulSet; `web`/`cluster` are the volumes and mounts of web.tlsConfig and clusterTLS (webtls)."""
@@ -260,91 +279,11 @@ def build_statefulset(alertmanager: dict, options: "AMRenderOptions", tls_secret
     version = version_of(spec)
     base = prefixed_name(alertmanager)
     sel = selector_labels(alertmanager, options)
-
-    volumes: list[dict] = [
-        {"name": "config-volume", "secret": {"secretName": f"{base}-generated"}},
-        {"name": "tls-assets", "projected": {"sources": [{"secret": {"name": s}} for s in tls_secret_names]}},
-        {"name": "config-out", "emptyDir": {"medium": "Memory"}},
-    ]
-    am_mounts: list[dict] = [
-        {"mountPath": CONFIG_DIR, "name": "config-volume"},
-        {"mountPath": CONFIG_OUT_DIR, "name": "config-out", "readOnly": True},
-        {"mountPath": CERTS_DIR, "name": "tls-assets", "readOnly": True},
-    ]
-    reloader_mounts: list[dict] = [
-        {"mountPath": CONFIG_DIR, "name": "config-volume", "readOnly": True},
-        {"mountPath": CONFIG_OUT_DIR, "name": "config-out"},
-    ]
-    watched = [CONFIG_DIR]
-    db_volume, pvc, db_name, sub_path = _storage(alertmanager)
-    db_mount: dict = {"mountPath": STORAGE_DIR, "name": db_name}
-    if sub_path:
-        db_mount["subPath"] = sub_path
-    am_mounts.append(db_mount)
-    templates = _template_items(spec)
-    if templates:
-        volumes.append({"name": "notification-templates", "projected": {"sources": templates}})
-        mount = {"mountPath": TEMPLATES_DIR, "name": "notification-templates", "readOnly": True}
-        am_mounts.append(mount)
-        reloader_mounts.append(dict(mount))
-        watched.append(TEMPLATES_DIR)
-    for kind, dir_, items in (("secret", SECRETS_DIR, spec.get("secrets")),
-                              ("configmap", CONFIGMAPS_DIR, spec.get("configMaps"))):
-        for item in items or []:
-            vol = sanitize_volume_name(f"{kind}-{item}")
-            source = {"secret": {"secretName": item}} if kind == "secret" else {"configMap": {"name": item}}
-            volumes.append({"name": vol, **source})
-            mount = {"mountPath": f"{dir_}/{item}", "name": vol, "readOnly": True}
-            am_mounts.append(mount)
-            reloader_mounts.append(dict(mount))
-            watched.append(f"{dir_}/{item}")
-    am_mounts += [dict(m) for m in spec.get("volumeMounts") or []]
-    if version.at_least("0.22.0"):
-        volumes.append({"name": "web-config", "secret": {"secretName": f"{base}-web-config"}})
-        web_mount = {"mountPath": WEB_CONFIG_FILE, "name": "web-config", "readOnly": True, "subPath": "web-config.yaml"}
-        am_mounts.append(web_mount)
-        reloader_mounts.append(dict(web_mount))
-        if web is not None:  # the reloader serves its own endpoint with the same web config file
-            volumes += [dict(v) for v in web.volumes]
-            am_mounts += [dict(m) for m in web.mounts]
-            reloader_mounts += [dict(m) for m in web.mounts]
-    if version.at_least(CLUSTER_TLS_SINCE) and spec.get("clusterTLS"):
-        volumes.append({"name": "cluster-tls-config", "secret": {"secretName": f"{base}-cluster-tls-config"}})
-        am_mounts.append({"mountPath": CLUSTER_TLS_FILE, "name": "cluster-tls-config", "readOnly": True,
-                          "subPath": "cluster-tls-config.yaml"})
-        if cluster is not None:
-            volumes += [dict(v) for v in cluster.volumes]
-            am_mounts += [dict(m) for m in cluster.mounts]
-    if db_volume is not None:
-        volumes.append(db_volume)
-    volumes += [dict(v) for v in spec.get("volumes") or []]
-
-    liveness, readiness = _probes(spec, version)
-    resources = copy.deepcopy(spec.get("resources") or {})
-    if not (resources.get("requests") or {}).get("memory"):
-        resources.setdefault("requests", {})["memory"] = "200Mi"
-    port_name = spec.get("portName") or "web"
-    ports = [] if spec.get("listenLocal") else [{"containerPort": WEB_PORT, "name": port_name, "protocol": "TCP"}]
-    ports += [{"containerPort": MESH_PORT, "name": "mesh-tcp", "protocol": "TCP"},
-              {"containerPort": MESH_PORT, "name": "mesh-udp", "protocol": "UDP"}]
-    env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}]
-    if version.at_least("0.30.0"):
-        env.append({"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}})
-    am: dict = {
-        "name": "alertmanager",
-        "image": image(spec, options),
-        "args": alertmanager_args(alertmanager, options, version),
-        "env": env,
-        "ports": ports,
-        "resources": resources,
-        "securityContext": SECURITY_CONTEXT,
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-        "volumeMounts": am_mounts,
-    }
-    if liveness:
-        am["livenessProbe"], am["readinessProbe"] = liveness, readiness
-    containers = [am, _reloader("config-reloader", spec, options, version, watched, reloader_mounts, init=False)]
-    init_containers = [_reloader("init-config-reloader", spec, options, version, watched, reloader_mounts, init=True)]
+    mounts, pvc = _mounts(alertmanager, version, tls_secret_names, web, cluster)
+    containers = [_alertmanager_container(alertmanager, options, version, mounts.alertmanager),
+                  _reloader("config-reloader", spec, options, version, mounts.watched, mounts.reloader, init=False)]
+    init_containers = [_reloader("init-config-reloader", spec, options, version, mounts.watched, mounts.reloader,
+                                 init=True)]
     if spec.get("imagePullPolicy"):
         for c in containers + init_containers:
             c["imagePullPolicy"] = spec["imagePullPolicy"]
@@ -359,7 +298,7 @@ def build_statefulset(alertmanager: dict, options: "AMRenderOptions", tls_secret
         "containers": containers,
         "initContainers": init_containers,
         "terminationGracePeriodSeconds": spec.get("terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_PERIOD),
-        "volumes": volumes,
+        "volumes": mounts.volumes,
         **pod_spec_passthrough(spec),
     }
     labels = {**(md.get("labels") or {}), **sel}
@@ -386,6 +325,96 @@ def build_statefulset(alertmanager: dict, options: "AMRenderOptions", tls_secret
         "metadata": managed_metadata(alertmanager, base, options, labels=labels, annotations=annotations),
         "spec": sts_spec,
     })
+
+
+def _mounts(alertmanager: dict, version: Version, tls_secret_names: list[str], web: TLSMounts | None,
+            cluster: TLSMounts | None) -> tuple[_Mounts, dict | None]:
+    """Every volume and mount, in upstream's order, and the storage's PVC template (None without one)."""
+    spec = alertmanager.get("spec") or {}
+    base = prefixed_name(alertmanager)
+    m = _Mounts(
+        volumes=[
+            {"name": "config-volume", "secret": {"secretName": f"{base}-generated"}},
+            {"name": "tls-assets", "projected": {"sources": [{"secret": {"name": s}} for s in tls_secret_names]}},
+            {"name": "config-out", "emptyDir": {"medium": "Memory"}},
+        ],
+        alertmanager=[
+            {"mountPath": CONFIG_DIR, "name": "config-volume"},
+            {"mountPath": CONFIG_OUT_DIR, "name": "config-out", "readOnly": True},
+            {"mountPath": CERTS_DIR, "name": "tls-assets", "readOnly": True},
+        ],
+        reloader=[
+            {"mountPath": CONFIG_DIR, "name": "config-volume", "readOnly": True},
+            {"mountPath": CONFIG_OUT_DIR, "name": "config-out"},
+        ],
+        watched=[CONFIG_DIR],
+    )
+    db_volume, pvc, db_name, sub_path = _storage(alertmanager)
+    db_mount: dict = {"mountPath": STORAGE_DIR, "name": db_name}
+    if sub_path:
+        db_mount["subPath"] = sub_path
+    m.alertmanager.append(db_mount)
+    templates = _template_items(spec)
+    if templates:
+        m.shared({"name": "notification-templates", "projected": {"sources": templates}},
+                 {"mountPath": TEMPLATES_DIR, "name": "notification-templates", "readOnly": True}, TEMPLATES_DIR)
+    for kind, dir_, items in (("secret", SECRETS_DIR, spec.get("secrets")),
+                              ("configmap", CONFIGMAPS_DIR, spec.get("configMaps"))):
+        for item in items or []:
+            vol = sanitize_volume_name(f"{kind}-{item}")
+            source = {"secret": {"secretName": item}} if kind == "secret" else {"configMap": {"name": item}}
+            m.shared({"name": vol, **source}, {"mountPath": f"{dir_}/{item}", "name": vol, "readOnly": True},
+                     f"{dir_}/{item}")
+    m.alertmanager += [dict(v) for v in spec.get("volumeMounts") or []]
+    if version.at_least("0.22.0"):
+        m.shared({"name": "web-config", "secret": {"secretName": f"{base}-web-config"}},
+                 {"mountPath": WEB_CONFIG_FILE, "name": "web-config", "readOnly": True, "subPath": "web-config.yaml"})
+        if web is not None:  # the reloader serves its own endpoint with the same web config file
+            m.volumes += [dict(v) for v in web.volumes]
+            m.alertmanager += [dict(v) for v in web.mounts]
+            m.reloader += [dict(v) for v in web.mounts]
+    if version.at_least(CLUSTER_TLS_SINCE) and spec.get("clusterTLS"):
+        m.volumes.append({"name": "cluster-tls-config", "secret": {"secretName": f"{base}-cluster-tls-config"}})
+        m.alertmanager.append({"mountPath": CLUSTER_TLS_FILE, "name": "cluster-tls-config", "readOnly": True,
+                               "subPath": "cluster-tls-config.yaml"})
+        if cluster is not None:
+            m.volumes += [dict(v) for v in cluster.volumes]
+            m.alertmanager += [dict(v) for v in cluster.mounts]
+    if db_volume is not None:
+        m.volumes.append(db_volume)
+    m.volumes += [dict(v) for v in spec.get("volumes") or []]
+    return m, pvc
+
+
+def _alertmanager_container(alertmanager: dict, options: "AMRenderOptions", version: Version,
+                            mounts: list[dict]) -> dict:
+    """The alertmanager container: image, args, env, ports, resources (200Mi memory by default), probes."""
+    spec = alertmanager.get("spec") or {}
+    liveness, readiness = _probes(spec, version)
+    resources = copy.deepcopy(spec.get("resources") or {})
+    if not (resources.get("requests") or {}).get("memory"):
+        resources.setdefault("requests", {})["memory"] = "200Mi"
+    port_name = spec.get("portName") or "web"
+    ports = [] if spec.get("listenLocal") else [{"containerPort": WEB_PORT, "name": port_name, "protocol": "TCP"}]
+    ports += [{"containerPort": MESH_PORT, "name": "mesh-tcp", "protocol": "TCP"},
+              {"containerPort": MESH_PORT, "name": "mesh-udp", "protocol": "UDP"}]
+    env = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}]
+    if version.at_least("0.30.0"):
+        env.append({"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}})
+    am: dict = {
+        "name": "alertmanager",
+        "image": image(spec, options),
+        "args": alertmanager_args(alertmanager, options, version),
+        "env": env,
+        "ports": ports,
+        "resources": resources,
+        "securityContext": SECURITY_CONTEXT,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "volumeMounts": mounts,
+    }
+    if liveness:
+        am["livenessProbe"], am["readinessProbe"] = liveness, readiness
+    return am
 
 
 def build_service(alertmanager: dict, options: RenderOptions) -> dict:
