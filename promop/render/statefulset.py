@@ -16,7 +16,7 @@ import math
 import posixpath
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Callable
 
 from promop.render.globals import DEFAULT_LOG_DIRECTORY
 from promop.render.meta import managed_metadata, prefixed_name
@@ -83,15 +83,21 @@ def statefulset_name(prometheus: Mapping[str, Any], shard: int) -> str:
 
 
 def image(spec: Mapping[str, Any], options: RenderOptions) -> str:
-    """spec.image wins; else <baseImage>:<version> (or @sha256:<sha> / :<tag>, deprecated)."""
+    """The Prometheus image (see image_reference)."""
+    return image_reference(spec, options.prometheus_default_base_image, lambda: _version(spec).text)
+
+
+def image_reference(spec: Mapping[str, Any], default_base: str, default_version: Callable[[], str]) -> str:
+    """spec.image wins; else <baseImage>:<version> (or @sha256:<sha> / :<tag>, deprecated): upstream's rule
+    for Prometheus and Alertmanager alike. `default_version` is asked only when spec.version is not set."""
     if spec.get("image"):
         return spec["image"]
-    base = spec.get("baseImage") or options.prometheus_default_base_image
+    base = spec.get("baseImage") or default_base
     if spec.get("sha"):
         return f"{base}@sha256:{spec['sha']}"
     if spec.get("tag"):
         return f"{base}:{spec['tag']}"
-    return f"{base}:{spec.get('version') or _version(spec).text}"
+    return f"{base}:{spec.get('version') or default_version()}"
 
 
 def selector_labels(prometheus: Mapping[str, Any], shard: int) -> dict[str, str]:

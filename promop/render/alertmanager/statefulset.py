@@ -22,8 +22,8 @@ from promop.render.alertmanager.meta import managed_metadata, owner_reference, p
 from promop.render.duration import DurationError, parse_size
 from promop.render.meta import MANAGED_BY_LABELS
 from promop.render.model import RenderOptions
-from promop.render.statefulset import (RELOADER_COMMAND, RELOADER_RESOURCES, SECURITY_CONTEXT, pod_spec_passthrough,
-                                       sanitize_volume_name, strategic_merge)
+from promop.render.statefulset import (RELOADER_COMMAND, RELOADER_RESOURCES, SECURITY_CONTEXT, image_reference,
+                                       pod_spec_passthrough, sanitize_volume_name, strategic_merge)
 from promop.render.versions import VersionError
 from promop.render.alertmanager.webtls import CLUSTER_TLS_FILE, CLUSTER_TLS_SINCE, WEB_TLS_SINCE, TLSMounts
 
@@ -60,14 +60,8 @@ def replicas(spec: Mapping[str, Any]) -> int:
 
 
 def image(spec: Mapping[str, Any], options: "AMRenderOptions") -> str:
-    if spec.get("image"):
-        return spec["image"]
-    base = spec.get("baseImage") or options.alertmanager_default_base_image
-    if spec.get("sha"):
-        return f"{base}@sha256:{spec['sha']}"
-    if spec.get("tag"):
-        return f"{base}:{spec['tag']}"
-    return f"{base}:{spec.get('version') or DEFAULT_ALERTMANAGER_VERSION}"
+    """The Alertmanager image: the same rule as Prometheus's (render.statefulset.image_reference)."""
+    return image_reference(spec, options.alertmanager_default_base_image, lambda: DEFAULT_ALERTMANAGER_VERSION)
 
 
 def selector_labels(alertmanager: Mapping[str, Any], options: RenderOptions) -> dict[str, str]:
