@@ -445,13 +445,38 @@ def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_n
         pod_spec["shareProcessNamespace"] = True
 
     labels = {**(md.get("labels") or {}), "operator.prometheus.io/mode": "server", **sel}
-    annotations = {k: v for k, v in (md.get("annotations") or {}).items() if not k.startswith("kubectl.kubernetes.io/")}
+    annotations = statefulset_annotations(md, input_hash)
+    replicas = spec.get("replicas", 1) if spec.get("replicas") is not None else 1
+    sts_spec = statefulset_spec(spec, replicas, sel, pod_labels, pod_annotations, pod_spec, pvc,
+                                GOVERNING_SERVICE_NAME)
+    return copy.deepcopy({  # no shared sub-objects between fields or shards
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": managed_metadata(prometheus, statefulset_name(prometheus, shard), options, labels=labels,
+                                     annotations=annotations),
+        "spec": sts_spec,
+    })
+
+
+def statefulset_annotations(metadata: Mapping[str, Any], input_hash: str) -> dict[str, str]:
+    """The owner's annotations (but kubectl's own) and the input hash that says when to update."""
+    annotations = {k: v for k, v in (metadata.get("annotations") or {}).items()
+                   if not k.startswith("kubectl.kubernetes.io/")}
     annotations["prometheus-operator-input-hash"] = input_hash
+    return annotations
+
+
+def statefulset_spec(spec: Mapping[str, Any], replicas: int, selector: Mapping[str, str],
+                     pod_labels: Mapping[str, str], pod_annotations: Mapping[str, str], pod_spec: dict,
+                     pvc: dict | None, governing_service: str) -> dict:
+    """The StatefulSet spec around a pod spec, the same for Prometheus and Alertmanager (upstream builds
+    both the same way): policy, selector, governing Service (spec.serviceName, else `governing_service`),
+    update strategy, PVC template."""
     sts_spec: dict = {
         "podManagementPolicy": spec.get("podManagementPolicy") or "Parallel",
-        "replicas": spec.get("replicas", 1) if spec.get("replicas") is not None else 1,
-        "selector": {"matchLabels": dict(sorted(sel.items()))},
-        "serviceName": spec.get("serviceName") or GOVERNING_SERVICE_NAME,
+        "replicas": replicas,
+        "selector": {"matchLabels": dict(sorted(selector.items()))},
+        "serviceName": spec.get("serviceName") or governing_service,
         "template": {
             "metadata": {"annotations": dict(sorted(pod_annotations.items())),
                          "labels": dict(sorted(pod_labels.items()))},
@@ -465,13 +490,7 @@ def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_n
         sts_spec["persistentVolumeClaimRetentionPolicy"] = spec["persistentVolumeClaimRetentionPolicy"]
     if pvc is not None:
         sts_spec["volumeClaimTemplates"] = [pvc]
-    return copy.deepcopy({  # no shared sub-objects between fields or shards
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": managed_metadata(prometheus, statefulset_name(prometheus, shard), options, labels=labels,
-                                     annotations=annotations),
-        "spec": sts_spec,
-    })
+    return sts_spec
 
 
 def build_statefulsets(

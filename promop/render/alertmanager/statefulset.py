@@ -23,7 +23,8 @@ from promop.render.duration import DurationError, parse_size
 from promop.render.meta import MANAGED_BY_LABELS
 from promop.render.model import RenderOptions
 from promop.render.statefulset import (RELOADER_COMMAND, RELOADER_RESOURCES, SECURITY_CONTEXT, image_reference,
-                                       pod_spec_passthrough, sanitize_volume_name, strategic_merge)
+                                       pod_spec_passthrough, sanitize_volume_name, statefulset_annotations,
+                                       statefulset_spec, strategic_merge)
 from promop.render.versions import VersionError
 from promop.render.alertmanager.webtls import CLUSTER_TLS_FILE, CLUSTER_TLS_SINCE, WEB_TLS_SINCE, TLSMounts
 
@@ -296,24 +297,9 @@ def build_statefulset(alertmanager: dict, options: "AMRenderOptions", tls_secret
         **pod_spec_passthrough(spec),
     }
     labels = {**(md.get("labels") or {}), **sel}
-    annotations = {k: v for k, v in (md.get("annotations") or {}).items() if not k.startswith("kubectl.kubernetes.io/")}
-    annotations["prometheus-operator-input-hash"] = input_hash
-    sts_spec: dict = {
-        "podManagementPolicy": spec.get("podManagementPolicy") or "Parallel",
-        "replicas": replicas(spec),
-        "selector": {"matchLabels": dict(sorted(sel.items()))},
-        "serviceName": spec.get("serviceName") or GOVERNING_SERVICE_NAME,
-        "template": {"metadata": {"annotations": dict(sorted(pod_annotations.items())),
-                                  "labels": dict(sorted(pod_labels.items()))},
-                     "spec": pod_spec},
-        "updateStrategy": dict(spec.get("updateStrategy") or {"type": "RollingUpdate"}),
-    }
-    if spec.get("minReadySeconds") is not None:
-        sts_spec["minReadySeconds"] = spec["minReadySeconds"]
-    if spec.get("persistentVolumeClaimRetentionPolicy"):
-        sts_spec["persistentVolumeClaimRetentionPolicy"] = spec["persistentVolumeClaimRetentionPolicy"]
-    if pvc is not None:
-        sts_spec["volumeClaimTemplates"] = [pvc]
+    annotations = statefulset_annotations(md, input_hash)
+    sts_spec = statefulset_spec(spec, replicas(spec), sel, pod_labels, pod_annotations, pod_spec, pvc,
+                                GOVERNING_SERVICE_NAME)
     return copy.deepcopy({
         "apiVersion": "apps/v1", "kind": "StatefulSet",
         "metadata": managed_metadata(alertmanager, base, options, labels=labels, annotations=annotations),

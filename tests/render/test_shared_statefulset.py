@@ -1,4 +1,4 @@
-"""The image of a Prometheus or an Alertmanager: one rule for both (upstream's `operator.BuildImagePathForAgent`
+"""What the Prometheus and Alertmanager StatefulSets share. The image: one rule for both (upstream's `operator.BuildImagePathForAgent`
 order: spec.image, else baseImage with sha, tag or version, else the operator's default base and version)."""
 
 from __future__ import annotations
@@ -37,3 +37,30 @@ def test_without_a_version_each_gets_its_own_default():
 def test_an_image_never_asks_for_the_default_version():
     # a spec.image with an unusable spec.version still renders the image (the version is reported elsewhere)
     assert prometheus_image({"image": "i", "version": 3}, RenderOptions()) == "i"
+
+
+# ---- the shared StatefulSet spec keeps each kind's own governing Service --------------------------
+
+def _prometheus(spec: dict) -> dict:
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": spec}
+
+
+def _alertmanager(spec: dict) -> dict:
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "Alertmanager",
+            "metadata": {"name": "a", "namespace": "ns", "uid": "u2"}, "spec": spec}
+
+
+@pytest.mark.parametrize("spec,prometheus_service,alertmanager_service", [
+    ({}, "prometheus-operated", "alertmanager-operated"),  # upstream's governing Services
+    ({"serviceName": "mine"}, "mine", "mine"),
+])
+def test_each_statefulset_names_its_own_governing_service(spec, prometheus_service, alertmanager_service):
+    from promop.render.alertmanager.statefulset import build_statefulset as build_am
+    from promop.render.statefulset import build_statefulsets
+
+    prom = build_statefulsets(_prometheus({"version": "v2.45.0", **spec}), RenderOptions(), [], [], "h")[0]
+    am = build_am(_alertmanager({"version": "v0.27.0", **spec}), AMRenderOptions(), [], "h")
+    assert prom["spec"]["serviceName"] == prometheus_service
+    assert am["spec"]["serviceName"] == alertmanager_service
+    assert am["metadata"]["annotations"]["prometheus-operator-input-hash"] == "h"
