@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import promql_parser
 import yaml
 
 from promop.goregex import GoRegexError as RegexError, GoRegexp, compile_go
@@ -264,11 +265,7 @@ def _check_promql(r: _Reader, template: Template, path: str, args: Struct) -> No
         r.err(path, "renders to an empty query")
         return
     try:
-        import promql_parser
-
         promql_parser.parse(text)
-    except ImportError:
-        return
     except Exception as exc:  # the parser raises its own error types
         r.warnings.append(Problem(path, f"renders to PromQL that may not parse ({exc}): {text}"))
 
@@ -283,14 +280,10 @@ def _rule(r: _Reader, value: Any, path: str, external: bool) -> DiscoveryRule | 
     series_query = r.string(m, "seriesQuery", path, required=True)
     if series_query.strip():
         try:
-            import promql_parser
-
             expr = promql_parser.parse(series_query)
             if type(expr).__name__ != "VectorSelector":
                 r.err(_join(path, "seriesQuery"), f"must be a series selector such as {{__name__=~\"^container_.*\"}}, "
                                                  f"not an expression ({series_query})")
-        except ImportError:
-            pass
         except Exception as exc:
             r.err(_join(path, "seriesQuery"), f"is not a valid series selector: {exc}")
     filters: list[RegexFilter] = []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import ssl
 import sys
 import threading
@@ -62,11 +61,11 @@ def _prom_options(args: argparse.Namespace, timeout: float) -> Any:
 def _kube(args: argparse.Namespace) -> Any:
     if args.no_kube:
         return None
-    from promop.kube.client import KubeClient
+    from promop.host.kubeconfig import load_client
     from promop.kube.errors import ApiError
 
     try:
-        return KubeClient.from_config(args.kubeconfig)
+        return load_client(args.kubeconfig)  # a kubeconfig mistake: UserError, one line, exit 2
     except ApiError as exc:
         raise StartupError(f"{exc}; or pass --no-kube to run without an API server") from None
 
@@ -242,7 +241,8 @@ def build(args: argparse.Namespace) -> tuple[Any, list[Any]]:
 
 def serve(args: argparse.Namespace) -> int:
     from promop.adapter.config import ConfigError
-    from promop.operator import logs
+    from promop.host import logs
+    from promop.host.signals import install_signal_handlers
 
     logs.setup(args.log_level, args.log_format)
     try:
@@ -254,17 +254,12 @@ def serve(args: argparse.Namespace) -> int:
         print(f"promop adapter: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()
-
-    def on_signal(signum: int, frame: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    install_signal_handlers(stop)
     adapter.start()
     for s in servers:
         s.serve_in_background()
         scheme = "https" if s.tls else "http"
-        log.info("serving address=%s://%s:%d", scheme, s.server_address[0], s.port)
+        log.info("serving", **logs.fields(address=f"{scheme}://{s.server_address[0]}:{s.port}"))
         print(f"promop adapter: serving {scheme}://{s.server_address[0]}:{s.port}", file=sys.stderr, flush=True)
     stop.wait()
     for s in servers:

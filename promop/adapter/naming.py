@@ -268,6 +268,3 @@ class ResourceNamer:
 
     def node_label(self) -> str:
         return self.converter.label_for(self.mapper.get(GroupResource("", "nodes")))  # type: ignore[arg-type]
-
-    def namespace_label(self) -> str:
-        return self.converter.label_for(self.mapper.get(NAMESPACES))  # type: ignore[arg-type]

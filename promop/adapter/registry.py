@@ -58,10 +58,6 @@ def collect(batches: Iterable[list[dict[str, str]]], namers: list[Namer]) -> Ser
     return out
 
 
-def collect_label_sets(label_sets: Iterable[dict[str, str]], namers: list[Namer]) -> SeriesSet:
-    return collect([list(label_sets)], namers)
-
-
 @dataclass(frozen=True)
 class MetricKey:
     group: str

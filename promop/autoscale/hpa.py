@@ -124,116 +124,143 @@ def _selector_text(selector: dict | None) -> str:
     return f"&LabelSelector{{MatchLabels:{ml},MatchExpressions:{me},}}"
 
 
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    """What every metric kind's computation reads, besides the metric itself."""
+    spec_replicas: int
+    status_replicas: int
+    pods: list[Pod]
+    values: MetricValues
+    tolerances: Tolerances
+    now: float
+    options: Options
+
+
 def compute_metric(metric: MetricSpec, spec_replicas: int, status_replicas: int, pods: list[Pod],
                    values: MetricValues, tolerances: Tolerances, now: float, options: Options) -> MetricResult:
     """`computeReplicasForMetric` for one metric spec; errors are kept in the result."""
     result = MetricResult(metric)
-    kind = metric.type
+    inputs = _Inputs(spec_replicas, status_replicas, pods, values, tolerances, now, options)
+    by_kind = {"Resource": _resource_metric, "ContainerResource": _resource_metric, "Pods": _pods_metric,
+               "Object": _object_metric}
     try:
-        if kind in ("Resource", "ContainerResource"):
-            if kind == "Resource":
-                samples = values.resource.get(metric.name)
-                fail_reason = "FailedGetResourceMetric"
-            else:
-                samples = values.container_resource.get(metric.container, {}).get(metric.name)
-                fail_reason = "FailedGetContainerResourceMetric"
-            fetch_error = None if samples is not None else MetricError(
-                f"unable to get metrics for resource {metric.name}: "
-                + values.errors.get(f"{kind}/{metric.name}", "no metrics returned from resource metrics API"))
-            try:
-                if metric.average_value is not None:
-                    try:
-                        if fetch_error:
-                            raise fetch_error
-                        p = calc.plain_metric_replicas(spec_replicas, metric.average_value, metric.name, pods,
-                                                       samples, tolerances, now, options.cpu_initialization_period,
-                                                       options.initial_readiness_delay)
-                    except MetricError as exc:
-                        raise MetricError(f"failed to get {metric.name} usage: {exc}") from None
-                    result.replicas, result.average_value = p.replicas, p.value
-                    result.name = f"{metric.name} resource"
-                elif metric.average_utilization is not None:
-                    try:
-                        if fetch_error:
-                            raise fetch_error
-                        p = calc.resource_replicas(spec_replicas, metric.average_utilization, metric.name, pods,
-                                                   samples, tolerances, now, options.cpu_initialization_period,
-                                                   options.initial_readiness_delay, metric.container,
-                                                   metric.basis)
-                    except MetricError as exc:
-                        raise MetricError(f"failed to get {metric.name} utilization: {exc}") from None
-                    result.replicas, result.utilization, result.average_value = p.replicas, p.utilization, p.value
-                    of = "request" if metric.basis == "requests" else "limit"
-                    result.name = (f"{metric.name} container resource utilization (percentage of {of})"
-                                   if kind == "ContainerResource"
-                                   else f"{metric.name} resource utilization (percentage of {of})")
-                else:
-                    raise MetricError("invalid resource metric source: neither an average utilization target "
-                                      "nor an average value (usage) target was set")
-                result.details = p
-            except MetricError as exc:
-                result.condition = _unable(fail_reason, str(exc))
-                if kind == "Resource":
-                    raise MetricError(f"failed to get {metric.name} resource metric value: {exc}") from None
-                raise MetricError(f"failed to get {metric.container} container metric value: {exc}") from None
-        elif kind == "Pods":
-            samples = values.pods.get(metric.name)
-            try:
-                if samples is None:
-                    raise MetricError(f"unable to get metric {metric.name}: "
-                                      + values.errors.get(f"Pods/{metric.name}", "no metrics returned from custom "
-                                                          "metrics API"))
-                p = calc.plain_metric_replicas(spec_replicas, metric.average_value, "", pods, samples, tolerances,
-                                               now, options.cpu_initialization_period,
-                                               options.initial_readiness_delay)
-            except MetricError as exc:
-                result.condition = _unable("FailedGetPodsMetric", str(exc))
-                raise MetricError(f"failed to get pods metric value: {exc}") from None
-            result.replicas, result.average_value, result.details = p.replicas, p.value, p
-            result.name = f"pods metric {metric.name}"
-        elif kind == "Object":
-            obj = metric.described_object
-            usage = values.object.get(metric.name)
-            try:
-                if usage is None:
-                    raise MetricError(f"unable to get metric {metric.name}: {obj.get('kind')} on "
-                                      f"{obj.get('name')} " + values.errors.get(
-                                          f"Object/{metric.name}", "no metrics returned from custom metrics API"))
-                if metric.target_type == "Value":
-                    p = calc.value_replicas(spec_replicas, metric.value, usage, tolerances, pods)
-                    result.value = p.value
-                    result.name = f"{obj.get('kind')} metric {metric.name}"
-                else:
-                    p = calc.average_value_replicas(status_replicas, metric.average_value, usage, tolerances)
-                    result.average_value = p.value
-                    result.name = f"external metric {metric.name}({_selector_text(metric.selector)})"
-            except MetricError as exc:
-                result.condition = _unable("FailedGetObjectMetric", str(exc))
-                raise MetricError(f"failed to get object metric value: {exc}") from None
-            result.replicas, result.details = p.replicas, p
-        else:  # External
-            series = values.external.get(metric.name)
-            try:
-                if series is None:
-                    raise MetricError(f"unable to get external metric {metric.name}: "
-                                      + values.errors.get(f"External/{metric.name}",
-                                                          "no metrics returned from external metrics API"))
-                usage = calc.sum_external(series)
-                if metric.average_value is not None:
-                    p = calc.average_value_replicas(status_replicas, metric.average_value, usage, tolerances)
-                    result.average_value = p.value
-                else:
-                    p = calc.value_replicas(spec_replicas, metric.value, usage, tolerances, pods)
-                    result.value = p.value
-            except MetricError as exc:
-                result.condition = _unable("FailedGetExternalMetric", str(exc))
-                raise MetricError(f"failed to get {metric.name} external metric value: {exc}") from None
-            result.replicas, result.details = p.replicas, p
-            result.name = f"external metric {metric.name}({_selector_text(metric.selector)})"
+        by_kind.get(metric.type, _external_metric)(metric, result, inputs)
     except MetricError as exc:
         result.error = str(exc)
         result.replicas = None
     return result
+
+
+def _resource_metric(m: MetricSpec, result: MetricResult, x: "_Inputs") -> None:
+    """Resource and ContainerResource metrics: utilization of requests/limits, or an average value."""
+    if m.type == "Resource":
+        samples = x.values.resource.get(m.name)
+        fail_reason = "FailedGetResourceMetric"
+    else:
+        samples = x.values.container_resource.get(m.container, {}).get(m.name)
+        fail_reason = "FailedGetContainerResourceMetric"
+    fetch_error = None if samples is not None else MetricError(
+        f"unable to get metrics for resource {m.name}: "
+        + x.values.errors.get(f"{m.type}/{m.name}", "no metrics returned from resource metrics API"))
+    try:
+        if m.average_value is not None:
+            try:
+                if fetch_error:
+                    raise fetch_error
+                p = calc.plain_metric_replicas(x.spec_replicas, m.average_value, m.name, x.pods,
+                                               samples, x.tolerances, x.now, x.options.cpu_initialization_period,
+                                               x.options.initial_readiness_delay)
+            except MetricError as exc:
+                raise MetricError(f"failed to get {m.name} usage: {exc}") from None
+            result.replicas, result.average_value = p.replicas, p.value
+            result.name = f"{m.name} resource"
+        elif m.average_utilization is not None:
+            try:
+                if fetch_error:
+                    raise fetch_error
+                p = calc.resource_replicas(x.spec_replicas, m.average_utilization, m.name, x.pods,
+                                           samples, x.tolerances, x.now, x.options.cpu_initialization_period,
+                                           x.options.initial_readiness_delay, m.container,
+                                           m.basis)
+            except MetricError as exc:
+                raise MetricError(f"failed to get {m.name} utilization: {exc}") from None
+            result.replicas, result.utilization, result.average_value = p.replicas, p.utilization, p.value
+            of = "request" if m.basis == "requests" else "limit"
+            result.name = (f"{m.name} container resource utilization (percentage of {of})"
+                           if m.type == "ContainerResource"
+                           else f"{m.name} resource utilization (percentage of {of})")
+        else:
+            raise MetricError("invalid resource metric source: neither an average utilization target "
+                              "nor an average value (usage) target was set")
+        result.details = p
+    except MetricError as exc:
+        result.condition = _unable(fail_reason, str(exc))
+        if m.type == "Resource":
+            raise MetricError(f"failed to get {m.name} resource metric value: {exc}") from None
+        raise MetricError(f"failed to get {m.container} container metric value: {exc}") from None
+
+
+def _pods_metric(m: MetricSpec, result: MetricResult, x: "_Inputs") -> None:
+    """Pods metrics: an average value per pod from the custom metrics API."""
+    samples = x.values.pods.get(m.name)
+    try:
+        if samples is None:
+            raise MetricError(f"unable to get metric {m.name}: "
+                              + x.values.errors.get(f"Pods/{m.name}", "no metrics returned from custom "
+                                                  "metrics API"))
+        p = calc.plain_metric_replicas(x.spec_replicas, m.average_value, "", x.pods, samples, x.tolerances,
+                                       x.now, x.options.cpu_initialization_period,
+                                       x.options.initial_readiness_delay)
+    except MetricError as exc:
+        result.condition = _unable("FailedGetPodsMetric", str(exc))
+        raise MetricError(f"failed to get pods metric value: {exc}") from None
+    result.replicas, result.average_value, result.details = p.replicas, p.value, p
+    result.name = f"pods metric {m.name}"
+
+
+def _object_metric(m: MetricSpec, result: MetricResult, x: "_Inputs") -> None:
+    """Object metrics: a value (or an average value) of one described object."""
+    obj = m.described_object
+    usage = x.values.object.get(m.name)
+    try:
+        if usage is None:
+            raise MetricError(f"unable to get metric {m.name}: {obj.get('kind')} on "
+                              f"{obj.get('name')} " + x.values.errors.get(
+                                  f"Object/{m.name}", "no metrics returned from custom metrics API"))
+        if m.target_type == "Value":
+            p = calc.value_replicas(x.spec_replicas, m.value, usage, x.tolerances, x.pods)
+            result.value = p.value
+            result.name = f"{obj.get('kind')} metric {m.name}"
+        else:
+            p = calc.average_value_replicas(x.status_replicas, m.average_value, usage, x.tolerances)
+            result.average_value = p.value
+            result.name = f"external metric {m.name}({_selector_text(m.selector)})"
+    except MetricError as exc:
+        result.condition = _unable("FailedGetObjectMetric", str(exc))
+        raise MetricError(f"failed to get object metric value: {exc}") from None
+    result.replicas, result.details = p.replicas, p
+
+
+def _external_metric(m: MetricSpec, result: MetricResult, x: "_Inputs") -> None:
+    """External metrics: a value or an average value over the series' sum."""
+    series = x.values.external.get(m.name)
+    try:
+        if series is None:
+            raise MetricError(f"unable to get external metric {m.name}: "
+                              + x.values.errors.get(f"External/{m.name}",
+                                                  "no metrics returned from external metrics API"))
+        usage = calc.sum_external(series)
+        if m.average_value is not None:
+            p = calc.average_value_replicas(x.status_replicas, m.average_value, usage, x.tolerances)
+            result.average_value = p.value
+        else:
+            p = calc.value_replicas(x.spec_replicas, m.value, usage, x.tolerances, x.pods)
+            result.value = p.value
+    except MetricError as exc:
+        result.condition = _unable("FailedGetExternalMetric", str(exc))
+        raise MetricError(f"failed to get {m.name} external metric value: {exc}") from None
+    result.replicas, result.details = p.replicas, p
+    result.name = f"external metric {m.name}({_selector_text(m.selector)})"
 
 
 @dataclass(slots=True)
@@ -284,12 +311,7 @@ def decide(spec: HpaSpec, spec_replicas: int, status_replicas: int, pods: list[P
     history = history.copy() if history is not None else History()
     current = spec_replicas
     record_initial_recommendation(history, current, now)
-    behavior = spec.behavior
-    if behavior is not None and behavior.scale_down.stabilization_window_seconds is None:
-        # maybeInitScaleDownStabilizationWindow: the controller's flag fills the unset window
-        behavior = Behavior(behavior.scale_up, type(behavior.scale_down)(
-            int(options.downscale_stabilization_window), behavior.scale_down.select_policy,
-            behavior.scale_down.policies, behavior.scale_down.tolerance))
+    behavior = _with_default_scale_down_window(spec.behavior, options)
     d = Decision(current, 0, True, "", history=history, behavior=behavior, now=now)
     able = Condition("AbleToScale", "True", "SucceededGetScale",
                      "the HPA controller was able to get the target's current scale")
@@ -308,63 +330,12 @@ def decide(spec: HpaSpec, spec_replicas: int, status_replicas: int, pods: list[P
         d.reason = "Current number of replicas below Spec.MinReplicas"
         d.desired_replicas = spec.min_replicas
     else:
-        tolerances = tolerances_for(spec, options)
-        replicas = 0
-        invalid = 0
-        first_error: str | None = None
-        first_condition: Condition | None = None
-        for metric in spec.metrics:
-            r = compute_metric(metric, spec_replicas, status_replicas, pods, values, tolerances, now, options)
-            d.metrics.append(r)
-            if r.error is not None:
-                if invalid == 0:
-                    first_error, first_condition = r.error, r.condition
-                invalid += 1
-                continue
-            if replicas == 0 or r.replicas > replicas:
-                replicas, d.metric_name = r.replicas, r.name
-        error = None
-        if first_error is not None:
-            error = f"invalid metrics ({invalid} invalid out of {len(spec.metrics)}), first error is: {first_error}"
-        if invalid >= len(spec.metrics) or (invalid > 0 and replicas < spec_replicas):
-            d.conditions = [able, first_condition or _unable("InvalidMetricSourceType", first_error or "")]
-            d.desired_replicas = current
-            d.rescale = False
-            d.error = error
-            d.events.append(("Warning", "FailedComputeMetricsReplicas", error or ""))
+        if not _propose(d, spec, _Inputs(spec_replicas, status_replicas, pods, values,
+                                         tolerances_for(spec, options), now, options), able):
             return d
-        d.error = error
         active = Condition("ScalingActive", "True", "ValidMetricFound",
                            f"the HPA was able to successfully calculate a replica count from {d.metric_name}")
-        d.metric_replicas = replicas
-        desired = 0
-        rescale_metric = ""
-        if replicas > desired:
-            desired, rescale_metric = replicas, d.metric_name
-        if desired > current:
-            d.reason = f"{rescale_metric} above target"
-        if desired < current:
-            d.reason = "All metrics below target"
-        if behavior is None and cooldown is not None:
-            clamped, result, able, limited = normalize_with_cooldown(cooldown, current, desired, spec.min_replicas,
-                                                                     spec.max_replicas, now)
-            d.limited, d.limit_reason = clamped, limited.reason
-            if result != clamped:
-                d.cooldown_reason = able.reason
-            d.desired_replicas = result
-            d.rescale = result != current
-        elif behavior is None:
-            n = normalize(history, current, desired, spec.min_replicas, spec.max_replicas, now,
-                          options.downscale_stabilization_window)
-        else:
-            n = normalize_with_behaviors(history, current, desired, spec.min_replicas, spec.max_replicas,
-                                         behavior, now)
-        if behavior is not None or cooldown is None:
-            able, limited = n.able_to_scale, n.scaling_limited
-            d.stabilized, d.stabilization_reason = n.stabilized, able.reason
-            d.limited, d.limit_reason = n.desired, limited.reason
-            d.desired_replicas = n.desired
-            d.rescale = n.desired != current
+        able, limited = _normalize(d, spec, behavior, cooldown, options)
 
     if d.rescale:
         able = Condition("AbleToScale", "True", "SucceededRescale",
@@ -374,3 +345,75 @@ def decide(spec: HpaSpec, spec_replicas: int, status_replicas: int, pods: list[P
         d.desired_replicas = current
     d.conditions = [c for c in (able, active, limited) if c is not None]
     return d
+
+
+def _with_default_scale_down_window(behavior: Behavior | None, options: Options) -> Behavior | None:
+    """maybeInitScaleDownStabilizationWindow: the controller's flag fills an unset scale-down window."""
+    if behavior is None or behavior.scale_down.stabilization_window_seconds is not None:
+        return behavior
+    return Behavior(behavior.scale_up, type(behavior.scale_down)(
+        int(options.downscale_stabilization_window), behavior.scale_down.select_policy,
+        behavior.scale_down.policies, behavior.scale_down.tolerance))
+
+
+def _propose(d: Decision, spec: HpaSpec, x: _Inputs, able: Condition) -> bool:
+    """Every metric's proposal, the largest wins (d.metric_replicas). False when the metrics cannot decide:
+    all invalid, or some invalid and the valid ones would scale down (d says why, and keeps the size)."""
+    replicas = 0
+    invalid = 0
+    first_error: str | None = None
+    first_condition: Condition | None = None
+    for metric in spec.metrics:
+        r = compute_metric(metric, x.spec_replicas, x.status_replicas, x.pods, x.values, x.tolerances, x.now,
+                           x.options)
+        d.metrics.append(r)
+        if r.error is not None:
+            if invalid == 0:
+                first_error, first_condition = r.error, r.condition
+            invalid += 1
+            continue
+        if replicas == 0 or r.replicas > replicas:
+            replicas, d.metric_name = r.replicas, r.name
+    error = None
+    if first_error is not None:
+        error = f"invalid metrics ({invalid} invalid out of {len(spec.metrics)}), first error is: {first_error}"
+    d.error = error
+    if invalid >= len(spec.metrics) or (invalid > 0 and replicas < x.spec_replicas):
+        d.conditions = [able, first_condition or _unable("InvalidMetricSourceType", first_error or "")]
+        d.desired_replicas = d.current_replicas
+        d.rescale = False
+        d.events.append(("Warning", "FailedComputeMetricsReplicas", error or ""))
+        return False
+    d.metric_replicas = replicas
+    return True
+
+
+def _normalize(d: Decision, spec: HpaSpec, behavior: Behavior | None, cooldown: Cooldown | None,
+               options: Options) -> tuple[Condition, Condition]:
+    """The proposal through stabilization and limits (behaviors, the legacy window, or MemHpa's cool-down);
+    sets d.desired_replicas and d.rescale and returns the AbleToScale and ScalingLimited conditions."""
+    current, desired, now = d.current_replicas, d.metric_replicas, d.now
+    if desired > current:
+        d.reason = f"{d.metric_name} above target"
+    if desired < current:
+        d.reason = "All metrics below target"
+    if behavior is None and cooldown is not None:
+        clamped, result, able, limited = normalize_with_cooldown(cooldown, current, desired, spec.min_replicas,
+                                                                 spec.max_replicas, now)
+        d.limited, d.limit_reason = clamped, limited.reason
+        if result != clamped:
+            d.cooldown_reason = able.reason
+        d.desired_replicas = result
+        d.rescale = result != current
+        return able, limited
+    if behavior is None:
+        n = normalize(d.history, current, desired, spec.min_replicas, spec.max_replicas, now,
+                      options.downscale_stabilization_window)
+    else:
+        n = normalize_with_behaviors(d.history, current, desired, spec.min_replicas, spec.max_replicas,
+                                     behavior, now)
+    d.stabilized, d.stabilization_reason = n.stabilized, n.able_to_scale.reason
+    d.limited, d.limit_reason = n.desired, n.scaling_limited.reason
+    d.desired_replicas = n.desired
+    d.rescale = n.desired != current
+    return n.able_to_scale, n.scaling_limited

@@ -18,11 +18,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from promop.autoscaler.crd import MEMHPAS
 from promop.autoscaler.reconcile import LABEL_INDEX, CACHED_KINDS, Conflict, Reconciler, Retry, label_index
 from promop.kube.informer import Informer
-from promop.kube.informer_group import InformerGroup
+from promop.host.workers import QueueController
 from promop.kube.resources import PODS
 from promop.kube.store import NAMESPACE_INDEX, Tombstone, object_key
 from promop.kube.workqueue import RateLimitingQueue
-from promop.operator.logs import fields
+from promop.host.logs import fields
 
 log = logging.getLogger("promop.autoscaler.controller")
 
@@ -41,7 +41,7 @@ class Metrics:
                                   registry=registry)
 
 
-class Controller(InformerGroup):
+class Controller(QueueController):
     def __init__(self, client: Any, prometheus: Any, *, sync_period: float = 15.0, workers: int = 2,
                  registry: CollectorRegistry | None = None, clock: Callable[[], float] = time.time,
                  informer_kwargs: dict | None = None) -> None:
@@ -118,17 +118,6 @@ class Controller(InformerGroup):
             t = threading.Thread(target=self._worker, name=f"memhpa-worker-{i}", daemon=True)
             t.start()
             self._threads.append(t)
-
-    def stop_taking_work(self) -> None:
-        self._stopping.set()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._stopping.set()
-        self.queue.shutdown()
-        for t in self._threads:
-            t.join(timeout)
-        for inf in self.informers:
-            inf.stop()
 
     # -- work ---------------------------------------------------------------------------------
     def process(self, key: str) -> None:

@@ -203,10 +203,10 @@ def explain_live(args: argparse.Namespace, client: Any = None, out=None) -> int:
         raise LiveError(str(exc)) from None
     own = client is None
     if own:
-        from promop.kube.client import KubeClient
+        from promop.host.kubeconfig import load_client
 
         try:
-            client = KubeClient.from_config(args.kubeconfig)
+            client = load_client(args.kubeconfig)  # a kubeconfig mistake: UserError, one line, exit 2
         except ApiError as exc:
             raise LiveError(str(exc)) from None
     try:

@@ -24,7 +24,7 @@ from promop.autoscaler.crd import MEMHPAS
 from promop.autoscaler.pods import parse_time, to_pod
 from promop.kube.errors import ApiError
 from promop.kube.resources import EVENTS, Resource
-from promop.operator.logs import fields
+from promop.host.logs import fields
 from promop.labelselector import SelectorError, parse as parse_string_selector, parse_selector as parse_dict_selector
 from promop.kube.store import NAMESPACE_INDEX
 
@@ -109,36 +109,21 @@ class Reconciler:
 
     # -- the pass ---------------------------------------------------------------------------
     def sync(self, key: str) -> Decision | None:
+        """One pass over a MemHpa: validate, read the target's scale and pods, decide, rescale, write status."""
         obj = self.memhpas.get(key)
         if obj is None:
             self.forget(key)  # deleted: its history goes with it
             return None
         now = self.clock()
-        meta = obj["metadata"]
-        ns, name = meta.get("namespace", ""), meta["name"]
+        ns = obj["metadata"].get("namespace", "")
         mem = self._memory(key)
         status = dict(obj.get("status") or {})
         conditions: list[dict] = []
-        try:
-            spec = validate(obj.get("spec"))
-        except SpecError as exc:
-            conditions.append(_cond("ValidSpec", "False", "InvalidSpec", str(exc)))
-            self._event_once(obj, mem, ("invalid", str(exc)), "Warning", "InvalidSpec", str(exc))
+        spec = self._validated(obj, mem, conditions)
+        if spec is None:
             self._write_status(obj, status, {"conditions": conditions}, now)
             return None
-        if spec.corrections:
-            text = "; ".join(f"{c.field}: {c.message}" for c in spec.corrections)
-            conditions.append(_cond("ValidSpec", "False", "SpecCorrected", text))
-            if mem.corrections != tuple(text.split("; ")):
-                mem.corrections = tuple(text.split("; "))
-                for c in spec.corrections:
-                    self._event(obj, "Warning", "ValidationPolicy", f"{c.field}: {c.message}")
-        else:
-            mem.corrections = ()
-            conditions.append(_cond("ValidSpec", "True", "SpecValid", "the spec is valid as written"))
-
         res = target_resource(spec.target)
-        ref = f"{spec.target.get('kind')}/{ns}/{spec.target.get('name')}"
         scale = self._scale(res, ns, spec.target.get("name", ""))
         if isinstance(scale, str):
             conditions.append(_cond("AbleToScale", "False", "FailedGetScale",
@@ -154,16 +139,52 @@ class Reconciler:
                                              "desiredReplicas": 0}, now)
             return None
         try:
-            selector = scale["status"].get("selector")
-            matches = parse_dict_selector(selector).matches if isinstance(selector, dict) \
-                else parse_string_selector(selector).matches
+            pods = self._selected_pods(ns, scale["status"].get("selector"))
         except SelectorError as exc:
             conditions.append(_cond("AbleToScale", "False", "InvalidSelector", str(exc)))
             self._write_status(obj, status, {"conditions": conditions}, now)
             return None
-        pod_objs = [p for p in self._candidates(ns, selector)
-                    if matches((p.get("metadata") or {}).get("labels") or {})]
-        pods = [to_pod(p) for p in pod_objs]
+        decision, new_status = self._decide(spec, mem, status, ns, current, pods, scale, now)
+        if decision.rescale:
+            self._rescale(obj, key, mem, spec, res, scale, decision, conditions, status, new_status, now)
+        elif decision.error:
+            self._event_once(obj, mem, ("metrics", decision.error), "Warning", "FailedComputeMetricsReplicas",
+                             decision.error)
+        conditions += [c.as_dict() for c in decision.conditions]
+        new_status["conditions"] = conditions
+        self._write_status(obj, status, new_status, now)
+        return decision
+
+    def _validated(self, obj: dict, mem: Memory, conditions: list[dict]) -> Any:
+        """The spec with ValidationPolicy's corrections applied, or None when it is invalid (said in conditions)."""
+        try:
+            spec = validate(obj.get("spec"))
+        except SpecError as exc:
+            conditions.append(_cond("ValidSpec", "False", "InvalidSpec", str(exc)))
+            self._event_once(obj, mem, ("invalid", str(exc)), "Warning", "InvalidSpec", str(exc))
+            return None
+        if spec.corrections:
+            text = "; ".join(f"{c.field}: {c.message}" for c in spec.corrections)
+            conditions.append(_cond("ValidSpec", "False", "SpecCorrected", text))
+            if mem.corrections != tuple(text.split("; ")):
+                mem.corrections = tuple(text.split("; "))
+                for c in spec.corrections:
+                    self._event(obj, "Warning", "ValidationPolicy", f"{c.field}: {c.message}")
+        else:
+            mem.corrections = ()
+            conditions.append(_cond("ValidSpec", "True", "SpecValid", "the spec is valid as written"))
+        return spec
+
+    def _selected_pods(self, ns: str, selector: Any) -> list:
+        """The target's pods (its /scale selector, a string or a LabelSelector); SelectorError when invalid."""
+        matches = parse_dict_selector(selector).matches if isinstance(selector, dict) \
+            else parse_string_selector(selector).matches
+        return [to_pod(p) for p in self._candidates(ns, selector)
+                if matches((p.get("metadata") or {}).get("labels") or {})]
+
+    def _decide(self, spec: Any, mem: Memory, status: dict, ns: str, current: int, pods: list,
+                scale: dict, now: float) -> tuple[Decision, dict]:
+        """The HPA algorithm on this pass's usage, and the status fields it gives."""
         usage, error = self._usage(spec, ns, [p.name for p in pods])
         last_scale = parse_time(status.get("lastScaleTime"))
         unrecorded = None
@@ -179,34 +200,34 @@ class Reconciler:
         if util is not None:
             new_status["currentMemoryUtilizationPercentage"] = util
             new_status["currentAverageMemory"] = format_milli(decision.metrics[0].average_value // 1000 * 1000)
-        if decision.rescale:
-            try:
-                self._set_scale(res, ns, spec.target.get("name", ""), scale, decision.desired_replicas)
-            except ApiError as exc:
-                self._event(obj, "Warning", "FailedRescale", f"New size: {decision.desired_replicas}; reason: "
-                                                             f"{decision.reason}; error: {exc}")
-                conditions += [_cond("AbleToScale", "False", "FailedUpdateScale",
-                                     f"the controller was unable to update the target scale: {exc}")]
-                conditions += [c.as_dict() for c in decision.conditions if c.type != "AbleToScale"]
-                new_status["desiredReplicas"] = current
-                self._write_status(obj, status, dict(new_status, conditions=conditions), now)
-                raise Retry(f"failed to rescale {ref}: {exc}") from exc
-            mem.history = decision.history_after_rescale()
-            mem.last_scale_time = now
-            new_status["lastScaleTime"] = rfc3339(now)
-            self._event(obj, "Normal", "SuccessfulRescale",
-                        f"New size: {decision.desired_replicas}; reason: {decision.reason}")
-            if self.metrics is not None:
-                self.metrics.rescales.labels("up" if decision.desired_replicas > current else "down").inc()
-            log.info("rescaled", **fields(memhpa=key, target=ref, replicas_from=current,
-                                          replicas_to=decision.desired_replicas, reason=decision.reason))
-        elif decision.error:
-            self._event_once(obj, mem, ("metrics", decision.error), "Warning", "FailedComputeMetricsReplicas",
-                             decision.error)
-        conditions += [c.as_dict() for c in decision.conditions]
-        new_status["conditions"] = conditions
-        self._write_status(obj, status, new_status, now)
-        return decision
+        return decision, new_status
+
+    def _rescale(self, obj: dict, key: str, mem: Memory, spec: Any, res: Any, scale: dict, decision: Decision,
+                 conditions: list[dict], status: dict, new_status: dict, now: float) -> None:
+        """Write the target's /scale; on failure, say so in status and events and raise Retry."""
+        ns = obj["metadata"].get("namespace", "")
+        current = scale["spec"]["replicas"]
+        ref = f"{spec.target.get('kind')}/{ns}/{spec.target.get('name')}"
+        try:
+            self._set_scale(res, ns, spec.target.get("name", ""), scale, decision.desired_replicas)
+        except ApiError as exc:
+            self._event(obj, "Warning", "FailedRescale", f"New size: {decision.desired_replicas}; reason: "
+                                                         f"{decision.reason}; error: {exc}")
+            conditions += [_cond("AbleToScale", "False", "FailedUpdateScale",
+                                 f"the controller was unable to update the target scale: {exc}")]
+            conditions += [c.as_dict() for c in decision.conditions if c.type != "AbleToScale"]
+            new_status["desiredReplicas"] = current
+            self._write_status(obj, status, dict(new_status, conditions=conditions), now)
+            raise Retry(f"failed to rescale {ref}: {exc}") from exc
+        mem.history = decision.history_after_rescale()
+        mem.last_scale_time = now
+        new_status["lastScaleTime"] = rfc3339(now)
+        self._event(obj, "Normal", "SuccessfulRescale",
+                    f"New size: {decision.desired_replicas}; reason: {decision.reason}")
+        if self.metrics is not None:
+            self.metrics.rescales.labels("up" if decision.desired_replicas > current else "down").inc()
+        log.info("rescaled", **fields(memhpa=key, target=ref, replicas_from=current,
+                                      replicas_to=decision.desired_replicas, reason=decision.reason))
 
     # -- reads --------------------------------------------------------------------------------
     def _candidates(self, ns: str, selector: object) -> list[dict]:

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
         raise UserError(f"--speed {args.speed:g}: must be above 0 (how many times faster than real time; e.g. 30)")
     if args.what == "autoscaling":
-        from promop.autoscaler.demo import run_demo
+        from promop.demos.autoscaling import run_demo
 
         return run_demo(args)
     import tempfile
@@ -78,12 +78,13 @@ def run(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from promop.commands.run import install_signal_handlers
+    from promop.host.signals import install_signal_handlers
     from promop.errors import UserError
     from promop.kube.client import KubeClient
     from promop.kube.errors import ApiError
-    from promop.operator import logs
-    from promop.operator.app import Operator, check_kubeconfig
+    from promop.host import logs
+    from promop.host.kubeconfig import check_kubeconfig
+    from promop.operator.app import Operator
     from promop.operator.demo import ConfigFiles, apply_examples, summary, wait_for_first_sync
     from promop.operator.install import install_crds
     from promop.operator.options import Options

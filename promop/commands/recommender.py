@@ -28,15 +28,8 @@ def register(subparsers) -> None:
     sim.add_argument("-f", "--file", required=True, help="samples file (YAML or JSON; - for stdin)")
     sim.add_argument("-o", "--output", choices=("text", "json"), default="text")
     sim.set_defaults(func=run_simulate)
-    import importlib
+    from promop.recommender import cli as controller_cli
 
-    try:
-        controller_cli = importlib.import_module("promop.recommender.cli")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("promop.recommender", "promop.recommender.cli"):
-            raise
-        parser.set_defaults(func=lambda args: parser.print_help(sys.stderr) or EXIT_INPUT)
-        return
     controller_cli.register(parser, sub)
 
 
@@ -48,6 +41,7 @@ def _fail(msg: str) -> int:
 def run_simulate(args: argparse.Namespace) -> int:
     import yaml
 
+    from promop.vpa.explain import format_result
     from promop.vpa.simulate import parse_samples, simulate
 
     try:
@@ -71,25 +65,3 @@ def run_simulate(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.write(format_result(samples.container_name, result.recommendation, result.lines))
     return 0
-
-
-def format_result(name: str, rec, lines: list[str]) -> str:
-    from promop.quantity import format_bytes, format_milli
-
-    out = []
-    if rec is None:
-        out.append(f"container {name}: no recommendation")
-    else:
-        out.append(f"container {name}:")
-        for label, d in (("target", rec.target), ("lowerBound", rec.lower_bound), ("upperBound", rec.upper_bound),
-                         ("uncappedTarget", rec.uncapped_target)):
-            parts = []
-            if "cpu" in d:
-                parts.append(f"cpu {format_milli(d['cpu'])}")
-            if "memory" in d:
-                b = d["memory"]
-                parts.append(f"memory {b}" + (f" ({format_bytes(b)})" if format_bytes(b) != str(b) else ""))
-            out.append(f"  {label + ':':<16}{'  '.join(parts) if parts else '-'}")
-    out.append("why:")
-    out.extend(f"  {line}" for line in lines)
-    return "\n".join(out) + "\n"

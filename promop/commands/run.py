@@ -23,42 +23,14 @@ def register(subparsers) -> None:
 HARD_STOP_SECONDS = 9.5
 
 
-def install_signal_handlers(stop, hard_stop: float | None = None) -> None:
-    """SIGTERM/SIGINT set `stop` (a second SIGINT still interrupts via KeyboardInterrupt). With
-    `hard_stop`, the process exits that many seconds after the first signal whatever it is doing."""
-    import signal
-
-    def on_signal(signum, frame) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        if not stop.is_set() and hard_stop is not None:
-            import threading
-
-            timer = threading.Timer(hard_stop, _exit_now, args=(hard_stop,))
-            timer.daemon = True
-            timer.start()
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
-
-def _exit_now(after: float) -> None:
-    import logging
-    import os
-
-    logging.getLogger("promop.operator").error("shutdown did not finish in time; exiting now",
-                                               extra={"kv": {"after_s": after}})
-    logging.shutdown()
-    os._exit(0)
-
-
 def run(args: argparse.Namespace) -> int:
     import logging
     import threading
 
-    from promop.operator import logs
-    from promop.operator.app import Operator, check_kubeconfig
+    from promop.host import logs
+    from promop.host.kubeconfig import check_kubeconfig
+    from promop.host.signals import install_signal_handlers
+    from promop.operator.app import Operator
     from promop.operator.options import from_args
 
     options = from_args(args)  # UserError: one line, exit 2 (promop.cli)

@@ -1,6 +1,6 @@
 """Structured log fields for the runtime's log calls.
 
-promop's log formatters (promop.operator.logs) render `extra={"kv": {...}}`
+promop's log formatters (promop.host.logs) render `extra={"kv": {...}}`
 as logfmt or JSON fields after `msg`; the message itself stays a plain
 sentence. None values are left out; exceptions become their text.
 """

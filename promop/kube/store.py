@@ -48,12 +48,6 @@ def object_key(obj: dict | Tombstone) -> str:
     return f"{ns}/{name}" if ns else name
 
 
-def split_key(key: str) -> tuple[str | None, str]:
-    """(namespace or None, name) from a store key."""
-    ns, sep, name = key.partition("/")
-    return (ns, name) if sep else (None, key)
-
-
 def namespace_index(obj: dict) -> list[str]:
     ns = (obj.get("metadata") or {}).get("namespace")
     return [ns] if ns else []
@@ -227,8 +221,3 @@ class Store:
                         del index[value]  # no empty sets left behind (k8s #84959)
             for value in new_values:
                 index.setdefault(value, set()).add(key)
-
-
-def with_keys(objects: Iterable[dict]) -> dict[str, Any]:
-    """{key: object} for a list, e.g. a fresh LIST to compare with a store."""
-    return {object_key(o): o for o in objects}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Hashable, Iterator, Optional
+from typing import Any, Hashable, Iterator, Optional
 
 from prometheus_client import REGISTRY
 from prometheus_client.utils import floatToGoString
@@ -24,8 +24,7 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
-if TYPE_CHECKING:
-    from promop.kube.queue import Clock
+from promop.kube.clock import Clock
 
 PREFIX = "prometheus_operator_workqueue_"
 #: component-base's ExponentialBuckets(10e-7, 10, 10): 1 µs ... 1000 s.
@@ -81,7 +80,7 @@ class QueueStats:
         self,
         name: str,
         lock: Any,
-        clock: "Clock",
+        clock: Clock,
         owner: Any,
         dirty: dict[Hashable, float],
         processing: dict[Hashable, float],
@@ -217,8 +216,3 @@ def register_queue(stats: QueueStats, registry: Any = None) -> QueueStats:
             _collectors[registry] = collector
     collector.add(stats, stats.owner())
     return stats
-
-
-def collector_for(registry: Optional[Any] = None) -> Optional[_Collector]:
-    """The workqueue collector registered in `registry`, if any queue was created there."""
-    return _collectors.get(REGISTRY if registry is None else registry)

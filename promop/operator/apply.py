@@ -17,7 +17,7 @@ from promop.kube.client import KubeClient
 from promop.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
 from promop.kube.resources import Resource
 from promop.operator.diff import for_update, normalise, semantically_equal
-from promop.operator.logs import fields
+from promop.host.logs import fields
 
 log = logging.getLogger("promop.operator.apply")
 

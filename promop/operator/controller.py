@@ -22,7 +22,7 @@ from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, PROMETHE
 from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
 from promop.operator import mapping
-from promop.operator.logs import fields
+from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.options import Options
 from promop.operator.apply import RetryLater

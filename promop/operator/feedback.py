@@ -110,10 +110,6 @@ def binding_current(obj: Mapping[str, Any], prometheus: Mapping[str, Any], verdi
     return verdict is None
 
 
-def bindings_changed(obj: Mapping[str, Any], bindings: list[dict]) -> bool:
-    return list(((obj.get("status") or {}).get("bindings")) or []) != bindings
-
-
 def event_for(obj: Mapping[str, Any], api_version: str, kind: str, reason: str, message: str,
               event_type: str, now: str) -> dict:
     """A core/v1 Event about `obj` (name is deterministic per object+message, like a dedup key)."""

@@ -25,7 +25,7 @@ from promop.kube.informer import Informer
 from promop.kube.resources import ENDPOINTS, SERVICES, Resource
 from promop.operator.apply import Applier
 from promop.operator.diff import for_update, metadata_equal
-from promop.operator.logs import fields
+from promop.host.logs import fields
 
 log = logging.getLogger("promop.operator.kubelet")
 

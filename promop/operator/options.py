@@ -8,16 +8,17 @@ The flags follow upstream's names where upstream has them (`--namespaces`,
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 from dataclasses import dataclass, field
 
-from promop.errors import UserError
+from promop.host.flags import (LOG_FORMATS, LOG_LEVELS, OptionsError, add_cluster_flags, add_leader_election_flags,
+                               add_log_flags, add_web_flag, check_leader_election, default_identity,
+                               default_lease_namespace, parse_list, parse_listen_address, parse_map)
 from promop.operator.alertmanager import flags as am_flags  # Alertmanager/kubelet/CRD flags (hook)
 from promop.render.model import DEFAULT_PROMETHEUS_BASE_IMAGE, DEFAULT_RELOADER_IMAGE, RenderOptions
 
-LOG_LEVELS = ("debug", "info", "warn", "error")
-LOG_FORMATS = ("logfmt", "json")
+__all__ = ["LOG_FORMATS", "LOG_LEVELS", "Options", "OptionsError", "add_flags", "default_lease_namespace",
+           "from_args", "parse_list", "parse_listen_address", "parse_map"]
+
 DEFAULT_LEASE_NAME = "promop-operator"
 DEFAULT_LISTEN_ADDRESS = ":8080"
 DEFAULT_RESYNC_SECONDS = 300.0  # upstream's informer resync period (5 min)
@@ -27,10 +28,6 @@ DEFAULT_RESYNC_SECONDS = 300.0  # upstream's informer resync period (5 min)
 DEFAULT_KUBE_API_QPS = 100.0
 DEFAULT_KUBE_API_BURST = 200
 DEFAULT_FEEDBACK_WORKERS = 4
-
-
-class OptionsError(UserError, ValueError):
-    """A flag value that cannot be used; the message names the flag and says what to pass."""
 
 
 @dataclass(frozen=True)
@@ -88,47 +85,10 @@ class Options:
         return parse_listen_address(self.listen_address)
 
 
-def parse_map(value: str, flag: str) -> dict[str, str]:
-    """`k1=v1,k2=v2` -> dict; the format upstream's `--labels`/`--annotations` use."""
-    out: dict[str, str] = {}
-    for part in (p.strip() for p in (value or "").split(",")):
-        if not part:
-            continue
-        key, sep, val = part.partition("=")
-        if not sep or not key.strip():
-            raise OptionsError(f"{flag}: {part!r} is not key=value; pass e.g. {flag}=team=infra,env=prod")
-        out[key.strip()] = val.strip()
-    return out
-
-
-def parse_list(value: str) -> tuple[str, ...]:
-    """`a,b` -> ("a", "b"), dropping blanks and duplicates, order kept."""
-    seen: dict[str, None] = {}
-    for part in (value or "").split(","):
-        if part.strip():
-            seen[part.strip()] = None
-    return tuple(seen)
-
-
-def parse_listen_address(value: str) -> tuple[str, int]:
-    """`:8080` / `0.0.0.0:8080` / `127.0.0.1:0` -> (host, port); an empty host means all interfaces."""
-    host, sep, port = (value or "").rpartition(":")
-    if not sep:
-        raise OptionsError(f"--web.listen-address: {value!r} has no port; pass e.g. :8080 or 127.0.0.1:8080")
-    try:
-        number = int(port)
-    except ValueError:
-        raise OptionsError(f"--web.listen-address: port {port!r} in {value!r} is not a number") from None
-    if not 0 <= number <= 65535:
-        raise OptionsError(f"--web.listen-address: port {number} in {value!r} is out of range 0-65535")
-    return host.strip("[]") or "0.0.0.0", number
-
-
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """Add the operator's flags to `parser` (shared by `promop run` and `promop demo`)."""
     kube = parser.add_argument_group("cluster")
-    kube.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, else $KUBECONFIG)")
-    kube.add_argument("--context", help="kubeconfig context to use")
+    add_cluster_flags(kube)
     kube.add_argument("--namespaces", default="", help="comma-separated namespaces to watch (default: all)")
     kube.add_argument("--deny-namespaces", default="", help="comma-separated namespaces to ignore")
     kube.add_argument(
@@ -158,37 +118,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                      help=f"requests per second to the apiserver, sustained (default {DEFAULT_KUBE_API_QPS:g})")
     run.add_argument("--kube-api-burst", type=int, default=DEFAULT_KUBE_API_BURST,
                      help=f"requests the client may send at once above --kube-api-qps (default {DEFAULT_KUBE_API_BURST})")
-    run.add_argument("--log-level", choices=LOG_LEVELS, default="info")
-    run.add_argument("--log-format", choices=LOG_FORMATS, default="logfmt")
-    run.add_argument("--web.listen-address", dest="listen_address", default=DEFAULT_LISTEN_ADDRESS,
-                     help="address of /metrics, /healthz and /readyz (default :8080)")
+    add_log_flags(run)
+    add_web_flag(run, DEFAULT_LISTEN_ADDRESS)
     run.add_argument("--resync-period", type=float, default=DEFAULT_RESYNC_SECONDS,
                      help="seconds between full resyncs of every Prometheus (default 300)")
     run.add_argument("--full-secret-informers", action="store_true", help=argparse.SUPPRESS)
-    le = parser.add_argument_group("leader election")
-    le.add_argument("--leader-elect", action="store_true", help="run only while holding a Lease")
-    le.add_argument("--leader-election-lease-name", dest="lease_name", default=DEFAULT_LEASE_NAME)
-    le.add_argument("--leader-election-namespace", dest="lease_namespace", default=None,
-                    help="namespace of the Lease (default: the pod's namespace, else 'default')")
-    le.add_argument("--leader-election-identity", dest="identity", default="",
-                    help="this replica's identity (default: hostname_pid)")
-    le.add_argument("--leader-election-lease-duration", dest="lease_duration", type=float, default=15.0,
-                    help="seconds a standby waits after the last renewal before taking over (default 15)")
-    le.add_argument("--leader-election-renew-deadline", dest="renew_deadline", type=float, default=10.0,
-                    help="seconds the leader keeps retrying a renewal before giving up (default 10)")
-    le.add_argument("--leader-election-retry-period", dest="retry_period", type=float, default=2.0,
-                    help="seconds between lease attempts (default 2)")
+    add_leader_election_flags(parser, DEFAULT_LEASE_NAME)
     am_flags.add_flags(parser)
-
-
-def default_lease_namespace() -> str:
-    """The pod's namespace when in a cluster (service account mount), else `default`."""
-    path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read().strip() or "default"
-    except OSError:
-        return os.environ.get("POD_NAMESPACE", "default")
 
 
 def from_args(args: argparse.Namespace) -> Options:
@@ -212,13 +148,7 @@ def from_args(args: argparse.Namespace) -> Options:
         alertmanager = am_flags.from_args(args)
     except am_flags.FlagError as exc:
         raise OptionsError(str(exc)) from None
-    if args.leader_elect:
-        from promop.kube.leader_election import LeaderElectionConfig, LeaderElectionConfigError
-
-        try:
-            LeaderElectionConfig("x", "x", "x", args.lease_duration, args.renew_deadline, args.retry_period)
-        except LeaderElectionConfigError as exc:
-            raise OptionsError(f"--leader-election-*: {exc}") from None
+    check_leader_election(args)
     return Options(
         kubeconfig=args.kubeconfig,
         context=args.context,
@@ -235,7 +165,7 @@ def from_args(args: argparse.Namespace) -> Options:
         leader_elect=args.leader_elect,
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace or default_lease_namespace(),
-        identity=args.identity or f"{socket.gethostname()}_{os.getpid()}",
+        identity=args.identity or default_identity(),
         lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline,
         retry_period=args.retry_period,

@@ -27,7 +27,7 @@ from promop.kube.rate_limiter import ItemExponentialFailureRateLimiter
 from promop.kube.resources import EVENTS, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SERVICEMONITORS, Resource
 from promop.kube.workqueue import RateLimitingQueue
 from promop.operator import feedback
-from promop.operator.logs import fields
+from promop.host.logs import fields
 from promop.operator.status import now_rfc3339, prometheus_status, status_changed
 from promop.operator.writelog import NOTHING, WriteLog
 from promop.render.statefulset import shard_count

@@ -23,7 +23,7 @@ from promop.kube.errors import Forbidden, NotFound
 from promop.kube.resources import SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, Resource
 from promop.operator import feedback
 from promop.operator.apply import RetryLater
-from promop.operator.logs import fields
+from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.reporter import Outcome, Reporter
 from promop.operator.status import now_rfc3339

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
-import signal
 import sys
 import threading
 
@@ -32,6 +30,10 @@ def _fail(msg: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The controller: a flag or kubeconfig mistake is one line and exit 2; an unreachable apiserver is retried."""
+    from promop.host import logs
+    from promop.host.kubeconfig import check_kubeconfig
+    from promop.host.signals import install_signal_handlers
     from promop.recommender.app import App
 
     try:
@@ -39,24 +41,24 @@ def run(args: argparse.Namespace) -> int:
         options.listen_host_port()
     except OptionsError as exc:
         return _fail(str(exc))
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=%(message)s")
+    check_kubeconfig(options.kubeconfig, options.context)  # UserError: one line, exit 2 (promop.cli)
+    logs.setup(options.log_level, options.log_format)
+    app = App(options)
+    app.start_web()  # a busy --web.listen-address is a one-line error, before anything else
     stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    return App(options).run(stop)
+    install_signal_handlers(stop)
+    return app.run(stop)
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    from promop.commands.recommender import format_result
-    from promop.kube.client import KubeClient
+    from promop.host.kubeconfig import load_client
     from promop.kube.errors import ApiError, NotFound
     from promop.prom.client import PrometheusClient, PromError
     from promop.recommender.controller import CHECKPOINTS, VPAS, policies_of
     from promop.recommender.history import load_history
     from promop.recommender.targets import TargetError, resolve_target
     from promop.vpa.cluster import ClusterState
-    from promop.vpa.explain import explain_lines
+    from promop.vpa.explain import explain_lines, format_result
     from promop.vpa.recommend import container_policy, recommend
     from promop.vpa.state import AggregateContainerState
     import dataclasses
@@ -71,8 +73,8 @@ def run_explain(args: argparse.Namespace) -> int:
         options = from_args(args)
     except OptionsError as exc:
         return _fail(str(exc))
+    client = load_client(options.kubeconfig, options.context)  # UserError: one line, exit 2 (promop.cli)
     try:
-        client = KubeClient.from_config(options.kubeconfig, options.context)
         vpa = client.get(VPAS, name, ns)
     except NotFound:
         return _fail(f"VerticalPodAutoscaler {ns}/{name} not found")

@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 from prometheus_client import CollectorRegistry
 
+from promop.host.logs import fields
+from promop.host.workers import QueueController
 from promop.kube.errors import AlreadyExists, ApiError, NotFound
 from promop.kube.informer import Informer
 from promop.kube.resources import PODS, Resource
@@ -40,11 +42,6 @@ CHECKPOINTS = Resource(GROUP, "v1", "verticalpodautoscalercheckpoints", kind="Ve
 METRICS_PODS = Resource("metrics.k8s.io", "v1beta1", "pods", kind="PodMetrics")
 
 
-def _kv(**kw: Any) -> str:
-    return " ".join(f"{k}={v!r}" if isinstance(v, str) and (" " in v or not v) else f"{k}={v}"
-                    for k, v in kw.items())
-
-
 def policies_of(vpa: dict) -> list[ContainerPolicy]:
     """resourcePolicy.containerPolicies[] as ContainerPolicy; ValueError names the field."""
     out = []
@@ -54,7 +51,7 @@ def policies_of(vpa: dict) -> list[ContainerPolicy]:
     return out
 
 
-class Recommender:
+class Recommender(QueueController):
     def __init__(self, client: Any, options: Options, registry: CollectorRegistry | None = None, *,
                  prom_client: Any = None, clock: Callable[[], float] = time.time,
                  informer_kwargs: dict | None = None) -> None:
@@ -75,6 +72,7 @@ class Recommender:
         kw = dict(informer_kwargs or {})
         self.vpas = Informer(client, VPAS, namespace=ns, registry=self.registry, **kw)
         self.pods = Informer(client, PODS, namespace=ns, registry=self.registry, **kw)
+        self.informers = [self.vpas, self.pods]
         self.queue = RateLimitingQueue(name="recommender", registry=self.registry)
         self.owners = OwnerCache(client)
         self.targets: dict[str, tuple[Any, str]] = {}          # vpa key -> (selector or None, error)
@@ -83,7 +81,7 @@ class Recommender:
         self.seen_ooms: set[tuple[str, str, str]] = set()
         self.history_source = ""
         self.bootstrapped = threading.Event()
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._last_gc = 0.0
         self._inflight = 0
@@ -93,16 +91,11 @@ class Recommender:
 
     # ---- lifecycle ------------------------------------------------------------------
 
-    def start_informers(self) -> None:
-        self.vpas.start()
-        self.pods.start()
-
-    def wait_for_sync(self, timeout: float) -> bool:
-        return self.vpas.wait_for_sync(timeout) and self.pods.wait_for_sync(timeout)
-
     def readiness(self) -> tuple[bool, str]:
-        if not (self.vpas.has_synced() and self.pods.has_synced()):
-            return False, "informers not synced"
+        """Ready once the caches hold their first LIST and the history is loaded."""
+        synced, why = super().readiness()
+        if not synced:
+            return False, why
         if not self.bootstrapped.is_set():
             return False, "loading history"
         return True, ""
@@ -113,27 +106,19 @@ class Recommender:
         t.start()
         self._threads.append(t)
 
-    def stop(self) -> None:
-        self._stop.set()
-        self.queue.shutdown()
-        for t in self._threads:
-            t.join(10)
-        self.vpas.stop()
-        self.pods.stop()
-
     def _main(self) -> None:
         self.bootstrap()
         for i in range(max(1, self.options.workers)):
             t = threading.Thread(target=self._worker, name=f"recommender-worker-{i}", daemon=True)
             t.start()
             self._threads.append(t)
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             started = time.monotonic()
             try:
                 self.run_once()
             except Exception:  # one bad round must not end the loop
                 log.exception("recommender round failed")
-            self._stop.wait(max(0.0, self.options.interval - (time.monotonic() - started)))
+            self._stopping.wait(max(0.0, self.options.interval - (time.monotonic() - started)))
 
     # ---- bootstrap: history or checkpoints -------------------------------------------
 
@@ -150,15 +135,15 @@ class Recommender:
                                      chunk_steps=self.options.history_chunk_steps)
             self.history_source = "prometheus"
             self.metrics.samples.labels("history").inc(stats.samples)
-            log.info("history loaded from Prometheus " + _kv(pods=stats.pods, containers=stats.containers,
+            log.info("history loaded from Prometheus", **fields(pods=stats.pods, containers=stats.containers,
                                                             samples=stats.samples,
                                                             seconds=round(time.monotonic() - t, 2)))
         except PromError as exc:
             self.metrics.source_errors.labels("prometheus").inc()
-            log.warning("Prometheus history unavailable; resuming from checkpoints " + _kv(error=str(exc)))
+            log.warning("Prometheus history unavailable; resuming from checkpoints", **fields(error=str(exc)))
             n = self.load_checkpoints()
             self.history_source = "checkpoints"
-            log.info("checkpoints loaded " + _kv(count=n))
+            log.info("checkpoints loaded", **fields(count=n))
         self.metrics.execution_latency.labels("bootstrap").observe(time.monotonic() - t)
         self.bootstrapped.set()
 
@@ -168,7 +153,7 @@ class Recommender:
         try:
             items = self.client.list(CHECKPOINTS, ns).get("items") or []
         except ApiError as exc:
-            log.warning("cannot list checkpoints " + _kv(error=str(exc)))
+            log.warning("cannot list checkpoints", **fields(error=str(exc)))
             return 0
         for cp in items:
             meta, spec = cp.get("metadata") or {}, cp.get("spec") or {}
@@ -178,7 +163,7 @@ class Recommender:
             try:
                 state = AggregateContainerState.from_checkpoint(cp.get("status") or {}, self.options.model)
             except (ValueError, KeyError) as exc:
-                log.warning("checkpoint skipped " + _kv(checkpoint=f"{meta.get('namespace')}/{meta.get('name')}",
+                log.warning("checkpoint skipped", **fields(checkpoint=f"{meta.get('namespace')}/{meta.get('name')}",
                                                         error=str(exc)))
                 continue
             with self.lock:
@@ -263,7 +248,7 @@ class Recommender:
                 c = self.model.container(ns, name, st.get("name", ""), now)
                 if c.record_oom(t, request):
                     self.metrics.ooms.inc()
-                    log.info("OOM kill recorded " + _kv(pod=f"{ns}/{name}", container=st.get("name"),
+                    log.info("OOM kill recorded", **fields(pod=f"{ns}/{name}", container=st.get("name"),
                                                         memory_request=request))
 
     # ---- the loop ---------------------------------------------------------------------------
@@ -278,7 +263,7 @@ class Recommender:
         for key in self.vpas.store.keys():
             self.queue.add(key)
         deadline = time.monotonic() + max(5.0, self.options.interval)
-        while (len(self.queue) or self._processing()) and time.monotonic() < deadline and not self._stop.is_set():
+        while (len(self.queue) or self._processing()) and time.monotonic() < deadline and not self._stopping.is_set():
             time.sleep(0.02)
         self.metrics.execution_latency.labels("UpdateVPAs").observe(time.monotonic() - t)
         self.observe_vpa_counts()
@@ -326,7 +311,7 @@ class Recommender:
                 result = self.prom.query_vector(query, now)
             except PromError as exc:
                 self.metrics.source_errors.labels("prometheus").inc()
-                log.warning("fresh samples unavailable " + _kv(error=str(exc)))
+                log.warning("fresh samples unavailable", **fields(error=str(exc)))
                 return n
             with self.lock:
                 for s in result:
@@ -348,7 +333,7 @@ class Recommender:
             items = self.client.list(METRICS_PODS, self.options.vpa_object_namespace or None).get("items") or []
         except ApiError as exc:
             self.metrics.source_errors.labels("metrics-api").inc()
-            log.warning("metrics.k8s.io unavailable " + _kv(error=str(exc)))
+            log.warning("metrics.k8s.io unavailable", **fields(error=str(exc)))
             return 0
         n = 0
         with self.lock:
@@ -386,10 +371,10 @@ class Recommender:
                 self.sync(key)
                 self.queue.forget(key)
             except ApiError as exc:
-                log.warning("status write failed; will retry " + _kv(vpa=key, error=str(exc)))
+                log.warning("status write failed; will retry", **fields(vpa=key, error=str(exc)))
                 self.queue.add_rate_limited(key)
             except Exception:
-                log.exception("sync failed " + _kv(vpa=key))
+                log.exception("sync failed", **fields(vpa=key))
                 self.queue.add_rate_limited(key)
             finally:
                 self.queue.done(key)
@@ -486,7 +471,7 @@ class Recommender:
                     self.metrics.recommendation_latency.observe(max(0.0, self.clock() - parse_time(created)))
                 except ValueError:
                     pass
-        log.info("recommendation written " + _kv(vpa=key, containers=",".join(sorted(recs)) or "-", pods=pods))
+        log.info("recommendation written", **fields(vpa=key, containers=",".join(sorted(recs)) or "-", pods=pods))
 
     def desired_status(self, vpa: dict, recs: dict, pods: int, config_error: str) -> dict:
         now = format_time(self.clock())
@@ -553,7 +538,7 @@ class Recommender:
                     self.metrics.checkpoints_written.labels("ok").inc()
                 except ApiError as exc:
                     self.metrics.checkpoints_written.labels("error").inc()
-                    log.warning("checkpoint write failed " + _kv(checkpoint=f"{ns}/{name}-{cname}", error=str(exc)))
+                    log.warning("checkpoint write failed", **fields(checkpoint=f"{ns}/{name}-{cname}", error=str(exc)))
             self.checkpoint_written[key] = now
         return written
 
@@ -569,7 +554,7 @@ class Recommender:
         try:
             items = self.client.list(CHECKPOINTS, ns).get("items") or []
         except ApiError as exc:
-            log.warning("cannot list checkpoints " + _kv(namespace=ns, error=str(exc)))
+            log.warning("cannot list checkpoints", **fields(namespace=ns, error=str(exc)))
             return 0
         n = 0
         for cp in items:
@@ -584,7 +569,7 @@ class Recommender:
         try:
             items = self.client.list(CHECKPOINTS, self.options.vpa_object_namespace or None).get("items") or []
         except ApiError as exc:
-            log.warning("cannot list checkpoints " + _kv(error=str(exc)))
+            log.warning("cannot list checkpoints", **fields(error=str(exc)))
             return 0
         n = 0
         for cp in items:
@@ -600,11 +585,11 @@ class Recommender:
         except NotFound:
             return 0
         except ApiError as exc:
-            log.warning("checkpoint delete failed " + _kv(checkpoint=f"{meta.get('namespace')}/{meta.get('name')}",
+            log.warning("checkpoint delete failed", **fields(checkpoint=f"{meta.get('namespace')}/{meta.get('name')}",
                                                           error=str(exc)))
             return 0
         self.metrics.checkpoints_deleted.inc()
-        log.info("checkpoint deleted (its VPA is gone) " + _kv(checkpoint=f"{meta.get('namespace')}/{meta['name']}"))
+        log.info("checkpoint deleted (its VPA is gone)", **fields(checkpoint=f"{meta.get('namespace')}/{meta['name']}"))
         return 1
 
 

@@ -8,20 +8,21 @@ import socket
 from dataclasses import dataclass, field
 from typing import Callable
 
+from promop.host.flags import (DEFAULT_LISTEN_ADDRESS, OptionsError, add_cluster_flags, add_log_flags, add_web_flag,
+                               parse_listen_address)
 from promop.recommender.history import HistoryConfig
 from promop.vpa.config import DEFAULT, Config
 from promop.vpa.timeutil import parse_duration, parse_prom_duration
 
 
-class OptionsError(ValueError):
-    """A flag value that cannot be used; the message names the flag."""
+__all__ = ["Options", "OptionsError", "add_flags", "from_args"]
 
 
 @dataclass(frozen=True)
 class Options:
     kubeconfig: str | None = None
     context: str | None = None
-    listen_address: str = ":8080"
+    listen_address: str = DEFAULT_LISTEN_ADDRESS
     leader_elect: bool = False
     lease_name: str = "vpa-recommender-lease"
     lease_namespace: str = "kube-system"
@@ -42,21 +43,18 @@ class Options:
     model: Config = DEFAULT
     prometheus_timeout: float = 30.0
     history_chunk_steps: int = 24
+    log_level: str = "info"
+    log_format: str = "logfmt"
 
     def listen_host_port(self) -> tuple[str, int]:
-        host, _, port = self.listen_address.rpartition(":")
-        try:
-            return host or "0.0.0.0", int(port)
-        except ValueError:
-            raise OptionsError(f"--web.listen-address {self.listen_address!r}: want HOST:PORT") from None
+        return parse_listen_address(self.listen_address)
 
 
 def add_flags(p: argparse.ArgumentParser) -> None:
     h = HistoryConfig()
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
-    p.add_argument("--context", help="kubeconfig context")
-    p.add_argument("--web.listen-address", dest="listen_address", default=":8080",
-                   help="serve /metrics, /healthz and /readyz here (default :8080)")
+    add_cluster_flags(p)
+    add_web_flag(p)
+    add_log_flags(p)
     p.add_argument("--leader-elect", action="store_true", help="run as one of several replicas, one leading")
     p.add_argument("--leader-elect-resource-name", dest="lease_name", default="vpa-recommender-lease")
     p.add_argument("--leader-elect-resource-namespace", dest="lease_namespace", default="kube-system")
@@ -162,6 +160,7 @@ def from_args(args: argparse.Namespace) -> Options:
         max_allowed_cpu_millicores=max_cpu, max_allowed_memory_bytes=max_mem)
     return Options(
         kubeconfig=args.kubeconfig, context=args.context, listen_address=args.listen_address,
+        log_level=args.log_level, log_format=args.log_format,
         leader_elect=args.leader_elect, lease_name=args.lease_name, lease_namespace=args.lease_namespace,
         identity=os.environ.get("POD_NAME") or socket.gethostname(),
         recommender_name=args.recommender_name, vpa_object_namespace=args.vpa_object_namespace,

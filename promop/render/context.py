@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from promop.render.model import RenderOptions, obj_meta
+from promop.render.shards import shard_count  # the one shard count (status uses it too)
 from promop.render.store import Store
 from promop.render.versions import SUPPORTED_MAJORS, Version, VersionError
 
@@ -59,8 +60,6 @@ class GenContext:
         if self.version.major not in SUPPORTED_MAJORS:
             raise VersionError(f"spec.version: unsupported Prometheus version {version!r}; promop (like upstream) "
                                "supports Prometheus 2.x and 3.x")
-        from promop.render.statefulset import shard_count  # the one shard count (status uses it too)
-
         self.shards = shard_count(self.spec)
         self.scrape_classes = {c.get("name"): c for c in self.spec.get("scrapeClasses") or () if isinstance(c, Mapping)}
         defaults = [c for c in self.scrape_classes.values() if c.get("default")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from promop.render import auth
 from promop.render.additional import additional_scrape_configs
@@ -27,8 +27,12 @@ from promop.render.store import Reject, Scope, Store
 from promop.render.tls_assets import tls_config
 from promop.render.validate_monitor import validate_monitor
 
-if TYPE_CHECKING:
-    from promop.render.cache import RenderCache
+class FragmentCache(Protocol):
+    """What rendering needs of a cache (promop.render.cache.RenderCache): a monitor's fragment, reused
+    while what it read is unchanged. A protocol, so that the cache may import this module and not back."""
+
+    def fragment(self, ctx: GenContext, monitor_key: str, kind: str, obj: Mapping[str, Any]) -> "Fragment": ...
+
 
 _GENERATORS = {"ServiceMonitor": service_monitor_jobs, "PodMonitor": pod_monitor_jobs}
 
@@ -199,7 +203,7 @@ def generate_config(
     configmaps: Mapping[tuple[str, str], dict] | None = None,
     options: RenderOptions | None = None,
     rule_configmap_names: Sequence[str] | None = None,
-    cache: "RenderCache | None" = None,
+    cache: "FragmentCache | None" = None,
 ) -> ConfigResult:
     """The Prometheus config for monitors taken as given, with no selection step.
 
@@ -221,7 +225,7 @@ def monitor_fragments(
     ctx: GenContext,
     service_monitors: Sequence[Mapping[str, Any]],
     pod_monitors: Sequence[Mapping[str, Any]],
-    cache: "RenderCache | None",
+    cache: "FragmentCache | None",
 ) -> list[Fragment]:
     """Fragments for ServiceMonitors then PodMonitors, each sorted by `<ns>/<name>`."""
     out = []

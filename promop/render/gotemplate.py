@@ -131,7 +131,7 @@ def _split_actions(text: str, left: str = "{{", right: str = "}}") -> list[tuple
     return [(line, value) for kind, line, value in scan(text, left, right) if kind == "action"]
 
 
-def _tokens(line: int, inner: str) -> list[tuple[str, str]]:
+def tokens(line: int, inner: str) -> list[tuple[str, str]]:
     out = []
     pos = 0
     while pos < len(inner):
@@ -160,7 +160,7 @@ class _Checker:
         return any(var in s for s in self.scopes)
 
     def check_action(self, line: int, inner: str) -> None:
-        toks = _tokens(line, inner)
+        toks = tokens(line, inner)
         where = f"line {line}: {{{{{inner.strip()}}}}}"
         if not toks:
             raise TemplateError(f"{where}: missing value for command")

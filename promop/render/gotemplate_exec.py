@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote_plus
 
-from promop.render.gotemplate import TemplateError, _tokens, scan
+from promop.render.gotemplate import TemplateError, tokens, scan
 
 
 class Struct(dict):
@@ -285,7 +285,7 @@ class _Parser:
             if kind == "text":
                 nodes.append(_Node("text", line, text=value))
                 continue
-            toks = _tokens(line, value)
+            toks = tokens(line, value)
             where = self.where(line, value)
             if not toks:
                 raise TemplateError(f"{where}: missing value for command")

@@ -16,11 +16,12 @@ import math
 import posixpath
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Callable
 
 from promop.render.globals import DEFAULT_LOG_DIRECTORY
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions
+from promop.render.shards import shard_count  # noqa: F401 (part of this module's interface)
 from promop.render.service import GOVERNING_SERVICE_NAME, build_service  # noqa: F401 (part of this module's interface)
 from promop.render.versions import Version, VersionError
 
@@ -81,24 +82,22 @@ def statefulset_name(prometheus: Mapping[str, Any], shard: int) -> str:
     return base if shard == 0 else f"{base}-shard-{shard}"
 
 
-def shard_count(spec: Mapping[str, Any]) -> int:
-    """The one answer to "how many shards" (config relabelling, StatefulSets, status): an integer
-    above 1, else 1. The CRD types `shards` as an integer; anything else (a string "3", a bool)
-    counts as unset, as upstream's typed decode would refuse it."""
-    shards = spec.get("shards")
-    return shards if isinstance(shards, int) and not isinstance(shards, bool) and shards > 1 else 1
-
-
 def image(spec: Mapping[str, Any], options: RenderOptions) -> str:
-    """spec.image wins; else <baseImage>:<version> (or @sha256:<sha> / :<tag>, deprecated)."""
+    """The Prometheus image (see image_reference)."""
+    return image_reference(spec, options.prometheus_default_base_image, lambda: _version(spec).text)
+
+
+def image_reference(spec: Mapping[str, Any], default_base: str, default_version: Callable[[], str]) -> str:
+    """spec.image wins; else <baseImage>:<version> (or @sha256:<sha> / :<tag>, deprecated): upstream's rule
+    for Prometheus and Alertmanager alike. `default_version` is asked only when spec.version is not set."""
     if spec.get("image"):
         return spec["image"]
-    base = spec.get("baseImage") or options.prometheus_default_base_image
+    base = spec.get("baseImage") or default_base
     if spec.get("sha"):
         return f"{base}@sha256:{spec['sha']}"
     if spec.get("tag"):
         return f"{base}:{spec['tag']}"
-    return f"{base}:{spec.get('version') or _version(spec).text}"
+    return f"{base}:{spec.get('version') or default_version()}"
 
 
 def selector_labels(prometheus: Mapping[str, Any], shard: int) -> dict[str, str]:
@@ -377,7 +376,7 @@ def strategic_merge(base: Any, patch: Any, key: str = "") -> Any:
     return patch
 
 
-def _pod_spec_passthrough(spec: Mapping[str, Any]) -> dict:
+def pod_spec_passthrough(spec: Mapping[str, Any]) -> dict:
     out: dict = {}
     for key in ("serviceAccountName", "nodeSelector", "priorityClassName", "tolerations", "affinity",
                 "topologySpreadConstraints", "imagePullSecrets", "securityContext",
@@ -440,19 +439,44 @@ def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_n
         "initContainers": init_containers,
         "terminationGracePeriodSeconds": spec.get("terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_PERIOD),
         "volumes": volumes,
-        **_pod_spec_passthrough(spec),
+        **pod_spec_passthrough(spec),
     }
     if spec.get("reloadStrategy") == "ProcessSignal":
         pod_spec["shareProcessNamespace"] = True
 
     labels = {**(md.get("labels") or {}), "operator.prometheus.io/mode": "server", **sel}
-    annotations = {k: v for k, v in (md.get("annotations") or {}).items() if not k.startswith("kubectl.kubernetes.io/")}
+    annotations = statefulset_annotations(md, input_hash)
+    replicas = spec.get("replicas", 1) if spec.get("replicas") is not None else 1
+    sts_spec = statefulset_spec(spec, replicas, sel, pod_labels, pod_annotations, pod_spec, pvc,
+                                GOVERNING_SERVICE_NAME)
+    return copy.deepcopy({  # no shared sub-objects between fields or shards
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": managed_metadata(prometheus, statefulset_name(prometheus, shard), options, labels=labels,
+                                     annotations=annotations),
+        "spec": sts_spec,
+    })
+
+
+def statefulset_annotations(metadata: Mapping[str, Any], input_hash: str) -> dict[str, str]:
+    """The owner's annotations (but kubectl's own) and the input hash that says when to update."""
+    annotations = {k: v for k, v in (metadata.get("annotations") or {}).items()
+                   if not k.startswith("kubectl.kubernetes.io/")}
     annotations["prometheus-operator-input-hash"] = input_hash
+    return annotations
+
+
+def statefulset_spec(spec: Mapping[str, Any], replicas: int, selector: Mapping[str, str],
+                     pod_labels: Mapping[str, str], pod_annotations: Mapping[str, str], pod_spec: dict,
+                     pvc: dict | None, governing_service: str) -> dict:
+    """The StatefulSet spec around a pod spec, the same for Prometheus and Alertmanager (upstream builds
+    both the same way): policy, selector, governing Service (spec.serviceName, else `governing_service`),
+    update strategy, PVC template."""
     sts_spec: dict = {
         "podManagementPolicy": spec.get("podManagementPolicy") or "Parallel",
-        "replicas": spec.get("replicas", 1) if spec.get("replicas") is not None else 1,
-        "selector": {"matchLabels": dict(sorted(sel.items()))},
-        "serviceName": spec.get("serviceName") or GOVERNING_SERVICE_NAME,
+        "replicas": replicas,
+        "selector": {"matchLabels": dict(sorted(selector.items()))},
+        "serviceName": spec.get("serviceName") or governing_service,
         "template": {
             "metadata": {"annotations": dict(sorted(pod_annotations.items())),
                          "labels": dict(sorted(pod_labels.items()))},
@@ -466,13 +490,7 @@ def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_n
         sts_spec["persistentVolumeClaimRetentionPolicy"] = spec["persistentVolumeClaimRetentionPolicy"]
     if pvc is not None:
         sts_spec["volumeClaimTemplates"] = [pvc]
-    return copy.deepcopy({  # no shared sub-objects between fields or shards
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": managed_metadata(prometheus, statefulset_name(prometheus, shard), options, labels=labels,
-                                     annotations=annotations),
-        "spec": sts_spec,
-    })
+    return sts_spec
 
 
 def build_statefulsets(

@@ -113,11 +113,6 @@ class Watcher:
                 self.told_rv = max(self.told_rv, event.rv)
                 self.cond.notify()
 
-    def push_raw(self, line: bytes) -> None:
-        with self.cond:
-            self.queue.append(line)
-            self.cond.notify()
-
     def close(self) -> None:
         with self.cond:
             self.closed = True

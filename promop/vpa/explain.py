@@ -84,3 +84,24 @@ def explain_lines(rec: ContainerRecommendation, state: AggregateContainerState, 
     for note in rec.capped:
         lines.append(f"policy: {note}")
     return lines
+
+
+def format_result(name: str, rec: ContainerRecommendation | None, lines: list[str]) -> str:
+    """A container's recommendation and the lines that explain it, as `simulate` and `explain` print them."""
+    out = []
+    if rec is None:
+        out.append(f"container {name}: no recommendation")
+    else:
+        out.append(f"container {name}:")
+        for label, d in (("target", rec.target), ("lowerBound", rec.lower_bound), ("upperBound", rec.upper_bound),
+                         ("uncappedTarget", rec.uncapped_target)):
+            parts = []
+            if "cpu" in d:
+                parts.append(f"cpu {format_milli(d['cpu'])}")
+            if "memory" in d:
+                b = d["memory"]
+                parts.append(f"memory {b}" + (f" ({format_bytes(b)})" if format_bytes(b) != str(b) else ""))
+            out.append(f"  {label + ':':<16}{'  '.join(parts) if parts else '-'}")
+    out.append("why:")
+    out.extend(f"  {line}" for line in lines)
+    return "\n".join(out) + "\n"

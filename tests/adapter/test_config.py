@@ -15,7 +15,7 @@ from promop.adapter.default_config import default_config, default_config_yaml
 from promop.adapter.naming import Namer, ResourceConverter
 from promop.adapter.quantity import binary_quantity, milli_quantity
 from promop.duration import format_go_seconds as go_duration
-from promop.adapter.registry import SeriesSet, build, collect_label_sets
+from promop.adapter.registry import SeriesSet, build, collect
 from promop.adapter.resources import ResourceMapper
 from promop.adapter.selector import SelectorError, matcher_for, parse_selector
 from promop.render.gotemplate import TemplateError
@@ -167,8 +167,7 @@ def test_default_config_naming_of_cadvisor_series() -> None:
     assert names("container_cpu_usage_seconds_total") == ["cpu_usage", None, None]
     assert names("container_network_receive_bytes_total") == [None, "network_receive_bytes", None]
     assert names("container_memory_working_set_bytes") == [None, None, "memory_working_set_bytes"]
-    sets = {cfg.rules[0].series_query: collect_label_sets(
-        [dict.fromkeys(labels, "x") | {"__name__": "container_cpu_usage_seconds_total"}], namers[:3])}
+    sets = {cfg.rules[0].series_query: collect([[dict.fromkeys(labels, "x") | {"__name__": "container_cpu_usage_seconds_total"}]], namers[:3])}
     reg = build(namers[:3], [], sets)
     assert {(k.resource, k.metric, k.namespaced) for k in reg.custom} == {
         ("pods", "cpu_usage", True), ("namespaces", "cpu_usage", False)}
@@ -183,10 +182,9 @@ def test_later_rules_overwrite_and_scope() -> None:
               metricsQuery="max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"),
     ]})
     namers = [Namer(r, MAPPER) for r in cfg.rules]
-    sets = {cfg.rules[0].series_query: collect_label_sets(
-        [{"__name__": "http_requests_total", "namespace": "a", "pod": "p"},
-         {"__name__": "http_requests_total", "pod": "q"}], namers[:2]),
-        cfg.rules[2].series_query: collect_label_sets([{"__name__": "node_load1", "node": "n1"}], namers[2:])}
+    sets = {cfg.rules[0].series_query: collect([[{"__name__": "http_requests_total", "namespace": "a", "pod": "p"},
+         {"__name__": "http_requests_total", "pod": "q"}]], namers[:2]),
+        cfg.rules[2].series_query: collect([[{"__name__": "node_load1", "node": "n1"}]], namers[2:])}
     events = []
     reg = build(namers, [], sets, events)
     from promop.adapter.registry import MetricKey

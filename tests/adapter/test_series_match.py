@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from promop.adapter.config import GroupResource, parse_config
 from promop.adapter.naming import Namer
-from promop.adapter.registry import MetricKey, build, collect_label_sets
+from promop.adapter.registry import MetricKey, build, collect
 from promop.adapter.resources import ResourceMapper
 
 MAPPER = ResourceMapper()
@@ -54,7 +54,7 @@ def test_series_filters_match_anywhere():
 def test_registry_serves_a_name_matched_in_the_middle():
     cfg = parse_config({"rules": [rule(name={"matches": "requests_total", "as": "reqs"})]})
     namers = [Namer(r, MAPPER) for r in cfg.rules]
-    sets = {QUERY: collect_label_sets([{"__name__": "http_requests_total", "namespace": "a", "pod": "p"}], namers)}
+    sets = {QUERY: collect([[{"__name__": "http_requests_total", "namespace": "a", "pod": "p"}]], namers)}
     reg = build(namers, [], sets, [])
     assert MetricKey("", "pods", True, "reqs") in reg.custom
     assert reg.custom[MetricKey("", "pods", True, "reqs")].series == "http_requests_total"
@@ -64,7 +64,7 @@ def test_why_missing_names_a_series_its_filter_drops():
     cfg = parse_config({"rules": [rule(seriesFilters=[{"isNot": "http"}],
                                        name={"matches": "requests_total", "as": "reqs"})]})
     namers = [Namer(r, MAPPER) for r in cfg.rules]
-    sets = {QUERY: collect_label_sets([{"__name__": "http_requests_total", "namespace": "a", "pod": "p"}], namers)}
+    sets = {QUERY: collect([[{"__name__": "http_requests_total", "namespace": "a", "pod": "p"}]], namers)}
     reg = build(namers, [], sets, [])
     assert reg.custom == {}
     why = reg.why_missing(GroupResource("", "pods"), True, "reqs")

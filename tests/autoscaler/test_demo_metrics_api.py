@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from promop.autoscaler.demo import CPU_CORES, load_at
+from promop.demos.autoscaling import CPU_CORES, load_at
 from tests.prom.prom_fixtures import require_binaries
 
 MI = 1024 * 1024

@@ -13,7 +13,7 @@ from promop.kube.backoff import Backoff
 from promop.kube.client import KubeClient
 from promop.kube.informer_metrics import informer_metrics
 from promop.kube.reflector import Reflector
-from promop.operator.logs import LogfmtFormatter
+from promop.host.logs import LogfmtFormatter
 from promop.kube.resources import CONFIGMAPS
 from deadlines import scaled
 from kube.kube_testlib import own_requests, tag, wait_until

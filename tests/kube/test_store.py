@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from promop.kube.store import NAMESPACE_INDEX, Store, Tombstone, object_key, split_key, with_keys
+from promop.kube.store import NAMESPACE_INDEX, Store, Tombstone, object_key
 
 
 def cm(name, ns="default", rv="1", **labels):
@@ -22,8 +22,6 @@ def test_keys_for_namespaced_cluster_scoped_and_tombstones():
     assert object_key(cm("a", "ns1")) == "ns1/a"
     assert object_key({"metadata": {"name": "node1"}}) == "node1"
     assert object_key(Tombstone("ns1/a", cm("a", "ns1"))) == "ns1/a"
-    assert split_key("ns1/a") == ("ns1", "a")
-    assert split_key("node1") == (None, "node1")
     with pytest.raises(ValueError, match="no metadata.name"):
         object_key({"metadata": {}})
 
@@ -133,10 +131,6 @@ def test_replace_rebuilds_everything():
     assert s.index_keys("app", "web") == []
     assert s.index_keys("app", "db") == ["default/n1"]
     assert sorted(s.index_values(NAMESPACE_INDEX)) == ["default", "z"]
-
-
-def test_with_keys():
-    assert list(with_keys([cm("a"), cm("b", "n")])) == ["default/a", "n/b"]
 
 
 def test_concurrent_writers_keep_indices_consistent():

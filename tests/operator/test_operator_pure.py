@@ -9,7 +9,8 @@ import logging
 
 import pytest
 
-from promop.operator import diff, feedback, logs, mapping, options, status
+from promop.host import logs
+from promop.operator import diff, feedback, mapping, options, status
 from promop.render.model import Decision, Problem
 
 
@@ -108,8 +109,7 @@ def test_feedback_verdicts_and_bindings():
     assert b1[0]["name"] == "k8s" and b1[0]["conditions"][0]["status"] == "False"
     assert b1[0]["conditions"][0]["observedGeneration"] == 3
     sm["status"] = {"bindings": b1}
-    assert not feedback.bindings_changed(sm, feedback.desired_bindings(sm, p, v[("ServiceMonitor", "a", "bad")],
-                                                                        now="T2"))
+    assert sm["status"]["bindings"] == feedback.desired_bindings(sm, p, v[("ServiceMonitor", "a", "bad")], now="T2")
     assert feedback.binding_current(sm, p, v[("ServiceMonitor", "a", "bad")])
     assert not feedback.binding_current(sm, p, feedback.Verdict(True))
     assert not feedback.binding_current(sm, p, None)

@@ -31,7 +31,7 @@ from promop.operator import mapping
 from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS, CONTROLLER
 from promop.operator.alertmanager.sync import AlertmanagerSyncer, Stores
 from promop.operator.apply import RetryLater
-from promop.operator.logs import fields
+from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.render.alertmanager.model import AMRenderOptions
 

@@ -9,7 +9,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from promop.kube.client import KubeClient
-from promop.operator.logs import fields
+from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 
 log = logging.getLogger("promop.operator")

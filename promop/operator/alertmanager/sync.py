@@ -30,7 +30,7 @@ from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS, CON
 from promop.operator.alertmanager.status import alertmanager_status, desired_bindings, status_changed
 from promop.operator.apply import UNCHANGED, Applier, RetryLater
 from promop.operator.diff import input_hash
-from promop.operator.logs import fields
+from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.status import keep_transition_times, now_rfc3339
 from promop.render.alertmanager.cache import AMRenderCache

@@ -107,17 +107,51 @@ def build_config(
     result.version = version
     global_spec = spec.get("alertmanagerConfiguration")
     if spec.get("alertmanagerConfigSelector") is None and global_spec is None:
-        text, result.extra_data = user_config(alertmanager, store)
-        result.unmanaged, result.text = True, text
-        try:
-            loaded = yaml.safe_load(text)
-            result.config = loaded if isinstance(loaded, dict) else {}
-        except yaml.YAMLError:
-            result.config = {}
-            am_warn(f"Secret {user_secret_name(alertmanager)}", f"{CONFIG_KEY} is not valid YAML; it is passed through "
-                    "unchecked because no alertmanagerConfigSelector is set")
+        return _unmanaged(alertmanager, store, result, am_warn)
+    cfg = _base_config(alertmanager, global_spec, candidates, store, version, result, am_warn)
+    if cfg is None:
         return result
+    strategy = (spec.get("alertmanagerConfigMatcherStrategy") or {}).get("type") or "OnNamespace"
+    if strategy not in amconfig.STRATEGIES:
+        result.fatal = Fatal("spec.alertmanagerConfigMatcherStrategy.type",
+                             f"{strategy!r} is not one of {', '.join(amconfig.STRATEGIES)}")
+        return result
+    result.selection = select_configs(alertmanager, candidates, namespaces)
+    merged = _merge_selected(cfg, candidates, store, cache, version, am_ns, strategy, result)
+    base_text = _assemble(cfg, merged.parts)
+    if merged.inhibit:
+        cfg["inhibit_rules"] = [*(cfg.get("inhibit_rules") or []), *merged.inhibit]
+    if merged.receivers:
+        cfg["receivers"] = [*(cfg.get("receivers") or []), *merged.receivers]
+    if merged.intervals:
+        cfg["mute_time_intervals"] = [*(cfg.get("mute_time_intervals") or []), *merged.intervals]
+    if merged.routes:
+        cfg["route"]["routes"] = [*merged.routes, *(cfg["route"].get("routes") or [])]
+    cfg.setdefault("templates", cfg.get("templates") or [])
+    result.config = cfg
+    result.text = base_text
+    return result
 
+
+def _unmanaged(alertmanager: Mapping[str, Any], store: Store, result: ConfigResult, am_warn) -> ConfigResult:
+    """No selector and no alertmanagerConfiguration: the user's Secret passes through as written."""
+    text, result.extra_data = user_config(alertmanager, store)
+    result.unmanaged, result.text = True, text
+    try:
+        loaded = yaml.safe_load(text)
+        result.config = loaded if isinstance(loaded, dict) else {}
+    except yaml.YAMLError:
+        result.config = {}
+        am_warn(f"Secret {user_secret_name(alertmanager)}", f"{CONFIG_KEY} is not valid YAML; it is passed through "
+                "unchecked because no alertmanagerConfigSelector is set")
+    return result
+
+
+def _base_config(alertmanager: Mapping[str, Any], global_spec: Any, candidates: Sequence[Mapping[str, Any]],
+                 store: Store, version: Any, result: ConfigResult, am_warn) -> dict | None:
+    """The base configuration (the user's Secret, or spec.alertmanagerConfiguration's object), sanitized
+    for the version; None when it cannot be used (result.fatal says why)."""
+    am_ns = obj_meta(alertmanager)[0]
     sanitizer = Sanitizer(version, am_warn, Fatal)
     try:
         if global_spec is None:
@@ -128,24 +162,34 @@ def build_config(
         sanitizer.config(cfg)
     except Fatal as exc:
         result.fatal = exc
-        return result
+        return None
     except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
         result.fatal = Fatal("base configuration", f"malformed ({type(exc).__name__}: {exc}); check it with "
                              "`amtool check-config` or against the AlertmanagerConfig CRD")
-        return result
+        return None
+    return cfg
 
-    strategy = (spec.get("alertmanagerConfigMatcherStrategy") or {}).get("type") or "OnNamespace"
-    if strategy not in amconfig.STRATEGIES:
-        result.fatal = Fatal("spec.alertmanagerConfigMatcherStrategy.type",
-                             f"{strategy!r} is not one of {', '.join(amconfig.STRATEGIES)}")
-        return result
-    result.selection = select_configs(alertmanager, candidates, namespaces)
+
+@dataclass
+class _Merged:
+    """What the selected AlertmanagerConfigs add to the base configuration."""
+
+    parts: list[dict[str, str]] = field(default_factory=list)  # per accepted object: part -> YAML text of its items
+    routes: list = field(default_factory=list)
+    receivers: list = field(default_factory=list)
+    inhibit: list = field(default_factory=list)
+    intervals: list = field(default_factory=list)
+
+
+def _merge_selected(cfg: dict, candidates: Sequence[Mapping[str, Any]], store: Store, cache: AMRenderCache | None,
+                    version: Any, am_ns: str, strategy: str, result: ConfigResult) -> _Merged:
+    """Convert each selected AlertmanagerConfig (through `cache`), in name order; a rejected one is
+    reported in result.rejected and leaves the others alone."""
     chosen = {(d.namespace, d.name) for d in result.selection if d.selected}
     ctx = ReceiverContext(cfg.get("global"))
     ctx_key = (version.parts, strategy, am_ns, ctx.global_has("smtp_smarthost"), ctx.global_has("smtp_from"))
     taken = {r["name"] for r in cfg.get("receivers") or []}
-    parts: list[dict[str, str]] = []  # per accepted object: part -> YAML text of its items
-    routes, receivers, inhibit, intervals = [], [], [], []
+    merged = _Merged()
     keyed = [(k, c) for k, c in ((obj_meta(c), c) for c in candidates) if k in chosen]
     for key, amc in sorted(keyed, key=_first):
         entry = cache.get(key, object_key(amc), ctx_key, store) if cache is not None else None
@@ -165,29 +209,16 @@ def build_config(
         frag = entry.fragment
         result.warnings += entry.warnings
         taken |= entry.receiver_names
-        inhibit += frag.inhibit_rules
+        merged.inhibit += frag.inhibit_rules
         if frag.route is not None:
-            routes.append(frag.route)
-            receivers += frag.receivers
-            intervals += frag.mute_time_intervals
+            merged.routes.append(frag.route)
+            merged.receivers += frag.receivers
+            merged.intervals += frag.mute_time_intervals
         result.assets.update(frag.assets)
-        parts.append(entry.texts)
+        merged.parts.append(entry.texts)
     if cache is not None:
         cache.retain({obj_meta(c) for c in candidates})
-
-    base_text = _assemble(cfg, parts)
-    if inhibit:
-        cfg["inhibit_rules"] = [*(cfg.get("inhibit_rules") or []), *inhibit]
-    if receivers:
-        cfg["receivers"] = [*(cfg.get("receivers") or []), *receivers]
-    if intervals:
-        cfg["mute_time_intervals"] = [*(cfg.get("mute_time_intervals") or []), *intervals]
-    if routes:
-        cfg["route"]["routes"] = [*routes, *(cfg["route"].get("routes") or [])]
-    cfg.setdefault("templates", cfg.get("templates") or [])
-    result.config = cfg
-    result.text = base_text
-    return result
+    return merged
 
 
 def _first(pair: tuple) -> Any:

@@ -14,6 +14,7 @@ import hashlib
 import json
 import posixpath
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from promop.render.alertmanager.common import DEFAULT_ALERTMANAGER_BASE_IMAGE, DEFAULT_ALERTMANAGER_VERSION, Version
@@ -21,8 +22,9 @@ from promop.render.alertmanager.meta import managed_metadata, owner_reference, p
 from promop.duration import DurationError, parse_size
 from promop.render.meta import MANAGED_BY_LABELS
 from promop.render.model import RenderOptions
-from promop.render.statefulset import (RELOADER_COMMAND, RELOADER_RESOURCES, SECURITY_CONTEXT, _pod_spec_passthrough,
-                                       sanitize_volume_name, strategic_merge)
+from promop.render.statefulset import (RELOADER_COMMAND, RELOADER_RESOURCES, SECURITY_CONTEXT, image_reference,
+                                       pod_spec_passthrough, sanitize_volume_name, statefulset_annotations,
+                                       statefulset_spec, strategic_merge)
 from promop.render.versions import VersionError
 from promop.render.alertmanager.webtls import CLUSTER_TLS_FILE, CLUSTER_TLS_SINCE, WEB_TLS_SINCE, TLSMounts
 
@@ -59,14 +61,8 @@ def replicas(spec: Mapping[str, Any]) -> int:
 
 
 def image(spec: Mapping[str, Any], options: "AMRenderOptions") -> str:
-    if spec.get("image"):
-        return spec["image"]
-    base = spec.get("baseImage") or options.alertmanager_default_base_image
-    if spec.get("sha"):
-        return f"{base}@sha256:{spec['sha']}"
-    if spec.get("tag"):
-        return f"{base}:{spec['tag']}"
-    return f"{base}:{spec.get('version') or DEFAULT_ALERTMANAGER_VERSION}"
+    """The Alertmanager image: the same rule as Prometheus's (render.statefulset.image_reference)."""
+    return image_reference(spec, options.alertmanager_default_base_image, lambda: DEFAULT_ALERTMANAGER_VERSION)
 
 
 def selector_labels(alertmanager: Mapping[str, Any], options: RenderOptions) -> dict[str, str]:
@@ -252,6 +248,24 @@ def _reloader(name: str, spec: Mapping[str, Any], options: RenderOptions, versio
     return container
 
 
+@dataclass
+class _Mounts:
+    """The pod's volumes, what the alertmanager and reloader containers mount, and what the reloader watches."""
+
+    volumes: list[dict] = field(default_factory=list)
+    alertmanager: list[dict] = field(default_factory=list)
+    reloader: list[dict] = field(default_factory=list)
+    watched: list[str] = field(default_factory=list)
+
+    def shared(self, volume: dict, mount: dict, watch: str | None = None) -> None:
+        """A volume both containers mount (and the reloader watches, with `watch`)."""
+        self.volumes.append(volume)
+        self.alertmanager.append(mount)
+        self.reloader.append(dict(mount))
+        if watch:
+            self.watched.append(watch)
+
+
 def build_statefulset(alertmanager: dict, options: "AMRenderOptions", tls_secret_names: list[str],
                       input_hash: str, web: TLSMounts | None = None, cluster: TLSMounts | None = None) -> dict:
     """The StatefulSet; `web`/`cluster` are the volumes and mounts of web.tlsConfig and clusterTLS (webtls)."""
@@ -260,65 +274,102 @@ def build_statefulset(alertmanager: dict, options: "AMRenderOptions", tls_secret
     version = version_of(spec)
     base = prefixed_name(alertmanager)
     sel = selector_labels(alertmanager, options)
+    mounts, pvc = _mounts(alertmanager, version, tls_secret_names, web, cluster)
+    containers = [_alertmanager_container(alertmanager, options, version, mounts.alertmanager),
+                  _reloader("config-reloader", spec, options, version, mounts.watched, mounts.reloader, init=False)]
+    init_containers = [_reloader("init-config-reloader", spec, options, version, mounts.watched, mounts.reloader,
+                                 init=True)]
+    if spec.get("imagePullPolicy"):
+        for c in containers + init_containers:
+            c["imagePullPolicy"] = spec["imagePullPolicy"]
+    containers = strategic_merge(containers, spec.get("containers") or [], "containers")
+    init_containers = strategic_merge(init_containers, spec.get("initContainers") or [], "initContainers")
 
-    volumes: list[dict] = [
-        {"name": "config-volume", "secret": {"secretName": f"{base}-generated"}},
-        {"name": "tls-assets", "projected": {"sources": [{"secret": {"name": s}} for s in tls_secret_names]}},
-        {"name": "config-out", "emptyDir": {"medium": "Memory"}},
-    ]
-    am_mounts: list[dict] = [
-        {"mountPath": CONFIG_DIR, "name": "config-volume"},
-        {"mountPath": CONFIG_OUT_DIR, "name": "config-out", "readOnly": True},
-        {"mountPath": CERTS_DIR, "name": "tls-assets", "readOnly": True},
-    ]
-    reloader_mounts: list[dict] = [
-        {"mountPath": CONFIG_DIR, "name": "config-volume", "readOnly": True},
-        {"mountPath": CONFIG_OUT_DIR, "name": "config-out"},
-    ]
-    watched = [CONFIG_DIR]
+    pod_md = spec.get("podMetadata") or {}
+    pod_labels = {**(pod_md.get("labels") or {}), "app.kubernetes.io/version": str(version).lstrip("v"), **sel}
+    pod_annotations = {**(pod_md.get("annotations") or {}), "kubectl.kubernetes.io/default-container": "alertmanager"}
+    pod_spec: dict = {
+        "automountServiceAccountToken": spec.get("automountServiceAccountToken", True),
+        "containers": containers,
+        "initContainers": init_containers,
+        "terminationGracePeriodSeconds": spec.get("terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_PERIOD),
+        "volumes": mounts.volumes,
+        **pod_spec_passthrough(spec),
+    }
+    labels = {**(md.get("labels") or {}), **sel}
+    annotations = statefulset_annotations(md, input_hash)
+    sts_spec = statefulset_spec(spec, replicas(spec), sel, pod_labels, pod_annotations, pod_spec, pvc,
+                                GOVERNING_SERVICE_NAME)
+    return copy.deepcopy({
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": managed_metadata(alertmanager, base, options, labels=labels, annotations=annotations),
+        "spec": sts_spec,
+    })
+
+
+def _mounts(alertmanager: dict, version: Version, tls_secret_names: list[str], web: TLSMounts | None,
+            cluster: TLSMounts | None) -> tuple[_Mounts, dict | None]:
+    """Every volume and mount, in upstream's order, and the storage's PVC template (None without one)."""
+    spec = alertmanager.get("spec") or {}
+    base = prefixed_name(alertmanager)
+    m = _Mounts(
+        volumes=[
+            {"name": "config-volume", "secret": {"secretName": f"{base}-generated"}},
+            {"name": "tls-assets", "projected": {"sources": [{"secret": {"name": s}} for s in tls_secret_names]}},
+            {"name": "config-out", "emptyDir": {"medium": "Memory"}},
+        ],
+        alertmanager=[
+            {"mountPath": CONFIG_DIR, "name": "config-volume"},
+            {"mountPath": CONFIG_OUT_DIR, "name": "config-out", "readOnly": True},
+            {"mountPath": CERTS_DIR, "name": "tls-assets", "readOnly": True},
+        ],
+        reloader=[
+            {"mountPath": CONFIG_DIR, "name": "config-volume", "readOnly": True},
+            {"mountPath": CONFIG_OUT_DIR, "name": "config-out"},
+        ],
+        watched=[CONFIG_DIR],
+    )
     db_volume, pvc, db_name, sub_path = _storage(alertmanager)
     db_mount: dict = {"mountPath": STORAGE_DIR, "name": db_name}
     if sub_path:
         db_mount["subPath"] = sub_path
-    am_mounts.append(db_mount)
+    m.alertmanager.append(db_mount)
     templates = _template_items(spec)
     if templates:
-        volumes.append({"name": "notification-templates", "projected": {"sources": templates}})
-        mount = {"mountPath": TEMPLATES_DIR, "name": "notification-templates", "readOnly": True}
-        am_mounts.append(mount)
-        reloader_mounts.append(dict(mount))
-        watched.append(TEMPLATES_DIR)
+        m.shared({"name": "notification-templates", "projected": {"sources": templates}},
+                 {"mountPath": TEMPLATES_DIR, "name": "notification-templates", "readOnly": True}, TEMPLATES_DIR)
     for kind, dir_, items in (("secret", SECRETS_DIR, spec.get("secrets")),
                               ("configmap", CONFIGMAPS_DIR, spec.get("configMaps"))):
         for item in items or []:
             vol = sanitize_volume_name(f"{kind}-{item}")
             source = {"secret": {"secretName": item}} if kind == "secret" else {"configMap": {"name": item}}
-            volumes.append({"name": vol, **source})
-            mount = {"mountPath": f"{dir_}/{item}", "name": vol, "readOnly": True}
-            am_mounts.append(mount)
-            reloader_mounts.append(dict(mount))
-            watched.append(f"{dir_}/{item}")
-    am_mounts += [dict(m) for m in spec.get("volumeMounts") or []]
+            m.shared({"name": vol, **source}, {"mountPath": f"{dir_}/{item}", "name": vol, "readOnly": True},
+                     f"{dir_}/{item}")
+    m.alertmanager += [dict(v) for v in spec.get("volumeMounts") or []]
     if version.at_least("0.22.0"):
-        volumes.append({"name": "web-config", "secret": {"secretName": f"{base}-web-config"}})
-        web_mount = {"mountPath": WEB_CONFIG_FILE, "name": "web-config", "readOnly": True, "subPath": "web-config.yaml"}
-        am_mounts.append(web_mount)
-        reloader_mounts.append(dict(web_mount))
+        m.shared({"name": "web-config", "secret": {"secretName": f"{base}-web-config"}},
+                 {"mountPath": WEB_CONFIG_FILE, "name": "web-config", "readOnly": True, "subPath": "web-config.yaml"})
         if web is not None:  # the reloader serves its own endpoint with the same web config file
-            volumes += [dict(v) for v in web.volumes]
-            am_mounts += [dict(m) for m in web.mounts]
-            reloader_mounts += [dict(m) for m in web.mounts]
+            m.volumes += [dict(v) for v in web.volumes]
+            m.alertmanager += [dict(v) for v in web.mounts]
+            m.reloader += [dict(v) for v in web.mounts]
     if version.at_least(CLUSTER_TLS_SINCE) and spec.get("clusterTLS"):
-        volumes.append({"name": "cluster-tls-config", "secret": {"secretName": f"{base}-cluster-tls-config"}})
-        am_mounts.append({"mountPath": CLUSTER_TLS_FILE, "name": "cluster-tls-config", "readOnly": True,
-                          "subPath": "cluster-tls-config.yaml"})
+        m.volumes.append({"name": "cluster-tls-config", "secret": {"secretName": f"{base}-cluster-tls-config"}})
+        m.alertmanager.append({"mountPath": CLUSTER_TLS_FILE, "name": "cluster-tls-config", "readOnly": True,
+                               "subPath": "cluster-tls-config.yaml"})
         if cluster is not None:
-            volumes += [dict(v) for v in cluster.volumes]
-            am_mounts += [dict(m) for m in cluster.mounts]
+            m.volumes += [dict(v) for v in cluster.volumes]
+            m.alertmanager += [dict(v) for v in cluster.mounts]
     if db_volume is not None:
-        volumes.append(db_volume)
-    volumes += [dict(v) for v in spec.get("volumes") or []]
+        m.volumes.append(db_volume)
+    m.volumes += [dict(v) for v in spec.get("volumes") or []]
+    return m, pvc
 
+
+def _alertmanager_container(alertmanager: dict, options: "AMRenderOptions", version: Version,
+                            mounts: list[dict]) -> dict:
+    """The alertmanager container: image, args, env, ports, resources (200Mi memory by default), probes."""
+    spec = alertmanager.get("spec") or {}
     liveness, readiness = _probes(spec, version)
     resources = copy.deepcopy(spec.get("resources") or {})
     if not (resources.get("requests") or {}).get("memory"):
@@ -339,53 +390,11 @@ def build_statefulset(alertmanager: dict, options: "AMRenderOptions", tls_secret
         "resources": resources,
         "securityContext": SECURITY_CONTEXT,
         "terminationMessagePolicy": "FallbackToLogsOnError",
-        "volumeMounts": am_mounts,
+        "volumeMounts": mounts,
     }
     if liveness:
         am["livenessProbe"], am["readinessProbe"] = liveness, readiness
-    containers = [am, _reloader("config-reloader", spec, options, version, watched, reloader_mounts, init=False)]
-    init_containers = [_reloader("init-config-reloader", spec, options, version, watched, reloader_mounts, init=True)]
-    if spec.get("imagePullPolicy"):
-        for c in containers + init_containers:
-            c["imagePullPolicy"] = spec["imagePullPolicy"]
-    containers = strategic_merge(containers, spec.get("containers") or [], "containers")
-    init_containers = strategic_merge(init_containers, spec.get("initContainers") or [], "initContainers")
-
-    pod_md = spec.get("podMetadata") or {}
-    pod_labels = {**(pod_md.get("labels") or {}), "app.kubernetes.io/version": str(version).lstrip("v"), **sel}
-    pod_annotations = {**(pod_md.get("annotations") or {}), "kubectl.kubernetes.io/default-container": "alertmanager"}
-    pod_spec: dict = {
-        "automountServiceAccountToken": spec.get("automountServiceAccountToken", True),
-        "containers": containers,
-        "initContainers": init_containers,
-        "terminationGracePeriodSeconds": spec.get("terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_PERIOD),
-        "volumes": volumes,
-        **_pod_spec_passthrough(spec),
-    }
-    labels = {**(md.get("labels") or {}), **sel}
-    annotations = {k: v for k, v in (md.get("annotations") or {}).items() if not k.startswith("kubectl.kubernetes.io/")}
-    annotations["prometheus-operator-input-hash"] = input_hash
-    sts_spec: dict = {
-        "podManagementPolicy": spec.get("podManagementPolicy") or "Parallel",
-        "replicas": replicas(spec),
-        "selector": {"matchLabels": dict(sorted(sel.items()))},
-        "serviceName": spec.get("serviceName") or GOVERNING_SERVICE_NAME,
-        "template": {"metadata": {"annotations": dict(sorted(pod_annotations.items())),
-                                  "labels": dict(sorted(pod_labels.items()))},
-                     "spec": pod_spec},
-        "updateStrategy": dict(spec.get("updateStrategy") or {"type": "RollingUpdate"}),
-    }
-    if spec.get("minReadySeconds") is not None:
-        sts_spec["minReadySeconds"] = spec["minReadySeconds"]
-    if spec.get("persistentVolumeClaimRetentionPolicy"):
-        sts_spec["persistentVolumeClaimRetentionPolicy"] = spec["persistentVolumeClaimRetentionPolicy"]
-    if pvc is not None:
-        sts_spec["volumeClaimTemplates"] = [pvc]
-    return copy.deepcopy({
-        "apiVersion": "apps/v1", "kind": "StatefulSet",
-        "metadata": managed_metadata(alertmanager, base, options, labels=labels, annotations=annotations),
-        "spec": sts_spec,
-    })
+    return am
 
 
 def build_service(alertmanager: dict, options: RenderOptions) -> dict:

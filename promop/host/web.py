@@ -14,7 +14,7 @@ from typing import Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-log = logging.getLogger("promop.operator.web")
+log = logging.getLogger("promop.host.web")
 
 # () -> (ready, reason): reason says what is missing when not ready
 Readiness = Callable[[], "tuple[bool, str]"]

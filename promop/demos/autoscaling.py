@@ -182,7 +182,7 @@ def start_adapter(client, kubeconfig: str, prom_url: str, workdir: Path):
 
     from promop.adapter.config import ConfigError
     from promop.adapter.main import StartupError, build
-    from promop.commands.adapter import _serve_flags
+    from promop.adapter.flags import add_serve_flags
     from promop.kube.resources import Resource
 
     port = _free_port()
@@ -199,7 +199,7 @@ def start_adapter(client, kubeconfig: str, prom_url: str, workdir: Path):
     config = workdir / "adapter.yaml"
     config.write_text(yaml.safe_dump(ADAPTER_CONFIG, sort_keys=False))
     parser = argparse.ArgumentParser()
-    _serve_flags(parser)
+    add_serve_flags(parser)
     args = parser.parse_args([f"--config={config}", f"--prometheus-url={prom_url}", f"--kubeconfig={kubeconfig}",
                               f"--secure-port={port}", "--bind-address=127.0.0.1", f"--cert-dir={workdir / 'certs'}",
                               "--metrics-relist-interval=15s"])
@@ -277,19 +277,103 @@ def show_metrics_api(client, kubeconfig: str, pods: list[str]) -> None:
     sys.stdout.flush()
 
 
+def create_objects(client, speed: float) -> None:
+    """The MemHpa CRD, the Deployment it scales and the MemHpa itself."""
+    from promop.autoscaler.crd import MEMHPAS, crd
+    from promop.kube.resources import CRDS, Resource
+
+    client.create(CRDS, crd())
+    deployments = Resource("apps", "v1", "deployments", kind="Deployment")
+    labels = {"app": NAME}
+    client.create(deployments, {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": NAME},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
+                     "name": "app", "image": "shop:1",
+                     "resources": {"limits": {"memory": f"{LIMIT_MI}Mi"}}}]}}}}, "default")
+    client.create(MEMHPAS, {
+        "apiVersion": "autoscaling.promop.dev/v1alpha1", "kind": "MemHpa", "metadata": {"name": NAME},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": NAME},
+                 "minReplicas": 1, "maxReplicas": 6, "targetUtilizationPercentage": 60}}, "default")
+    print(f"Deployment {NAME} (memory limit {LIMIT_MI}Mi per pod) and MemHpa {NAME}: target 60% of limits, "
+          f"1..6 replicas, cool-down 3 min up / 5 min down; time runs {speed:g}x")
+
+
+class Narrator:
+    """Wraps the reconciler's sync: prints each decision that changes something, tracks the peak."""
+
+    def __init__(self, exporter: "MemoryExporter", minute) -> None:
+        self.exporter = exporter
+        self.minute = minute  # () -> demo minutes since the load pattern started
+        self.last_line = ""
+        self.peak = 1
+        self.final = 1
+
+    def wrap(self, sync):
+        def traced(key: str):
+            decision = sync(key)
+            if decision is not None:
+                self.tell(decision)
+            return decision
+        return traced
+
+    def tell(self, decision) -> None:
+        m = decision.metrics[0]
+        able = decision.condition("AbleToScale")
+        if m.error:
+            what = f"no decision: {m.error}"
+        else:
+            what = (f"{len(self.exporter.pods)} pods at {m.utilization}% of their limits -> proposal "
+                    f"{decision.metric_replicas}")
+        if decision.rescale:
+            verdict = f"SCALE {decision.current_replicas} -> {decision.desired_replicas}: {decision.reason}"
+        elif decision.cooldown_reason:
+            verdict = f"hold at {decision.current_replicas}: {decision.cooldown_reason} ({able.message})"
+        else:
+            verdict = f"keep {decision.current_replicas}"
+        line = f"{what}; {verdict}"
+        if decision.rescale or line != self.last_line:
+            minute = self.minute()
+            print(f"[t+{int(minute):02d}:{int(minute % 1 * 60):02d}] load {load_at(minute):.0f}Mi: {line}", flush=True)
+            self.last_line = line
+        if decision.rescale:
+            self.peak = max(self.peak, decision.desired_replicas)
+            self.final = decision.desired_replicas
+
+
+def _pod_names(sandbox) -> list[str]:
+    pods = sandbox.registry.lookup("", "v1", "pods")
+    return sorted(o["metadata"]["name"] for o in sandbox.api.list(pods, "default", None).objects)
+
+
+def _wait_synced(app, sandbox, exporter: "MemoryExporter", stop: threading.Event) -> bool | None:
+    """True once the autoscaler's caches synced, False after 60 s, None when stopped first."""
+    deadline = time.monotonic() + 60
+    while not (app.controller is not None and app.controller.synced()) and time.monotonic() < deadline:
+        exporter.pods = _pod_names(sandbox)
+        if stop.wait(0.05):
+            return None
+    return app.controller is not None and app.controller.synced()
+
+
+def _play_load(sandbox, exporter: "MemoryExporter", narrator: Narrator, stop: threading.Event) -> None:
+    """The load pattern, then (on a busy machine) up to 10 more minutes at the final load for the last scale-down."""
+    end = LOAD[-1][0]
+    while not stop.is_set() and (narrator.minute() < end or (narrator.final > 1 and narrator.minute() < end + 10)):
+        exporter.total_mi = load_at(narrator.minute())
+        exporter.pods = _pod_names(sandbox)
+        stop.wait(0.1)
+
+
 def run_demo(args) -> int:
+    """Sandbox + kubelet + a real Prometheus + the autoscaler (+ the adapter for `kubectl top`), at `speed`."""
     binary = shutil.which("prometheus")
     if binary is None:
         print("promop demo autoscaling needs the `prometheus` binary on PATH (Debian: apt-get install "
               "prometheus); it scrapes the simulated memory exporter the demo serves")
         return 2
-    from promop.autoscaler.app import Autoscaler, Options
-    from promop.autoscaler.crd import MEMHPAS, crd
-    from promop.commands.run import install_signal_handlers
-    from promop.kube.client import KubeClient
-    from promop.kube.resources import CRDS, Resource
-    from promop.operator import logs
-    from promop.prom import PrometheusClient
+    from promop.host import logs
+    from promop.host.signals import install_signal_handlers
     from promop.sandbox import Sandbox
     from promop.sandbox.kubelet import Kubelet
 
@@ -298,126 +382,94 @@ def run_demo(args) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="promop-demo-autoscaling-"))
     stop = threading.Event()
     install_signal_handlers(stop)
-    sandbox = Sandbox(port=0).start()
-    kubelet = Kubelet(sandbox).start()
-    exporter = MemoryExporter()
-    prom_proc = None
-    thread = None
-    metrics_adapter = None
-    t0 = {"real": time.time()}
-
-    def clock() -> float:  # the controller's time runs `speed` times faster, from when the demo starts
-        return t0["real"] + (time.time() - t0["real"]) * speed
-
+    parts = _Parts(Sandbox(port=0).start())
+    parts.kubelet = Kubelet(parts.sandbox).start()
+    parts.exporter = MemoryExporter()
     try:
-        prom_proc, prom_url = start_prometheus(binary, workdir, f"127.0.0.1:{exporter.port}")
-        print(f"sandbox: Kubernetes API at {sandbox.url}; Prometheus at {prom_url} (data in {workdir})")
-        client = KubeClient(sandbox.api_client())
-        client.create(CRDS, crd())
-        deployments = Resource("apps", "v1", "deployments", kind="Deployment")
-        labels = {"app": NAME}
-        client.create(deployments, {
-            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": NAME},
-            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
-                         "name": "app", "image": "shop:1",
-                         "resources": {"limits": {"memory": f"{LIMIT_MI}Mi"}}}]}}}}, "default")
-        client.create(MEMHPAS, {
-            "apiVersion": "autoscaling.promop.dev/v1alpha1", "kind": "MemHpa", "metadata": {"name": NAME},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": NAME},
-                     "minReplicas": 1, "maxReplicas": 6, "targetUtilizationPercentage": 60}}, "default")
-        print(f"Deployment {NAME} (memory limit {LIMIT_MI}Mi per pod) and MemHpa {NAME}: target 60% of limits, "
-              f"1..6 replicas, cool-down 3 min up / 5 min down; time runs {speed:g}x")
-        app = Autoscaler(Options(prometheus_url=prom_url, sync_period=1.0, listen_address="127.0.0.1:0"),
-                         client=KubeClient(sandbox.api_client()),
-                         prometheus=PrometheusClient(prom_url, timeout=5.0, retries=0), clock=clock)
-        result: dict = {}
-        thread = threading.Thread(target=lambda: result.setdefault("rc", app.run(stop)), daemon=True)
-        thread.start()
-        pods_rt = sandbox.registry.lookup("", "v1", "pods")
-        exporter.total_mi = load_at(0)
-        deadline = time.monotonic() + 60
-        while not (app.controller is not None and app.controller.synced()) and time.monotonic() < deadline:
-            exporter.pods = sorted(o["metadata"]["name"] for o in sandbox.api.list(pods_rt, "default", None).objects)
-            if stop.wait(0.05):
-                return 0
-        if app.controller is None or not app.controller.synced():
-            print("error: the autoscaler did not start")
-            return 1
-        wait_scraped(prom_url)
-        kc = sandbox.write_kubeconfig(workdir / "kubeconfig")
-        metrics_adapter = start_adapter(client, kc, prom_url, workdir)
-        show_metrics_api(client, kc, exporter.pods)
-        t0["real"] = time.time()
-        reconciler = app.controller.reconciler
-        original = reconciler.sync
-        last = {"line": ""}
-        peak = {"max": 1, "final": 1}
-
-        def minute() -> float:
-            return (clock() - t0["real"]) / 60
-
-        def traced(key: str):
-            decision = original(key)
-            if decision is None:
-                return decision
-            m = decision.metrics[0]
-            able = decision.condition("AbleToScale")
-            if m.error:
-                what = f"no decision: {m.error}"
-            else:
-                what = (f"{len(exporter.pods)} pods at {m.utilization}% of their limits -> proposal "
-                        f"{decision.metric_replicas}")
-            if decision.rescale:
-                verdict = (f"SCALE {decision.current_replicas} -> {decision.desired_replicas}: {decision.reason}")
-            elif decision.cooldown_reason:
-                verdict = f"hold at {decision.current_replicas}: {decision.cooldown_reason} ({able.message})"
-            else:
-                verdict = f"keep {decision.current_replicas}"
-            line = f"{what}; {verdict}"
-            if decision.rescale or line != last["line"]:
-                print(f"[t+{int(minute()):02d}:{int(minute() % 1 * 60):02d}] load {load_at(minute()):.0f}Mi: {line}",
-                      flush=True)
-                last["line"] = line
-            if decision.rescale:
-                peak["max"] = max(peak["max"], decision.desired_replicas)
-                peak["final"] = decision.desired_replicas
-            return decision
-
-        reconciler.sync = traced
-        end = LOAD[-1][0]
-        # the pattern, then (on a busy machine) up to 10 more minutes at the final load for the last scale-down
-        while not stop.is_set() and (minute() < end or (peak["final"] > 1 and minute() < end + 10)):
-            exporter.total_mi = load_at(minute())
-            exporter.pods = sorted(o["metadata"]["name"] for o in sandbox.api.list(pods_rt, "default", None).objects)
-            stop.wait(0.1)
-        if stop.is_set():
-            return 0
-        scaled = peak["max"] > 1 and peak["final"] < peak["max"]
-        print(f"done: peak {peak['max']} replicas, back to {peak['final']}"
-              + ("" if scaled else " (expected a scale up and back down)"))
-        if getattr(args, "once", False):
-            return 0 if scaled else 1
-        print(f"kubeconfig: {kc}\n  kubectl --kubeconfig {kc} get memhpa,deploy,pods\n"
-              f"  kubectl --kubeconfig {kc} top pod\nrunning until Ctrl-C", flush=True)
-        while not stop.wait(0.5):
-            exporter.pods = sorted(o["metadata"]["name"] for o in sandbox.api.list(pods_rt, "default", None).objects)
-        return 0
+        return _run(args, binary, speed, workdir, stop, parts)
     except RuntimeError as exc:
         print(f"error: {exc}")
         return 1
     finally:
         stop.set()
-        if thread is not None:
-            thread.join(30)
-        if metrics_adapter is not None:
-            stop_adapter(*metrics_adapter[:2])
-        if prom_proc is not None:
-            prom_proc.terminate()
+        parts.stop()
+
+
+class _Parts:
+    """What the demo started, stopped in reverse order whatever happened."""
+
+    def __init__(self, sandbox) -> None:
+        self.sandbox = sandbox
+        self.kubelet = None
+        self.exporter: MemoryExporter | None = None
+        self.prometheus = None
+        self.thread: threading.Thread | None = None
+        self.adapter = None
+
+    def stop(self) -> None:
+        if self.thread is not None:
+            self.thread.join(30)
+        if self.adapter is not None:
+            stop_adapter(*self.adapter[:2])
+        if self.prometheus is not None:
+            self.prometheus.terminate()
             try:
-                prom_proc.wait(15)
+                self.prometheus.wait(15)
             except subprocess.TimeoutExpired:
-                prom_proc.kill()
-        exporter.close()
-        kubelet.stop()
-        sandbox.stop()
+                self.prometheus.kill()
+        if self.exporter is not None:
+            self.exporter.close()
+        if self.kubelet is not None:
+            self.kubelet.stop()
+        self.sandbox.stop()
+
+
+def _run(args, binary: str, speed: float, workdir: Path, stop: threading.Event, parts: _Parts) -> int:
+    from promop.autoscaler.app import Autoscaler, Options
+    from promop.kube.client import KubeClient
+    from promop.prom import PrometheusClient
+
+    sandbox, exporter = parts.sandbox, parts.exporter
+    assert exporter is not None
+    t0 = {"real": time.time()}
+
+    def clock() -> float:  # the controller's time runs `speed` times faster, from when the demo starts
+        return t0["real"] + (time.time() - t0["real"]) * speed
+
+    parts.prometheus, prom_url = start_prometheus(binary, workdir, f"127.0.0.1:{exporter.port}")
+    print(f"sandbox: Kubernetes API at {sandbox.url}; Prometheus at {prom_url} (data in {workdir})")
+    client = KubeClient(sandbox.api_client())
+    create_objects(client, speed)
+    app = Autoscaler(Options(prometheus_url=prom_url, sync_period=1.0, listen_address="127.0.0.1:0"),
+                     client=KubeClient(sandbox.api_client()),
+                     prometheus=PrometheusClient(prom_url, timeout=5.0, retries=0), clock=clock)
+    parts.thread = threading.Thread(target=lambda: app.run(stop), daemon=True)
+    parts.thread.start()
+    exporter.total_mi = load_at(0)
+    synced = _wait_synced(app, sandbox, exporter, stop)
+    if synced is None:
+        return 0
+    if not synced:
+        print("error: the autoscaler did not start")
+        return 1
+    wait_scraped(prom_url)
+    kc = sandbox.write_kubeconfig(workdir / "kubeconfig")
+    parts.adapter = start_adapter(client, kc, prom_url, workdir)
+    show_metrics_api(client, kc, exporter.pods)
+    t0["real"] = time.time()
+    narrator = Narrator(exporter, lambda: (clock() - t0["real"]) / 60)
+    reconciler = app.controller.reconciler
+    reconciler.sync = narrator.wrap(reconciler.sync)
+    _play_load(sandbox, exporter, narrator, stop)
+    if stop.is_set():
+        return 0
+    scaled = narrator.peak > 1 and narrator.final < narrator.peak
+    print(f"done: peak {narrator.peak} replicas, back to {narrator.final}"
+          + ("" if scaled else " (expected a scale up and back down)"))
+    if getattr(args, "once", False):
+        return 0 if scaled else 1
+    print(f"kubeconfig: {kc}\n  kubectl --kubeconfig {kc} get memhpa,deploy,pods\n"
+          f"  kubectl --kubeconfig {kc} top pod\nrunning until Ctrl-C", flush=True)
+    while not stop.wait(0.5):
+        exporter.pods = _pod_names(sandbox)
+    return 0

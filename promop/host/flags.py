@@ -1,0 +1,122 @@
+"""The flags every long-running command shares, and their parsers.
+
+`--kubeconfig`/`--context`, `--log-level`/`--log-format`, `--web.listen-address`
+and the leader-election group keep the same names, defaults and messages in
+`promop run`, `promop autoscaler`, `promop recommender` and `promop adapter`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+
+from promop.errors import UserError
+
+LOG_LEVELS = ("debug", "info", "warn", "error")
+LOG_FORMATS = ("logfmt", "json")
+DEFAULT_LISTEN_ADDRESS = ":8080"
+KUBECONFIG_HELP = "kubeconfig file (default: in-cluster config, else $KUBECONFIG)"
+
+
+class OptionsError(UserError, ValueError):
+    """A flag value that cannot be used; the message names the flag and says what to pass."""
+
+
+def parse_map(value: str, flag: str) -> dict[str, str]:
+    """`k1=v1,k2=v2` -> dict; the format upstream's `--labels`/`--annotations` use."""
+    out: dict[str, str] = {}
+    for part in (p.strip() for p in (value or "").split(",")):
+        if not part:
+            continue
+        key, sep, val = part.partition("=")
+        if not sep or not key.strip():
+            raise OptionsError(f"{flag}: {part!r} is not key=value; pass e.g. {flag}=team=infra,env=prod")
+        out[key.strip()] = val.strip()
+    return out
+
+
+def parse_list(value: str) -> tuple[str, ...]:
+    """`a,b` -> ("a", "b"), dropping blanks and duplicates, order kept."""
+    seen: dict[str, None] = {}
+    for part in (value or "").split(","):
+        if part.strip():
+            seen[part.strip()] = None
+    return tuple(seen)
+
+
+def parse_listen_address(value: str) -> tuple[str, int]:
+    """`:8080` / `0.0.0.0:8080` / `127.0.0.1:0` -> (host, port); an empty host means all interfaces."""
+    host, sep, port = (value or "").rpartition(":")
+    if not sep:
+        raise OptionsError(f"--web.listen-address: {value!r} has no port; pass e.g. :8080 or 127.0.0.1:8080")
+    try:
+        number = int(port)
+    except ValueError:
+        raise OptionsError(f"--web.listen-address: port {port!r} in {value!r} is not a number") from None
+    if not 0 <= number <= 65535:
+        raise OptionsError(f"--web.listen-address: port {number} in {value!r} is out of range 0-65535")
+    return host.strip("[]") or "0.0.0.0", number
+
+
+def default_lease_namespace() -> str:
+    """The pod's namespace when in a cluster (service account mount), else `default`."""
+    path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().strip() or "default"
+    except OSError:
+        return os.environ.get("POD_NAMESPACE", "default")
+
+
+def default_identity() -> str:
+    """This replica's leader-election identity when none is given: `hostname_pid`."""
+    return f"{socket.gethostname()}_{os.getpid()}"
+
+
+def add_cluster_flags(group, *, context: bool = True) -> None:
+    """`--kubeconfig` (and `--context`)."""
+    group.add_argument("--kubeconfig", help=KUBECONFIG_HELP)
+    if context:
+        group.add_argument("--context", help="kubeconfig context to use")
+
+
+def add_log_flags(group) -> None:
+    """`--log-level` and `--log-format` (see promop.host.logs)."""
+    group.add_argument("--log-level", choices=LOG_LEVELS, default="info")
+    group.add_argument("--log-format", choices=LOG_FORMATS, default="logfmt")
+
+
+def add_web_flag(group, default: str = DEFAULT_LISTEN_ADDRESS) -> None:
+    """`--web.listen-address` of /metrics, /healthz and /readyz."""
+    group.add_argument("--web.listen-address", dest="listen_address", default=default,
+                       help=f"address of /metrics, /healthz and /readyz (default {default})")
+
+
+def add_leader_election_flags(parser: argparse.ArgumentParser, lease_name: str) -> None:
+    """The leader-election group of `promop run` and `promop autoscaler`."""
+    le = parser.add_argument_group("leader election")
+    le.add_argument("--leader-elect", action="store_true", help="run only while holding a Lease")
+    le.add_argument("--leader-election-lease-name", dest="lease_name", default=lease_name)
+    le.add_argument("--leader-election-namespace", dest="lease_namespace", default=None,
+                    help="namespace of the Lease (default: the pod's namespace, else 'default')")
+    le.add_argument("--leader-election-identity", dest="identity", default="",
+                    help="this replica's identity (default: hostname_pid)")
+    le.add_argument("--leader-election-lease-duration", dest="lease_duration", type=float, default=15.0,
+                    help="seconds a standby waits after the last renewal before taking over (default 15)")
+    le.add_argument("--leader-election-renew-deadline", dest="renew_deadline", type=float, default=10.0,
+                    help="seconds the leader keeps retrying a renewal before giving up (default 10)")
+    le.add_argument("--leader-election-retry-period", dest="retry_period", type=float, default=2.0,
+                    help="seconds between lease attempts (default 2)")
+
+
+def check_leader_election(args: argparse.Namespace) -> None:
+    """OptionsError when `--leader-elect` comes with timings client-go would refuse."""
+    if not getattr(args, "leader_elect", False):
+        return
+    from promop.kube.leader_election import LeaderElectionConfig, LeaderElectionConfigError
+
+    try:
+        LeaderElectionConfig("x", "x", "x", args.lease_duration, args.renew_deadline, args.retry_period)
+    except LeaderElectionConfigError as exc:
+        raise OptionsError(f"--leader-election-*: {exc}") from None
