@@ -2,8 +2,11 @@
 
 Every file under promop/ is parsed with `ast`; every import counts, including
 function-level ones, those under `if TYPE_CHECKING:` (a type is a dependency
-too) and `importlib.import_module("promop.x")` with a literal name. The test fails on a cycle between files, a controller importing another
-controller, anything below the top importing the sandbox or a command,
+too: a controller may not even name another's types) and
+`importlib.import_module("promop.x")` with a literal name. The test fails on a
+cycle between files (of imports that run: an `if TYPE_CHECKING:` import that
+names the object holding a back-reference, e.g. a server's Sandbox, runs
+nothing and makes no cycle), a controller importing another controller, anything below the top importing the sandbox or a command,
 `promop.kube` importing the rest of promop, the reloader importing promop, the
 sandbox importing a controller, and a private name imported across modules.
 """
@@ -20,28 +23,10 @@ PACKAGE = ROOT / "promop"
 CONTROLLERS = ("operator", "adapter", "autoscaler", "recommender")
 TOP = ("commands", "demos", "cli", "__main__")
 
-# Violations other helpers fix in parallel; the coordinator empties this list at merge.
-ALLOWED: set[tuple[str, str]] = {
-    # discovery helper: the sandbox's aggregation layer reuses the adapter's certificate helper
-    ("promop.sandbox.aggregation", "promop.adapter.certs"),
-    # durations helper: one durations primitive replaces the adapter's
-    ("promop.autoscaler.explain_live", "promop.adapter.durations"),
-}
-# Cycles other helpers break in parallel (CEL helper): each a set of modules.
-ALLOWED_CYCLES: list[set[str]] = [
-    {"promop.schema.compiled", "promop.schema.validate"},
-    # discovery helper: aggregation.py imports Sandbox for its annotations (under TYPE_CHECKING)
-    {"promop.sandbox.aggregation", "promop.sandbox.sandbox", "promop.sandbox.server"},
-]
-# Private names imported across modules, owned by other helpers (module, imported name).
-ALLOWED_PRIVATE: set[tuple[str, str]] = {
-    ("promop.schema.compiled", "promop.schema.validate._"),
-    ("promop.schema.validate", "promop.schema.compiled._"),
-}
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -58,31 +43,44 @@ def _resolve(module: str, is_package: bool, level: int, name: str | None) -> str
 class Imports:
     """(target module, imported name or None) for every import in one file."""
 
-    def __init__(self, path: Path, modules: set[str]) -> None:
-        self.module = module_name(path)
+    def __init__(self, path: Path, modules: set[str], root: Path = ROOT) -> None:
+        self.module = module_name(path, root)
         self.is_package = path.name == "__init__.py"
         self.modules = modules
         self.edges: list[tuple[str, str | None]] = []
+        self.type_only: set[int] = set()  # indexes into edges of imports under `if TYPE_CHECKING:`
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        typing_nodes = {id(n) for block in ast.walk(tree) if _is_type_checking_block(block)
+                        for stmt in block.body for n in ast.walk(stmt)}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    self.edges.append((self._known(alias.name), None))
-            elif isinstance(node, ast.ImportFrom):
-                base = _resolve(self.module, self.is_package, node.level, node.module)
-                for alias in node.names:
-                    sub = f"{base}.{alias.name}"
-                    if sub in modules:  # `from promop.x import y` where y is a module
-                        self.edges.append((sub, None))
-                    else:
-                        self.edges.append((self._known(base), alias.name))
-            elif isinstance(node, ast.Call) and _is_import_module(node):
-                arg = node.args[0]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    self.edges.append((self._known(arg.value), None))
-                elif isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
-                    prefix = str(arg.values[0].value).rstrip(".")  # f"promop.commands.{name}": the package
-                    self.edges.append((self._known(prefix), None))
+            before = len(self.edges)
+            self._read(node)
+            if id(node) in typing_nodes:
+                self.type_only.update(range(before, len(self.edges)))
+
+    def runtime_targets(self) -> set[str]:
+        """What this module imports when it runs (not under `if TYPE_CHECKING:`)."""
+        return {t for i, (t, _) in enumerate(self.edges) if i not in self.type_only}
+
+    def _read(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                self.edges.append((self._known(alias.name), None))
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(self.module, self.is_package, node.level, node.module)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in self.modules:  # `from promop.x import y` where y is a module
+                    self.edges.append((sub, None))
+                else:
+                    self.edges.append((self._known(base), alias.name))
+        elif isinstance(node, ast.Call) and _is_import_module(node):
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                self.edges.append((self._known(arg.value), None))
+            elif isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+                prefix = str(arg.values[0].value).rstrip(".")  # f"promop.commands.{name}": the package
+                self.edges.append((self._known(prefix), None))
 
     def _known(self, name: str) -> str:
         """The longest prefix of `name` that is a module of ours (else `name`)."""
@@ -93,6 +91,14 @@ class Imports:
                 return candidate
             parts.pop()
         return name
+
+
+def _is_type_checking_block(node: ast.AST) -> bool:
+    if not isinstance(node, ast.If):
+        return False
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or \
+        (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
 
 
 def _is_import_module(node: ast.Call) -> bool:
@@ -175,9 +181,9 @@ def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 def _edge_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in GRAPH}
-    for m, t, _ in promop_edges():
-        if t in GRAPH and t != "promop":  # promop/__init__ holds only the version
-            graph[m].add(t)
+    for m, imports in GRAPH.items():
+        # promop/__init__ holds only the version
+        graph[m] = {t for t in imports.runtime_targets() if t in GRAPH and t != "promop" and t != m}
     return graph
 
 
@@ -195,13 +201,13 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_no_import_cycles_between_files() -> None:
-    cycles = [c for c in _cycles(_edge_graph()) if c not in ALLOWED_CYCLES]
+    cycles = _cycles(_edge_graph())
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(sorted(c)) for c in cycles)
 
 
 def _violations(rule) -> list[str]:
     return sorted(f"{m} -> {t}" for m, t, _ in promop_edges()
-                  if rule(m, t) and (m, t) not in ALLOWED)
+                  if rule(m, t))
 
 
 def test_no_controller_imports_another_controller() -> None:
@@ -244,6 +250,14 @@ def test_sandbox_imports_no_controller() -> None:
 def test_no_private_name_imported_across_modules() -> None:
     offenders = sorted(
         f"{m} imports {t}.{n}" for m, t, n in promop_edges()
-        if n and n.startswith("_") and not n.startswith("__") and t != m
-        and not any(m == am and f"{t}.{n}".startswith(prefix) for am, prefix in ALLOWED_PRIVATE))
+        if n and n.startswith("_") and not n.startswith("__") and t != m)
     assert not offenders
+
+
+def test_type_checking_imports_are_read_but_make_no_cycle(tmp_path: Path) -> None:
+    (tmp_path / "promop").mkdir()
+    a = tmp_path / "promop" / "a.py"
+    a.write_text("from typing import TYPE_CHECKING\nimport promop.b\nif TYPE_CHECKING:\n    from promop.c import C\n")
+    imports = Imports(a, {"promop.a", "promop.b", "promop.c"}, root=tmp_path)
+    assert {t for t, _ in imports.edges} == {"typing", "promop.b", "promop.c"}
+    assert imports.runtime_targets() == {"typing", "promop.b"}

@@ -108,10 +108,10 @@ class DiscoveryManager:
         return result
 
     def _get(self, apiservice: dict, url: str, accept: str, groups: tuple[str, ...]) -> tuple[int, str, Any]:
-        headers = self.aggregator._identity_headers("system:kube-aggregator", groups)
+        headers = self.aggregator.identity_headers("system:kube-aggregator", groups)
         headers["Accept"] = accept
         try:
-            resp = self.aggregator._send(apiservice, "GET", url, headers, None, TIMEOUT, CONNECT_TIMEOUT)
+            resp = self.aggregator.send(apiservice, "GET", url, headers, None, TIMEOUT, CONNECT_TIMEOUT)
         except Exception as exc:  # unreachable, TLS refused: no usable answer
             raise DiscoveryFailed(f"GET {url}: {type(exc).__name__}: {exc}") from None
         try:
@@ -142,7 +142,7 @@ class DiscoveryManager:
         group, version = spec.get("group", ""), spec.get("version", "")
         try:
             try:
-                base = self.aggregator._backend(apiservice)
+                base = self.aggregator.backend(apiservice)
             except Exception as exc:  # aggregation.Unavailable: no service, no address
                 raise DiscoveryFailed(getattr(exc, "message", str(exc))) from None
             found = self._cached(("apis", base, apiservice["metadata"]["name"]),
@@ -160,7 +160,7 @@ class DiscoveryManager:
         """APIGroupDiscovery items of every non-local APIService whose group-version the sandbox does
         not serve itself: groups by groupPriorityMinimum (highest first), versions by versionPriority."""
         wanted = []
-        for obj in self.aggregator._apiservices():
+        for obj in self.aggregator.apiservices():
             spec = obj.get("spec") or {}
             if (spec["group"], spec.get("version", "")) in served or not self.aggregator.proxied(obj):
                 continue

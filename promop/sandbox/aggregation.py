@@ -178,19 +178,19 @@ class Aggregator:
 
     # -- APIService lookups --------------------------------------------------------------------------
 
-    def _apiservices(self) -> list[dict]:
+    def apiservices(self) -> list[dict]:
         items = self.sandbox.api.list(APISERVICES, None, None).objects
         return [obj for obj in items if (obj.get("spec") or {}).get("group")]
 
     def groups(self) -> dict[str, list[tuple[int, str]]]:
         out: dict[str, list[tuple[int, str]]] = {}
-        for obj in self._apiservices():
+        for obj in self.apiservices():
             spec = obj["spec"]
             out.setdefault(spec["group"], []).append((-int(spec.get("versionPriority") or 0), spec.get("version", "")))
         return {g: sorted(vs) for g, vs in out.items()}
 
     def find(self, group: str, version: str) -> dict | None:
-        for obj in self._apiservices():
+        for obj in self.apiservices():
             spec = obj["spec"]
             if spec.get("group") == group and spec.get("version") == version:
                 return obj
@@ -202,7 +202,7 @@ class Aggregator:
         annotations = (apiservice.get("metadata") or {}).get("annotations") or {}
         return bool((apiservice.get("spec") or {}).get("service") or annotations.get(URL_ANNOTATION))
 
-    def _backend(self, apiservice: dict) -> str:
+    def backend(self, apiservice: dict) -> str:
         annotations = (apiservice.get("metadata") or {}).get("annotations") or {}
         if annotations.get(URL_ANNOTATION):
             return annotations[URL_ANNOTATION].rstrip("/")
@@ -225,7 +225,7 @@ class Aggregator:
         host = f"[{ip}]" if ":" in ip else ip
         return f"https://{host}:{int(ref.get('port') or 443)}"
 
-    def _send(self, apiservice: dict, method: str, target: str, headers: Any, body: bytes | None,
+    def send(self, apiservice: dict, method: str, target: str, headers: Any, body: bytes | None,
               timeout: float, connect_timeout: float = 5.0) -> Any:
         """One request to the backend, with the front proxy's certificate; urllib3 because each group
         is its own X-Remote-Group header line (requests keeps one value per name)."""
@@ -252,7 +252,7 @@ class Aggregator:
                             assert_same_host=False)
 
     @staticmethod
-    def _identity_headers(user: str, groups: tuple[str, ...] | list[str]) -> Any:
+    def identity_headers(user: str, groups: tuple[str, ...] | list[str]) -> Any:
         from urllib3 import HTTPHeaderDict
 
         headers = HTTPHeaderDict()
@@ -269,12 +269,12 @@ class Aggregator:
         if not self.proxied(apiservice):
             return "True", "Local", "Local APIServices are always available"
         try:
-            base = self._backend(apiservice)
+            base = self.backend(apiservice)
         except Unavailable as exc:
             return "False", exc.reason, exc.message
         url = f"{base}/apis/{spec.get('group', '')}/{spec.get('version', '')}"
         try:
-            resp = self._send(apiservice, "GET", url, self._identity_headers(*AGGREGATOR_USER), None, CHECK_TIMEOUT,
+            resp = self.send(apiservice, "GET", url, self.identity_headers(*AGGREGATOR_USER), None, CHECK_TIMEOUT,
                               CHECK_CONNECT_TIMEOUT)
         except Exception as exc:  # urllib3 errors, TLS failures: the backend is not usable either way
             return "False", "FailedDiscoveryCheck", f"failing or missing response from {url}: {_reason(exc)}"
@@ -405,11 +405,11 @@ class Aggregator:
     def _proxy(self, handler: Any, method: str, url: Any, apiservice: dict, raw: bytes) -> None:
         name = apiservice["metadata"]["name"]
         try:
-            base = self._backend(apiservice)
+            base = self.backend(apiservice)
         except Unavailable as exc:
             self.set_available(apiservice, "False", exc.reason, exc.message)
             raise ApiError(503, exc.message) from None
-        headers = self._identity_headers(*self._user(handler))
+        headers = self.identity_headers(*self._user(handler))
         for k in _PASS_HEADERS:
             if handler.headers.get(k):
                 headers[k] = handler.headers[k]
@@ -417,7 +417,7 @@ class Aggregator:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
-                resp = self._send(apiservice, method, target, headers, raw or None, 60.0)
+                resp = self.send(apiservice, method, target, headers, raw or None, 60.0)
         except Exception as exc:
             log.warning("aggregated API unreachable apiservice=%s url=%s err=%s", name, target, exc)
             self.set_available(apiservice, "False", "FailedDiscoveryCheck",
