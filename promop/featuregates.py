@@ -93,3 +93,8 @@ def help_text() -> str:
         default, description = GATES[name]
         lines.append(f"  {name}: {description} (enabled: {'true' if default else 'false'})")
     return "\n".join(lines)
+
+
+def add_feature_gates_flag(parser) -> None:
+    """`--feature-gates`, as `promop run` and `promop render` both take it (parse with parse_feature_gates)."""
+    parser.add_argument("--feature-gates", default="", metavar="NAME=BOOL,...", help=help_text())

@@ -33,7 +33,28 @@ def register(subparsers) -> None:
                         help="check ServiceMonitors, PodMonitors and PrometheusRules (no Prometheus needed) "
                              "against every rule the renderer applies; print only the rejections and "
                              "warnings; exit 1 if any object is rejected")
+    from promop.featuregates import add_feature_gates_flag
+
+    add_feature_gates_flag(parser)
+    parser.add_argument("--kubernetes-version", default="", metavar="vX.Y.Z",
+                        help="the Kubernetes version the operator would learn from the apiserver "
+                             "(some outputs depend on it); default: a current one")
     parser.set_defaults(func=run)
+
+
+def render_options_from(args: argparse.Namespace):
+    """RenderOptions from --feature-gates/--kubernetes-version; FeatureGateError or ValueError when bad."""
+    import re
+
+    from promop.featuregates import SHARD_RETENTION_POLICY, parse_feature_gates
+    from promop.render.model import RenderOptions
+
+    gates = parse_feature_gates(args.feature_gates)
+    version = args.kubernetes_version
+    if version and not re.fullmatch(r"v?\d+\.\d+(\.\d+)?([-+].*)?", version):
+        raise ValueError(f"--kubernetes-version {version!r}: not a version; write it as v1.31.0")
+    return RenderOptions(shard_retention_policy=gates.enabled(SHARD_RETENTION_POLICY), feature_gates=gates,
+                         kubernetes_version=version)
 
 
 def add_file_argument(parser: argparse.ArgumentParser) -> None:
@@ -89,6 +110,11 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return EXIT_INPUT
+    try:
+        options = render_options_from(args)
+    except ValueError as exc:  # FeatureGateError is a ValueError
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
     # the output tree is never read back as input, even when it lies inside an input directory
     loaded = load_or_exit(args.files, exclude=[args.out] if args.out else None)
     if loaded is None:
@@ -99,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: nothing to lint in {', '.join(map(str, args.files))}: no Prometheus, monitor, rule or "
                   "Alertmanager object (an empty file, or only other kinds)", file=sys.stderr)
             return EXIT_REJECTED
-        rendered = lint_loaded(loaded)
+        rendered = lint_loaded(loaded, options)
         report(rendered)
         return EXIT_REJECTED if rendered.rejected or loaded.rejected else EXIT_OK
     from promop.render.alertmanager import offline as am_offline  # Alertmanager objects
@@ -108,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: no Prometheus object found in the given files (nor an Alertmanager); nothing to render "
               "(to check monitors and rules alone, use promop render --lint)", file=sys.stderr)
         return EXIT_REJECTED
-    rendered = render_loaded(loaded)
+    rendered = render_loaded(loaded, options)
     am_rendered = am_offline.render_loaded(loaded)
     if args.out:
         try:

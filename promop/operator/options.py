@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from promop.host.flags import (LOG_FORMATS, LOG_LEVELS, OptionsError, add_cluster_flags, add_leader_election_flags,
                                add_log_flags, add_web_flag, check_leader_election, default_identity,
                                default_lease_namespace, parse_list, parse_listen_address, parse_map)
+from promop.featuregates import (SHARD_RETENTION_POLICY, FeatureGateError, FeatureGates, add_feature_gates_flag,
+                                 parse_feature_gates)
 from promop.operator.alertmanager import flags as am_flags  # Alertmanager/kubelet/CRD flags (hook)
 from promop.render.model import DEFAULT_PROMETHEUS_BASE_IMAGE, DEFAULT_RELOADER_IMAGE, RenderOptions
 
@@ -62,6 +64,7 @@ class Options:
     fast_reload: bool = False  # reloaders read config through the API (promop/render/fast_reload.py)
     full_secret_informers: bool = False  # benchmark only: cache whole Secrets/ConfigMaps, as before upstream #5424
     alertmanager: am_flags.AMOptions = field(default_factory=am_flags.AMOptions)  # hook: see that module
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)  # --feature-gates
 
     def render_options(self) -> RenderOptions:
         return RenderOptions(
@@ -70,6 +73,8 @@ class Options:
             config_reloader_image=self.config_reloader_image,
             prometheus_default_base_image=self.prometheus_default_base_image,
             fast_reload=self.fast_reload,
+            shard_retention_policy=self.feature_gates.enabled(SHARD_RETENTION_POLICY),
+            feature_gates=self.feature_gates,
         )
 
     def namespace_field_selector(self) -> str:
@@ -123,6 +128,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--resync-period", type=float, default=DEFAULT_RESYNC_SECONDS,
                      help="seconds between full resyncs of every Prometheus (default 300)")
     run.add_argument("--full-secret-informers", action="store_true", help=argparse.SUPPRESS)
+    add_feature_gates_flag(run)
     add_leader_election_flags(parser, DEFAULT_LEASE_NAME)
     am_flags.add_flags(parser)
 
@@ -149,6 +155,10 @@ def from_args(args: argparse.Namespace) -> Options:
     except am_flags.FlagError as exc:
         raise OptionsError(str(exc)) from None
     check_leader_election(args)
+    try:
+        gates = parse_feature_gates(args.feature_gates)
+    except FeatureGateError as exc:
+        raise OptionsError(str(exc)) from None
     return Options(
         kubeconfig=args.kubeconfig,
         context=args.context,
@@ -178,4 +188,5 @@ def from_args(args: argparse.Namespace) -> Options:
         full_secret_informers=args.full_secret_informers,
         gc_freeze=True,
         alertmanager=alertmanager,
+        feature_gates=gates,
     )

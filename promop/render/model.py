@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from promop.featuregates import FeatureGates
+
 MONITORING_GROUP = "monitoring.coreos.com"
 MONITORING_VERSION = "v1"
 
@@ -77,6 +79,8 @@ class RenderOptions:
     prometheus_default_base_image: str = DEFAULT_PROMETHEUS_BASE_IMAGE
     endpointslice_supported: bool = True  # the cluster serves discovery.k8s.io/v1 EndpointSlices
     shard_retention_policy: bool = True  # upstream's PrometheusShardRetentionPolicy gate (on by default)
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)  # --feature-gates (promop.featuregates)
+    kubernetes_version: str = ""  # the apiserver's version, vX.Y.Z ("" = unknown: assume a current one)
     operator_version: str = "0.1.0"
     fast_reload: bool = False  # --fast-reload: reloaders read through the API (see render/fast_reload.py)
 

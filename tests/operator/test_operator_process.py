@@ -219,3 +219,9 @@ def test_sigterm_stops_within_10_s_whatever_the_feedback_backlog(cluster, kube, 
     assert took < 10, f"SIGTERM took {took:.1f} s"
     left = sum(1 for o in kube.list(SERVICEMONITORS, NS)["items"] if not (o.get("status") or {}).get("bindings"))
     assert left > 0  # dropped, not drained
+
+
+def test_unknown_feature_gate_exit_2_with_a_message(proc_factory):
+    proc = proc_factory("--feature-gates", "PrometheusAgentDaemonSet=true,Nope=true")
+    assert proc.p.wait(scaled(30)) == 2
+    eventually(lambda: proc.grep("unknown feature gate 'Nope'"), 5, "the error message")

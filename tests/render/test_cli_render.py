@@ -381,3 +381,33 @@ def test_unreadable_file_and_yaml_errors_exit_2_for_both_commands(tmp_path):
     assert proc.stderr.startswith(f"error: {bad}:") and "YAML syntax error" in proc.stderr, proc.stderr
     line = int(proc.stderr.split(":")[2])
     assert line >= len(PROMETHEUS.splitlines()), proc.stderr
+
+
+def _shard_rules(inputs: Path, *flags: str) -> list:
+    proc = promop("render", *flags, "-f", str(inputs))
+    assert proc.returncode == 0, proc.stderr
+    config = next(o for o in yaml.safe_load_all(proc.stdout) if o["kind"] == "Secret"
+                  and o["metadata"]["name"] == "prometheus-main")
+    import base64
+    import gzip
+    text = gzip.decompress(base64.b64decode(config["data"]["prometheus.yaml.gz"])).decode()
+    return [r for job in yaml.safe_load(text)["scrape_configs"] for r in job.get("relabel_configs", [])
+            if "__tmp_current_shard" in (r.get("target_label"), *(r.get("source_labels") or ()))]
+
+
+def test_feature_gates_flag_turns_upstreams_gates(inputs):
+    # PrometheusShardRetentionPolicy is on by default (upstream 0.92+): the __tmp_current_shard rules
+    assert _shard_rules(inputs)
+    assert _shard_rules(inputs, "--feature-gates", "PrometheusShardRetentionPolicy=false") == []
+
+
+@pytest.mark.parametrize("flags, words", [
+    (("--feature-gates", "NoSuchGate=true"), "unknown feature gate 'NoSuchGate'"),
+    (("--feature-gates", "PrometheusAgentDaemonSet=maybe"), "invalid value of PrometheusAgentDaemonSet"),
+    (("--kubernetes-version", "latest"), "--kubernetes-version 'latest': not a version"),
+])
+def test_bad_gate_or_version_is_one_line_exit_2(inputs, flags, words):
+    proc = promop("render", *flags, "-f", str(inputs))
+    assert proc.returncode == 2
+    assert words in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
