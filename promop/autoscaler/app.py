@@ -15,7 +15,7 @@ from typing import Any, Callable
 from prometheus_client import CollectorRegistry
 
 from promop.autoscaler.controller import Controller
-from promop.host.flags import DEFAULT_LISTEN_ADDRESS, default_identity
+from promop.host.flags import HostOptions
 from promop.host.process import ControllerProcess
 from promop.kube.client import KubeClient
 
@@ -23,24 +23,12 @@ log = logging.getLogger("promop.autoscaler")
 
 
 @dataclass(frozen=True)
-class Options:
-    kubeconfig: str | None = None
-    context: str | None = None
+class Options(HostOptions):
+    lease_name: str = "promop-autoscaler"
     prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
     prometheus_timeout: float = 10.0
     sync_period: float = 15.0
     workers: int = 2
-    listen_address: str = DEFAULT_LISTEN_ADDRESS
-    leader_elect: bool = False
-    lease_name: str = "promop-autoscaler"
-    lease_namespace: str = "default"
-    identity: str = ""
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-
-    def with_identity(self) -> str:
-        return self.identity or default_identity()
 
 
 class Autoscaler(ControllerProcess):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+from dataclasses import dataclass
 
 from promop.errors import UserError
 
@@ -120,3 +121,25 @@ def check_leader_election(args: argparse.Namespace) -> None:
         LeaderElectionConfig("x", "x", "x", args.lease_duration, args.renew_deadline, args.retry_period)
     except LeaderElectionConfigError as exc:
         raise OptionsError(f"--leader-election-*: {exc}") from None
+
+
+@dataclass(frozen=True)
+class HostOptions:
+    """The settings the host reads; every controller's Options extends these (and may change a default)."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    listen_address: str = DEFAULT_LISTEN_ADDRESS
+    leader_elect: bool = False
+    lease_name: str = "promop"
+    lease_namespace: str = "default"
+    identity: str = ""                # default: hostname_pid
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def listen_host_port(self) -> tuple[str, int]:
+        return parse_listen_address(self.listen_address)
+
+    def with_identity(self) -> str:
+        return self.identity or default_identity()

@@ -1,8 +1,8 @@
-"""Structured logs (logfmt or JSON) for the operator.
+"""Structured logs (logfmt or JSON), one format for every promop command.
 
 Call sites pass fields as `extra={"kv": {...}}` (see `fields`); the formatter
 puts them after `level`, `ts`, `logger` and `msg`. Values are never Secret
-content: the operator logs object names, not data.
+content: promop logs object names, not data.
 """
 
 from __future__ import annotations

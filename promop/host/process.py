@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Protocol
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -29,21 +29,6 @@ from promop.kube.client import KubeClient
 EXIT_OK, EXIT_LOST_LEADERSHIP, EXIT_STOPPED_EARLY = 0, 1, 0
 
 
-class HostOptions(Protocol):
-    """The settings the host reads (every controller's Options has them)."""
-
-    kubeconfig: str | None
-    context: str | None
-    listen_address: str
-    leader_elect: bool
-    lease_name: str
-    lease_namespace: str
-    identity: str
-    lease_duration: float
-    renew_deadline: float
-    retry_period: float
-
-
 class ControllerProcess:
     """The lifecycle shared by every long-running command; subclasses implement `build_controllers`."""
 
@@ -52,7 +37,7 @@ class ControllerProcess:
     sync_hint = "waiting for caches to sync"
     stop_seconds = 6.0                # SIGTERM to exit well within Kubernetes' 30 s grace period
 
-    def __init__(self, options: Any, *, client: KubeClient | None = None,
+    def __init__(self, options: Any, *, client: KubeClient | None = None,  # a host.flags.HostOptions (or alike)
                  registry: CollectorRegistry | None = None, web: bool = True,
                  leader_kwargs: dict | None = None) -> None:
         self.options = options

@@ -1,4 +1,4 @@
-"""The operator's HTTP endpoint: /metrics, /healthz and /readyz on --web.listen-address.
+"""The HTTP endpoint of every long-running command: /metrics, /healthz and /readyz on --web.listen-address.
 
 /healthz answers 200 while the process serves HTTP, unless this replica leads
 but has stopped renewing its lease (a liveness probe must not restart a standby). /readyz answers 200 once the caches have synced,

@@ -8,8 +8,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Callable
 
-from promop.host.flags import (DEFAULT_LISTEN_ADDRESS, OptionsError, add_cluster_flags, add_log_flags, add_web_flag,
-                               parse_listen_address)
+from promop.host.flags import HostOptions, OptionsError, add_cluster_flags, add_log_flags, add_web_flag
 from promop.recommender.history import HistoryConfig
 from promop.vpa.config import DEFAULT, Config
 from promop.vpa.timeutil import parse_duration, parse_prom_duration
@@ -19,17 +18,9 @@ __all__ = ["Options", "OptionsError", "add_flags", "from_args"]
 
 
 @dataclass(frozen=True)
-class Options:
-    kubeconfig: str | None = None
-    context: str | None = None
-    listen_address: str = DEFAULT_LISTEN_ADDRESS
-    leader_elect: bool = False
+class Options(HostOptions):
     lease_name: str = "vpa-recommender-lease"
     lease_namespace: str = "kube-system"
-    identity: str = ""
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
     recommender_name: str = "default"
     vpa_object_namespace: str = ""
     interval: float = 60.0
@@ -45,9 +36,6 @@ class Options:
     history_chunk_steps: int = 24
     log_level: str = "info"
     log_format: str = "logfmt"
-
-    def listen_host_port(self) -> tuple[str, int]:
-        return parse_listen_address(self.listen_address)
 
 
 def add_flags(p: argparse.ArgumentParser) -> None:
