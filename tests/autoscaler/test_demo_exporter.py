@@ -9,7 +9,7 @@ import threading
 
 from deadlines import scaled
 
-from promop.autoscaler.demo import MemoryExporter
+from promop.demos.autoscaling import MemoryExporter
 
 
 def test_a_scraper_that_resets_the_connection_gets_no_traceback():
