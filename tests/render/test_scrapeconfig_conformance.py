@@ -39,11 +39,12 @@ def _prometheus(case: dict) -> dict:
 
 
 def _tls_refs(value, out: set, key: str = "") -> None:
-    """(name, key) of every Secret/ConfigMap key a TLS config reads (they must hold PEM for promop)."""
+    """(kind, name, key) of every Secret/ConfigMap key a TLS config reads (they must hold PEM for promop)."""
     if isinstance(value, dict):
         if key in TLS_KEYS:
+            kind = "ConfigMap" if value.get("configMap") else "Secret"
             sel = value if key == "keySecret" else (value.get("secret") or value.get("configMap") or {})
-            out.add((sel.get("name"), sel.get("key")))
+            out.add((kind, sel.get("name"), sel.get("key")))
         for k, v in value.items():
             _tls_refs(v, out, k)
     elif isinstance(value, list):
@@ -52,15 +53,27 @@ def _tls_refs(value, out: set, key: str = "") -> None:
 
 
 def _store(table: dict, spec: dict) -> tuple[dict, dict]:
-    """Upstream's test store. Its TLS material is placeholder bytes ("ca"); promop checks that
-    TLS files hold PEM, so those values are wrapped in PEM armour (the config only names the files)."""
+    """Upstream's test store, plus what its TLS configs read.
+
+    Upstream's generator tests skip the selection step that loads TLS assets (and rejects a
+    ScrapeConfig whose TLS Secret is missing), so some stores lack the Secret a case names: we
+    add it, as a working cluster has it. Upstream's TLS material is placeholder bytes ("ca");
+    promop checks that TLS files hold PEM, so those values are wrapped in PEM armour (the
+    config only names the files)."""
     pem_refs: set = set()
     _tls_refs(spec, pem_refs)
+    store = copy.deepcopy(table.get("store") or [])
+    for kind, name, key in sorted(pem_refs):
+        obj = next((o for o in store if o["kind"] == kind and o["name"] == name), None)
+        if obj is None:
+            obj = {"kind": kind, "name": name, "data": {}}
+            store.append(obj)
+        obj.setdefault("data", {}).setdefault(key, key)
     secrets, configmaps = {}, {}
-    for obj in table.get("store") or ():
+    for obj in store:
         data = {}
         for k, v in (obj.get("data") or {}).items():
-            if (obj["name"], k) in pem_refs and "-----BEGIN" not in v:
+            if (obj["kind"], obj["name"], k) in pem_refs and "-----BEGIN" not in v:
                 label = "PRIVATE KEY" if "key" in k.lower() else "CERTIFICATE"
                 v = f"-----BEGIN {label}-----\n{v}\n-----END {label}-----\n"
             data[k] = v

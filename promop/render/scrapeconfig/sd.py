@@ -94,6 +94,8 @@ MIN_VERSIONS = {
 # Discoveries whose HTTP client options (TLS, proxy, ...) Prometheus reads only from this version.
 HTTP_CLIENT_MIN_VERSIONS = {"ec2SDConfigs": "2.52.0", "lightSailSDConfigs": "2.52.0"}
 
+DNS_TYPE_MIN_VERSIONS = {"MX": "2.38.0", "NS": "2.49.0"}
+
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
@@ -179,8 +181,9 @@ def _special(scope: Scope, kind: str, item: Mapping[str, Any], out: dict, field:
                 scope.warn(f"{field}.attachMetadata", f"ignored: attachMetadata is not supported for role {role!r} "
                                                       f"with Prometheus {scope.version}")
                 del out["attach_metadata"]
-    if kind == "dnsSDConfigs" and out.get("type") in ("NS", "MX") and not scope.version.at_least("2.49.0"):
-        scope.warn(f"{field}.type", f"ignored: DNS record type {out['type']} needs Prometheus >= 2.49.0, "
+    minimum = DNS_TYPE_MIN_VERSIONS.get(out.get("type")) if kind == "dnsSDConfigs" else None
+    if minimum and not scope.version.at_least(minimum):
+        scope.warn(f"{field}.type", f"ignored: DNS record type {out['type']} needs Prometheus >= {minimum}, "
                                     f"but spec.version is {scope.version}")
         del out["type"]
 

@@ -173,6 +173,8 @@ def to_json(value, schema):
             else:
                 out[name] = to_json(v, props[name])
         return out
+    if value == {} and (schema or {}).get("type") == "array":  # an empty []T{} literal
+        return []
     if isinstance(value, list):
         return [to_json(v, (schema or {}).get("items")) for v in value]
     if isinstance(value, Const) and value in CONSTANTS:
