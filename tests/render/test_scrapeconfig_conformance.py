@@ -52,23 +52,39 @@ def _tls_refs(value, out: set, key: str = "") -> None:
             _tls_refs(v, out, key)
 
 
+def _key_refs(value, out: set, key: str = "") -> None:
+    """(kind, name, key) of every Secret/ConfigMap key selector in a spec."""
+    if isinstance(value, dict):
+        if isinstance(value.get("name"), str) and isinstance(value.get("key"), str):
+            out.add(("ConfigMap" if key == "configMap" else "Secret", value["name"], value["key"]))
+            return
+        for k, v in value.items():
+            _key_refs(v, out, k)
+    elif isinstance(value, list):
+        for v in value:
+            _key_refs(v, out, key)
+
+
 def _store(table: dict, spec: dict) -> tuple[dict, dict]:
     """Upstream's test store, plus what its TLS configs read.
 
-    Upstream's generator tests skip the selection step that loads TLS assets (and rejects a
-    ScrapeConfig whose TLS Secret is missing), so some stores lack the Secret a case names: we
-    add it, as a working cluster has it. Upstream's TLS material is placeholder bytes ("ca");
+    Upstream's generator tests skip the selection step that loads referenced keys (and rejects
+    a ScrapeConfig whose Secret is missing), so some stores lack a key a case names; upstream's
+    generator then writes "" for it. We add such keys with "" (TLS files: their key name), as
+    a working cluster has them. Upstream's TLS material is placeholder bytes ("ca");
     promop checks that TLS files hold PEM, so those values are wrapped in PEM armour (the
     config only names the files)."""
     pem_refs: set = set()
     _tls_refs(spec, pem_refs)
     store = copy.deepcopy(table.get("store") or [])
-    for kind, name, key in sorted(pem_refs):
+    refs: set = set()
+    _key_refs(spec, refs)
+    for kind, name, key in sorted(refs):
         obj = next((o for o in store if o["kind"] == kind and o["name"] == name), None)
         if obj is None:
             obj = {"kind": kind, "name": name, "data": {}}
             store.append(obj)
-        obj.setdefault("data", {}).setdefault(key, key)
+        obj.setdefault("data", {}).setdefault(key, key if (kind, name, key) in pem_refs else "")
     secrets, configmaps = {}, {}
     for obj in store:
         data = {}

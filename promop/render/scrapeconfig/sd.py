@@ -80,8 +80,7 @@ KEEP_CASE = {("azureSDConfigs", "authenticationMethod")}
 
 # (discovery list, field) -> minimum Prometheus version; older versions drop the field.
 MIN_VERSIONS = {
-    ("consulSDConfigs", "namespace"): "2.28.0", ("consulSDConfigs", "partition"): "2.28.0",
-    ("consulSDConfigs", "pathPrefix"): "2.45.0", ("consulSDConfigs", "filter"): "3.0.0",
+    ("consulSDConfigs", "filter"): "3.0.0",
     ("consulSDConfigs", "healthFilter"): "3.11.0",
     ("dockerSDConfigs", "matchFirstNetwork"): "2.54.1",
     ("ec2SDConfigs", "filters"): "2.3.0",
@@ -91,8 +90,12 @@ MIN_VERSIONS = {
     ("lightSailSDConfigs", "endpoint"): "2.27.0",
     ("gceSDConfigs", "filter"): "2.0.0",
 }
+# HTTP client options upstream does not write for a discovery (dropped with a warning).
+IGNORED_CLIENT_FIELDS = {"azureSDConfigs": ("tlsConfig", "followRedirects", "enableHTTP2")}
+# List values upstream sorts (by name) before writing them.
+SORTED_BY_NAME = {("dockerSDConfigs", "filters"), ("dockerSwarmSDConfigs", "filters")}
 # Discoveries whose HTTP client options (TLS, proxy, ...) Prometheus reads only from this version.
-HTTP_CLIENT_MIN_VERSIONS = {"ec2SDConfigs": "2.52.0", "lightSailSDConfigs": "2.52.0"}
+HTTP_CLIENT_MIN_VERSIONS = {"ec2SDConfigs": "2.41.0", "lightSailSDConfigs": "2.41.0"}
 
 DNS_TYPE_MIN_VERSIONS = {"MX": "2.38.0", "NS": "2.49.0"}
 
@@ -131,7 +134,11 @@ def one_sd(scope: Scope, kind: str, item: Any, field: str, namespace: str) -> di
         scope.warn(field, f"ignored: HTTP client options of {kind} need Prometheus >= {client_minimum}, "
                           f"but spec.version is {scope.version}")
     elif has_client:
-        httpclient.http_client(scope, item, out, field)
+        ignored = IGNORED_CLIENT_FIELDS.get(kind, ())
+        for key in ignored:
+            if item.get(key) is not None:
+                scope.warn(f"{field}.{key}", f"ignored: {kind} does not use {key} (as upstream)")
+        httpclient.http_client(scope, {k: v for k, v in item.items() if k not in ignored}, out, field)
     for key, value in item.items():
         if key in httpclient.HTTP_CLIENT_FIELDS or value is None:
             continue
@@ -158,6 +165,8 @@ def _value(scope: Scope, kind: str, key: str, value: Any, field: str, namespace:
         if key in ("nodeMeta", "params"):
             return dict(value)
         return {snake(k): v for k, v in value.items()}
+    if (kind, key) in SORTED_BY_NAME and isinstance(value, list):
+        value = sorted(value, key=lambda f: str(f.get("name")) if isinstance(f, Mapping) else "")
     if isinstance(value, list):
         return [({snake(k): v for k, v in v_.items()} if isinstance(v_, Mapping) else v_) for v_ in value]
     return value
