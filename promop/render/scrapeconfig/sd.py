@@ -72,7 +72,7 @@ SECRET_FIELDS = {
 LOWERCASED = {
     ("kubernetesSDConfigs", "role"), ("dockerSwarmSDConfigs", "role"), ("hetznerSDConfigs", "role"),
     ("openstackSDConfigs", "role"), ("scalewaySDConfigs", "role"), ("consulSDConfigs", "scheme"),
-    ("openstackSDConfigs", "availability"), ("eurekaSDConfigs", "scheme"), ("ovhcloudSDConfigs", "service"),
+    ("openstackSDConfigs", "availability"), ("eurekaSDConfigs", "scheme"),
     ("azureSDConfigs", "authenticationMethod"),
 }
 # Azure's authentication methods are spelled as Prometheus wants them.
@@ -154,6 +154,8 @@ def one_sd(scope: Scope, kind: str, item: Any, field: str, namespace: str) -> di
 def _value(scope: Scope, kind: str, key: str, value: Any, field: str, namespace: str) -> Any:
     if (kind, key) in SECRET_FIELDS:
         return scope.read("Secret", value, field) or ""
+    if (kind, key) == ("ovhcloudSDConfigs", "service") and isinstance(value, str):
+        return _CAMEL.sub("_", value).lower()  # DedicatedServer -> dedicated_server
     if (kind, key) in LOWERCASED and (kind, key) not in KEEP_CASE and isinstance(value, str):
         return value.lower()
     if kind == "kubernetesSDConfigs":
