@@ -28,7 +28,7 @@ def scrape_config_jobs(ctx: GenContext, sc: Mapping[str, Any], scope: Scope) -> 
     _head(ctx, scope, spec, job)
     _http(ctx, scope, spec, job, cls)
     sd_configs(scope, spec, job, namespace)
-    job["relabel_configs"] = _relabels(ctx, scope, spec, cls, enforced)
+    job["relabel_configs"] = _relabels(ctx, scope, spec, cls)
     tail_spec = {k: v for k, v in spec.items() if k not in ("scrapeProtocols", "metricRelabelings")}
     job_tail(ctx, scope, job, tail_spec, {"metricRelabelings": _checked(scope, spec, "metricRelabelings")},
              "spec", cls, enforced)
@@ -83,15 +83,15 @@ def _checked(scope: Scope, spec: Mapping[str, Any], key: str) -> list[dict]:
     return list(rcs)
 
 
-def _relabels(ctx: GenContext, scope: Scope, spec: Mapping[str, Any], cls: Mapping[str, Any],
-              enforced: list[dict]) -> list[dict]:
+def _relabels(ctx: GenContext, scope: Scope, spec: Mapping[str, Any], cls: Mapping[str, Any]) -> list[dict]:
     rules: list[dict] = [{"source_labels": ["job"], "target_label": "__tmp_prometheus_job_name"}]
     if spec.get("jobName"):
         rules.append({"target_label": "job", "action": "replace", "replacement": spec["jobName"]})
     rules += relabel.to_prometheus_list(cls.get("relabelings"))
     user = _checked(scope, spec, "relabelings")
     rules += relabel.to_prometheus_list(user)
-    rules += [dict(r) for r in enforced]
+    # unlike monitors, upstream enforces the namespace label on a ScrapeConfig's samples only
+    # (metric_relabel_configs): its targets need not be in Kubernetes at all
     # upstream shards a ScrapeConfig's targets only over several shards, and never twice
     if ctx.shards > 1 and not any(str(r.get("action") or "").lower() == "hashmod" for r in user):
         rules += relabel.sharding_relabels(ctx.shards, ctx.options.shard_retention_policy)

@@ -200,7 +200,5 @@ def _special(scope: Scope, kind: str, item: Mapping[str, Any], out: dict, field:
 
 
 def _static(item: Mapping[str, Any]) -> dict:
-    out: dict = {"targets": list(item.get("targets") or ())}
-    if item.get("labels"):
-        out["labels"] = dict(item["labels"])
-    return out
+    # upstream always writes labels, `{}` when none
+    return {"targets": list(item.get("targets") or ()), "labels": dict(item.get("labels") or {})}
