@@ -108,13 +108,42 @@ def test_sharding_only_over_several_shards_and_not_twice():
 
 
 def test_a_field_too_new_for_the_version_is_dropped_with_a_warning():
-    obj = sc("d", dnsSDConfigs=[{"names": ["x.example"], "type": "NS"}], enableCompression=False)
+    obj = sc("d", dnsSDConfigs=[{"names": ["x.example"], "type": "NS", "port": 53}], enableCompression=False)
     result = generate_config(prom(version="v2.48.0"), scrape_configs=[obj])
     job = result.config["scrape_configs"][0]
     assert "type" not in job["dns_sd_configs"][0] and "enable_compression" not in job
     assert {w.field for w in result.warnings} == {"spec.dnsSDConfigs[0].type", "spec.enableCompression"}
     newer = generate_config(prom(version="v2.49.0"), scrape_configs=[obj]).config["scrape_configs"][0]
     assert newer["dns_sd_configs"][0]["type"] == "NS" and newer["enable_compression"] is False
+
+
+def test_a_discovery_or_field_upstream_refuses_for_the_version_rejects_the_object():
+    """Upstream's selector rejects (not drops) these; one version later they are accepted."""
+    for old, new, spec in (
+        ("v2.27.0", "v2.28.0", {"httpSDConfigs": [{"url": "http://sd/x"}]}),
+        ("v2.54.0", "v2.54.1", {"dockerSDConfigs": [{"host": "unix:///d.sock", "matchFirstNetwork": True}]}),
+        ("v2.44.0", "v2.45.0", {"consulSDConfigs": [{"server": "c:8500", "pathPrefix": "/p"}]}),
+        ("v3.1.0", "v3.2.0", {"openstackSDConfigs": [{"role": "LoadBalancer", "region": "r"}]}),
+    ):
+        rejected = generate_config(prom(version=old), scrape_configs=[sc("x", **spec)]).rejected
+        assert rejected and "needs Prometheus" in rejected[0].message, (old, spec)
+        assert generate_config(prom(version=new), scrape_configs=[sc("x", **spec)]).rejected == [], (new, spec)
+
+
+def test_inconsistent_discoveries_are_rejected():
+    cases = {
+        "spec.dnsSDConfigs[0].port": {"dnsSDConfigs": [{"names": ["a.example"], "type": "A"}]},
+        "spec.kubernetesSDConfigs[0].selectors[0].role": {"kubernetesSDConfigs": [{"role": "Node", "selectors": [{"role": "Pod"}]}]},
+        "spec.kubernetesSDConfigs[0]": {"kubernetesSDConfigs": [{"role": "Pod", "apiServer": "https://k:6443",
+                                                                 "namespaces": {"ownNamespace": True}}]},
+        "spec.azureSDConfigs[0]": {"azureSDConfigs": [{"subscriptionID": "s", "tenantID": "t"}]},
+    }
+    for field, spec in cases.items():
+        rejected = generate_config(prom(), scrape_configs=[sc("x", **spec)]).rejected
+        assert [p.field for p in rejected] == [field], spec
+    ok = {"kubernetesSDConfigs": [{"role": "Endpoints", "selectors": [{"role": "Pod", "label": "a=b"}]}],
+          "dnsSDConfigs": [{"names": ["a.example"], "type": "A", "port": 80}]}
+    assert generate_config(prom(), scrape_configs=[sc("x", **ok)]).rejected == []
 
 
 def test_enforced_namespace_label_applies_to_samples_only():

@@ -42,14 +42,8 @@ SD_LISTS = (
     ("ionosSDConfigs", "ionos_sd_configs"),
 )
 
-# The minimum Prometheus version of each discovery (older ones are dropped with a warning).
-SD_MIN_VERSIONS = {
-    "kumaSDConfigs": "2.29.0", "eurekaSDConfigs": "2.15.0", "dockerSDConfigs": "2.20.0",
-    "linodeSDConfigs": "2.28.0", "hetznerSDConfigs": "2.15.0", "nomadSDConfigs": "2.30.0",
-    "dockerSwarmSDConfigs": "2.20.0", "puppetDBSDConfigs": "2.31.0", "lightSailSDConfigs": "2.27.0",
-    "ovhcloudSDConfigs": "2.40.0", "scalewaySDConfigs": "2.26.0", "ionosSDConfigs": "2.36.0",
-    "httpSDConfigs": "2.21.0", "digitalOceanSDConfigs": "2.20.0",
-}
+# Whole discoveries too new for the Prometheus are rejected before generation (selection_checks.py).
+SD_MIN_VERSIONS: dict[str, str] = {}
 
 # CRD field names that a mechanical camelCase -> snake_case gets wrong.
 RENAMES = {
@@ -80,13 +74,8 @@ KEEP_CASE = {("azureSDConfigs", "authenticationMethod")}
 
 # (discovery list, field) -> minimum Prometheus version; older versions drop the field.
 MIN_VERSIONS = {
-    ("consulSDConfigs", "filter"): "3.0.0",
-    ("consulSDConfigs", "healthFilter"): "3.11.0",
-    ("dockerSDConfigs", "matchFirstNetwork"): "2.54.1",
     ("ec2SDConfigs", "filters"): "2.3.0",
     ("kubernetesSDConfigs", "selectors"): "2.17.0",
-    ("hetznerSDConfigs", "labelSelector"): "3.5.0",
-    ("azureSDConfigs", "resourceGroup"): "2.35.0",
     ("lightSailSDConfigs", "endpoint"): "2.27.0",
     ("gceSDConfigs", "filter"): "2.0.0",
 }

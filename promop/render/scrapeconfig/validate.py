@@ -13,6 +13,7 @@ from promop.duration import DurationError, parse_duration
 from promop.render import relabel
 from promop.render.context import GenContext
 from promop.render.model import Problem, obj_meta
+from promop.render.scrapeconfig.selection_checks import selection_problems
 
 
 def validate_scrape_config(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> list[Problem]:
@@ -37,6 +38,8 @@ def validate_scrape_config(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -
     if interval is not None and timeout is not None and timeout > interval:
         bad("spec.scrapeTimeout", f"scrapeTimeout {spec['scrapeTimeout']} is longer than scrapeInterval "
                                   f"{spec['scrapeInterval']}; Prometheus refuses it: shorten the timeout")
+    for field, message in selection_problems(spec, ctx.version):
+        bad(field, message)
     cls = spec.get("scrapeClass")
     if cls and cls not in ctx.scrape_classes:
         known = ", ".join(sorted(n for n in ctx.scrape_classes if n)) or "none defined"

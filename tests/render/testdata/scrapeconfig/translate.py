@@ -7,6 +7,7 @@ constants resolved against the schema's enum). Cases it cannot express (a `patch
 are written with `patch_prometheus: TODO` and finished by hand in cases.yaml.
 
 Usage: python3 translate.py PROMCFG_TEST_GO UPSTREAM_SCRAPECONFIG_CRD > generated.yaml
+       python3 translate.py RESOURCE_SELECTOR_TEST_GO UPSTREAM_SCRAPECONFIG_CRD --selection > selection.yaml
 """
 
 from __future__ import annotations
@@ -151,6 +152,7 @@ CONSTANTS = {
     "monitoringv1.PrometheusText1_0_0": "PrometheusText1.0.0",
     "monitoringv1.TLSVersion10": "TLS10", "monitoringv1.TLSVersion11": "TLS11", "monitoringv1.TLSVersion12": "TLS12",
     "monitoringv1.TLSVersion13": "TLS13", "refreshInterval": "5m",
+    "monitoringv1alpha1.KubernetesRoleEndpoint": "Endpoints",
 }
 
 
@@ -250,5 +252,43 @@ def main():
     yaml.safe_dump(plain(out), sys.stdout, sort_keys=False, width=120)
 
 
+
+def selection_cases(src, schema):
+    """TestSelectScrapeConfigs (resource_selector_test.go): each scenario's spec and whether upstream accepts it."""
+    m = re.search(r"^func TestSelectScrapeConfigs\(t \*testing\.T\) \{\n(.*?)^}\n", src, re.S | re.M)
+    table = cases_in(m.group(1))
+    out = []
+    for tc in table:
+        spec: dict = {}
+        body = tc.get("updateSpec")
+        if isinstance(body, tuple):
+            toks = tokens(body[1])
+            start = toks.index("{") + 1
+            p = Parser(toks[start:-1])
+            while p.peek() is not None:
+                target = p.next()
+                path = target.split(".")[1:]
+                value = p.value()
+                node = spec
+                for part in path[:-1]:
+                    node = node.setdefault(part, {})
+                node[path[-1]] = value
+        case = {"scenario": tc["scenario"], "valid": tc["valid"], "spec": to_json(spec, schema)}
+        if tc.get("promVersion"):
+            case["version"] = tc["promVersion"]
+        if tc.get("scrapeClass"):
+            case["spec"]["scrapeClass"] = tc["scrapeClass"]
+        out.append(case)
+    return out
+
+
+
+def main_selection():
+    src = open(sys.argv[1]).read()
+    crd = yaml.safe_load(open(sys.argv[2]))
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    yaml.safe_dump(plain(selection_cases(src, schema)), sys.stdout, sort_keys=False, width=120)
+
+
 if __name__ == "__main__":
-    main()
+    main_selection() if "--selection" in sys.argv else main()
