@@ -33,6 +33,7 @@ FILES = (
     "monitoring.coreos.com_servicemonitors.yaml",
     "monitoring.coreos.com_podmonitors.yaml",
     "monitoring.coreos.com_prometheusrules.yaml",
+    "monitoring.coreos.com_scrapeconfigs.yaml",
 )
 MAX_BYTES = 256 * 1024
 UPSTREAM_VERSION = "0.93.0"
@@ -89,29 +90,30 @@ def _first_paragraph(text: str) -> str:
     return text.strip().split("\n\n", 1)[0]
 
 
-def _strip_descriptions(schema: Any, depth: int) -> Any:
-    """Drop descriptions below DESCRIPTION_DEPTH; shorten the rest to their first paragraph."""
+def _strip_descriptions(schema: Any, depth: int, keep: int | None = None) -> Any:
+    """Drop descriptions below `keep` (DESCRIPTION_DEPTH); shorten the rest to their first paragraph."""
+    keep = DESCRIPTION_DEPTH if keep is None else keep
     if isinstance(schema, list):
-        return [_strip_descriptions(s, depth) for s in schema]
+        return [_strip_descriptions(s, depth, keep) for s in schema]
     if not isinstance(schema, dict):
         return schema
     out = {}
     for key, value in schema.items():
         if key == "description":
-            if depth <= DESCRIPTION_DEPTH and isinstance(value, str):
+            if depth <= keep and isinstance(value, str):
                 out[key] = _first_paragraph(value)
         elif key == "properties" and isinstance(value, dict):
-            out[key] = {k: _strip_descriptions(v, depth + 1) for k, v in value.items()}
+            out[key] = {k: _strip_descriptions(v, depth + 1, keep) for k, v in value.items()}
         elif key in ("items", "additionalProperties"):
-            out[key] = _strip_descriptions(value, depth)
+            out[key] = _strip_descriptions(value, depth, keep)
         elif key in ("default", "example", "enum", "x-kubernetes-validations"):
             out[key] = value
         else:
-            out[key] = _strip_descriptions(value, depth)
+            out[key] = _strip_descriptions(value, depth, keep)
     return out
 
 
-def trim(crd: dict) -> dict:
+def trim(crd: dict, keep: int | None = None) -> dict:
     """promop's version of one upstream CRD."""
     crd = copy.deepcopy(crd)
     plural = crd["spec"]["names"]["plural"]
@@ -127,15 +129,27 @@ def trim(crd: dict) -> dict:
                 spec["properties"][name] = _preserved(spec["properties"][name])
         for key in ("spec", "status"):
             if key in root["properties"]:
-                root["properties"][key] = _strip_descriptions(root["properties"][key], 0)
+                root["properties"][key] = _strip_descriptions(root["properties"][key], 0, keep)
     return crd
 
 
-def render(crd: dict) -> str:
+def render(crd: dict, flow_leaves: bool = False) -> str:
     return HEADER.format(version=UPSTREAM_VERSION) + yaml.dump(
         crd, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False, width=1 << 20,
-        default_flow_style=False,
+        default_flow_style=None if flow_leaves else False,
     )
+
+
+def fitting(crd: dict) -> str:
+    """The most readable rendering under MAX_BYTES: block style first; for a CRD as deep as
+    ScrapeConfig's (23 service discoveries, each with an HTTP client), innermost mappings in flow
+    style, then fewer descriptions. Only the text changes: the schema is the same."""
+    text = ""
+    for flow_leaves, keep in ((False, DESCRIPTION_DEPTH), (True, DESCRIPTION_DEPTH), (True, 1), (True, 0)):
+        text = render(trim(crd, keep), flow_leaves)
+        if len(text.encode()) <= MAX_BYTES:
+            break
+    return text
 
 
 def generate(source: Path) -> dict[str, str]:
@@ -143,7 +157,7 @@ def generate(source: Path) -> dict[str, str]:
     out = {}
     for name in FILES:
         with open(source / name) as f:
-            out[name] = render(trim(yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))))
+            out[name] = fitting(yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     return out
 
 

@@ -19,6 +19,7 @@ KIND_ALIASES = {
     "PodMonitor": ("podmonitor", "podmonitors", "pmon"),
     "PrometheusRule": ("prometheusrule", "prometheusrules", "promrule"),
 }
+KIND_ALIASES["ScrapeConfig"] = ("scrapeconfig", "scrapeconfigs", "scfg")
 RULES_DIR = "/etc/prometheus/rules"
 
 

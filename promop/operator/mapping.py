@@ -18,6 +18,7 @@ NAMESPACE_SELECTOR_FIELD = {
     "PodMonitor": "podMonitorNamespaceSelector",
     "PrometheusRule": "ruleNamespaceSelector",
 }
+NAMESPACE_SELECTOR_FIELD["ScrapeConfig"] = "scrapeConfigNamespaceSelector"
 
 NamespaceLabels = Callable[[str], "Mapping[str, str] | None"]
 

@@ -19,6 +19,8 @@ CONTROLLER = "prometheus"
 PREFIX = "prometheus_operator"
 MANAGED_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
 _RESOURCE_NAMES = {"ServiceMonitor": "servicemonitors", "PodMonitor": "podmonitors", "PrometheusRule": "prometheusrules"}
+MANAGED_KINDS += ("ScrapeConfig",)
+_RESOURCE_NAMES["ScrapeConfig"] = "scrapeconfigs"
 
 
 @dataclass

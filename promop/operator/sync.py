@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 from promop.kube.client import KubeClient
 from promop.kube.errors import Forbidden, NotFound
 from promop.kube.resources import SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, Resource
+from promop.kube.resources import SCRAPECONFIGS
 from promop.operator import feedback
 from promop.operator.apply import RetryLater
 from promop.host.logs import fields
@@ -37,6 +38,7 @@ log = logging.getLogger("promop.operator.sync")
 MONITOR_RESOURCES: dict[str, Resource] = {
     "ServiceMonitor": SERVICEMONITORS, "PodMonitor": PODMONITORS, "PrometheusRule": PROMETHEUSRULES,
 }
+MONITOR_RESOURCES["ScrapeConfig"] = SCRAPECONFIGS
 _key = key_of
 
 
@@ -44,14 +46,26 @@ class Stores:
     """The informer caches sync reads (each a promop.kube.store.Store or anything with get/list)."""
 
     def __init__(self, prometheuses: Any, servicemonitors: Any, podmonitors: Any, prometheusrules: Any,
-                 namespaces: Any, statefulsets: Any, secrets: Any, configmaps: Any) -> None:
+                 namespaces: Any, statefulsets: Any, secrets: Any, configmaps: Any,
+                 scrapeconfigs: Any = None) -> None:
         self.prometheuses = prometheuses
         self.monitors = {"ServiceMonitor": servicemonitors, "PodMonitor": podmonitors,
                          "PrometheusRule": prometheusrules}
+        self.monitors["ScrapeConfig"] = scrapeconfigs if scrapeconfigs is not None else _EmptyStore()
         self.namespaces = namespaces
         self.statefulsets = statefulsets
         self.secrets = secrets
         self.configmaps = configmaps
+
+
+class _EmptyStore:
+    """The store of a kind nobody watches (callers that predate ScrapeConfig pass none)."""
+
+    def list(self) -> list:
+        return []
+
+    def get(self, key: str) -> None:
+        return None
 
 
 @dataclass
@@ -199,6 +213,7 @@ class Syncer:
             service_monitors=self._candidates("ServiceMonitor"),
             pod_monitors=self._candidates("PodMonitor"),
             prometheus_rules=self._candidates("PrometheusRule"),
+            scrape_configs=self._candidates("ScrapeConfig"),
             namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(_key(n)[1])],
             options=self.options,
         )

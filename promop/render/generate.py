@@ -22,6 +22,8 @@ from promop.render.podmonitor import pod_monitor_jobs
 from promop.render.remote_write import remote_read_section, remote_write_section
 from promop.render.schema_check import InvalidPrometheus, merge_problems, schema_problems
 from promop.render.scrape import service_monitor_jobs
+from promop.render.scrapeconfig import scrape_config_jobs
+from promop.render.scrapeconfig.validate import validate_scrape_config
 from promop.render.shape import sanitized_prometheus
 from promop.render.store import Reject, Scope, Store
 from promop.render.tls_assets import tls_config
@@ -35,6 +37,8 @@ class FragmentCache(Protocol):
 
 
 _GENERATORS = {"ServiceMonitor": service_monitor_jobs, "PodMonitor": pod_monitor_jobs}
+_GENERATORS["ScrapeConfig"] = scrape_config_jobs
+_VALIDATORS = {"ScrapeConfig": validate_scrape_config}  # kinds not checked by validate_monitor
 
 
 @dataclass
@@ -83,7 +87,7 @@ def monitor_fragment(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> Frag
 def _monitor_fragment(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> Fragment:
     ns, name = obj_meta(obj)
     frag = Fragment(kind, ns, name)
-    frag.rejected = merge_problems(validate_monitor(ctx, kind, obj), schema_problems(kind, obj))
+    frag.rejected = merge_problems(_VALIDATORS.get(kind, validate_monitor)(ctx, kind, obj), schema_problems(kind, obj))
     if frag.rejected:
         return frag
     scope = Scope(ctx.store, kind, ns, name, ctx.version)
@@ -204,6 +208,7 @@ def generate_config(
     options: RenderOptions | None = None,
     rule_configmap_names: Sequence[str] | None = None,
     cache: "FragmentCache | None" = None,
+    scrape_configs: Sequence[Mapping[str, Any]] = (),
 ) -> ConfigResult:
     """The Prometheus config for monitors taken as given, with no selection step.
 
@@ -217,7 +222,7 @@ def generate_config(
     ctx, prom_scope = new_context(prometheus, options, Store(secrets, configmaps))
     for f, m in malformed:
         prom_scope.warn(f, m)
-    fragments = monitor_fragments(ctx, service_monitors, pod_monitors, cache)
+    fragments = monitor_fragments(ctx, service_monitors, pod_monitors, cache, scrape_configs=scrape_configs)
     return build_config(ctx, prom_scope, fragments, rule_configmap_names)
 
 
@@ -226,11 +231,14 @@ def monitor_fragments(
     service_monitors: Sequence[Mapping[str, Any]],
     pod_monitors: Sequence[Mapping[str, Any]],
     cache: "FragmentCache | None",
+    scrape_configs: Sequence[Mapping[str, Any]] = (),
 ) -> list[Fragment]:
-    """Fragments for ServiceMonitors then PodMonitors, each sorted by `<ns>/<name>`."""
+    """Fragments for ServiceMonitors, PodMonitors, then ScrapeConfigs, each sorted by `<ns>/<name>`."""
     out = []
     monitor_key = ctx.monitor_key() if cache is not None else ""
-    for kind, objs in (("ServiceMonitor", service_monitors), ("PodMonitor", pod_monitors)):
+    kinds = [("ServiceMonitor", service_monitors), ("PodMonitor", pod_monitors)]
+    kinds.append(("ScrapeConfig", scrape_configs))
+    for kind, objs in kinds:
         for obj in sorted(objs, key=sort_key):
             if cache is None:
                 out.append(monitor_fragment(ctx, kind, obj))

@@ -26,6 +26,8 @@ INPUT_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "
                "Alertmanager", "AlertmanagerConfig")
 # monitoring.coreos.com kinds promop render does not read (others are handled by other parts).
 OTHER_MONITORING_KINDS = ("PrometheusAgent", "Probe", "ScrapeConfig", "ThanosRuler")
+INPUT_KINDS += ("ScrapeConfig",)  # monitoring.coreos.com/v1alpha1 (promop/render/scrapeconfig)
+OTHER_MONITORING_KINDS = tuple(k for k in OTHER_MONITORING_KINDS if k not in INPUT_KINDS)
 MONITORING_GROUP = "monitoring.coreos.com"
 CLUSTER_SCOPED = ("Namespace",)
 DEFAULT_NAMESPACE = "default"

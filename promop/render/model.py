@@ -105,6 +105,7 @@ class RenderInputs:
     secrets: Mapping[tuple[str, str], dict] = field(default_factory=dict)
     configmaps: Mapping[tuple[str, str], dict] = field(default_factory=dict)
     options: RenderOptions = field(default_factory=RenderOptions)
+    scrape_configs: Sequence[dict] = ()  # ScrapeConfig candidates (monitoring.coreos.com/v1alpha1)
 
 
 @dataclass

@@ -40,6 +40,7 @@ def inputs_for(prometheus: dict, loaded: Loaded, options: RenderOptions) -> Rend
         prometheus=prometheus,
         service_monitors=loaded.of("ServiceMonitor"),
         pod_monitors=loaded.of("PodMonitor"),
+        scrape_configs=loaded.of("ScrapeConfig"),
         prometheus_rules=loaded.of("PrometheusRule"),
         namespaces=loaded.of("Namespace"),
         secrets={obj_meta(s): s for s in loaded.of("Secret")},

@@ -16,6 +16,7 @@ from promop.render.model import MONITORING_GROUP, MONITORING_VERSION, Problem, o
 from promop.schema import SchemaNotFound, crd_schema, validate
 
 SCHEMA_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule")
+KIND_VERSIONS = {"ScrapeConfig": "v1alpha1"}  # kinds not served as monitoring.coreos.com/v1
 
 
 class InvalidPrometheus(ValueError):
@@ -49,7 +50,7 @@ def _with_hint(message: str) -> str:
 
 def _schema(kind: str) -> dict | None:
     try:
-        return crd_schema(kind, MONITORING_VERSION, MONITORING_GROUP)
+        return crd_schema(kind, KIND_VERSIONS.get(kind, MONITORING_VERSION), MONITORING_GROUP)
     except SchemaNotFound:
         return None
 

@@ -18,6 +18,7 @@ SELECTOR_FIELDS = {
     "PodMonitor": ("podMonitorSelector", "podMonitorNamespaceSelector"),
     "PrometheusRule": ("ruleSelector", "ruleNamespaceSelector"),
 }
+SELECTOR_FIELDS["ScrapeConfig"] = ("scrapeConfigSelector", "scrapeConfigNamespaceSelector")
 
 
 def namespace_labels(namespaces: Iterable[Mapping[str, Any]]) -> dict[str, dict]:

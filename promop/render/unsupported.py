@@ -122,6 +122,12 @@ REASONS = {
 }
 
 
+# ScrapeConfig (promop/render/scrapeconfig) is implemented: its selectors are read, not ignored.
+for _field in ("scrapeConfigSelector", "scrapeConfigNamespaceSelector"):
+    SUPPORTED["Prometheus"][_field] = ALL  # type: ignore[index]
+    REASONS.pop(("Prometheus", _field), None)
+
+
 def _walk(value: Any, tree: Mapping[str, Any], path: str, out: list[str]) -> None:
     if id(tree) == _ALL_MARK:
         return

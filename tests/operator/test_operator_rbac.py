@@ -18,6 +18,7 @@ from operator_testlib import NS, OPERATOR_AGENT, eventually, jobs, modify, names
 
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
                                    ROLEBINDINGS, ROLES, SECRETS, SERVICEMONITORS, SERVICES, STATEFULSETS)
+from promop.kube.resources import SCRAPECONFIGS
 from promop.operator.bundle import render_bundle
 from promop.operator.rbac import granted
 
@@ -42,7 +43,7 @@ def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_ope
     op = start_operator(leader_elect=True, lease_name="promop", lease_namespace="default", identity="rbac",
                         leader_kwargs=STEADY_LEASE)
     eventually(op.operator.leading.is_set, 20, "leadership")
-    prom = kube.create(PROMETHEUSES, prometheus(shards=2, podMonitorSelector={}))
+    prom = kube.create(PROMETHEUSES, prometheus(shards=2, podMonitorSelector={}, scrapeConfigSelector={}))
     kube.create(SERVICEMONITORS, service_monitor("good"))
     bad = service_monitor("needs-ca")  # references a missing ConfigMap: GET, rejection, Event
     bad["spec"]["endpoints"][0]["tlsConfig"] = {"ca": {"configMap": {"name": "missing-ca", "key": "ca.crt"}}}
@@ -51,11 +52,15 @@ def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_ope
                               "metadata": {"name": "pm", "namespace": NS},
                               "spec": {"selector": {}, "podMetricsEndpoints": [{"port": "web"}]}})
     kube.create(PROMETHEUSRULES, rule("r", "up"))
+    kube.create(SCRAPECONFIGS, {"apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "ScrapeConfig",
+                                "metadata": {"name": "sc", "namespace": NS},
+                                "spec": {"staticConfigs": [{"targets": ["a:9100"]}]}})
     eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p", "prometheus-p-shard-1"], 20, "2 shards")
     eventually(lambda: jobs(kube) and any(e["reason"] == "InvalidConfiguration"
                                           for e in kube.list(EVENTS, NS)["items"]), 20, "jobs and an Event")
     eventually(lambda: kube.get(PODMONITORS, "pm", NS).get("status", {}).get("bindings"), 20, "PodMonitor binding")
     eventually(lambda: kube.get(PROMETHEUSRULES, "r", NS).get("status", {}).get("bindings"), 20, "rule binding")
+    eventually(lambda: kube.get(SCRAPECONFIGS, "sc", NS).get("status", {}).get("bindings"), 20, "ScrapeConfig binding")
 
     # stale objects to delete, foreign edits to restore, an update of every managed kind
     kube.create(SECRETS, {**owned(prom, "prometheus-p-tls-assets-5"), "data": {}})

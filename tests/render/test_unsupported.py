@@ -50,15 +50,14 @@ def test_prometheus_rule_groups_are_fully_supported():
     assert fields(obj("PrometheusRule", {"groups": [{"name": "g", "rules": [], "interval": "1m"}]})) == []
 
 
-def test_kube_prometheus_fixtures_only_warn_about_probes_and_scrape_configs():
+def test_kube_prometheus_fixtures_only_warn_about_probes():
     if not FIXTURES.exists():
         pytest.skip("../shared/fixtures not present")
     found = set()
     for path in FIXTURES.glob("*.yaml"):
         for doc in yaml.safe_load_all(path.read_text()):
             found.update(f"{doc['kind']} {p.field}" for p in unsupported_fields(doc))
-    assert found == {"Prometheus spec.probeSelector", "Prometheus spec.probeNamespaceSelector",
-                     "Prometheus spec.scrapeConfigSelector", "Prometheus spec.scrapeConfigNamespaceSelector"}
+    assert found == {"Prometheus spec.probeSelector", "Prometheus spec.probeNamespaceSelector"}
 
 
 def test_additional_args_the_operator_manages_are_reported():
@@ -83,7 +82,7 @@ NOT_IMPLEMENTED = {
     "Prometheus": {
         "alerting.alertmanagers.sigv4", "otlp", "probeNamespaceSelector",
         "probeSelector", "remoteWrite.azureAd", "remoteWrite.sigv4",
-        "remoteWriteReceiverMessageVersions", "scrapeConfigNamespaceSelector", "scrapeConfigSelector",
+        "remoteWriteReceiverMessageVersions",
         "shardRetentionPolicy", "shardingStrategy", "thanos", "tracingConfig",
         "tsdb.chunkEncoding", "tsdb.staleSeriesCompactionThreshold", "web.httpConfig", "web.tlsConfig",
     },
