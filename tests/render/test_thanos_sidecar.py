@@ -179,7 +179,7 @@ def test_grpc_server_tls_arguments_in_order():
     assert sidecar({"thanos": {"grpcServerTlsConfig": tls}})["args"] == [
         "sidecar", "--prometheus.url=http://localhost:9090/", "--grpc-address=:10901", "--http-address=:10902",
         "--grpc-server-tls-cert=/tmp/cert", "--grpc-server-tls-key=/tmp/key", "--grpc-server-tls-client-ca=/tmp/ca",
-        "--grpc-server-tls-min-version=TLS13",
+        "--grpc-server-tls-min-version=1.3",
         "--prometheus.http-client-file=/etc/thanos/config/prometheus.http-client-file.yaml"]
 
 

@@ -79,15 +79,21 @@ def _web_scheme(spec: Mapping[str, Any]) -> str:
     return "https" if web.get("tlsConfig") else "http"
 
 
-def _tls_args(thanos: Mapping[str, Any], version: Version) -> list[tuple[str, Any]]:
+_TLS_VERSIONS = {"TLS10": "1.0", "TLS11": "1.1", "TLS12": "1.2", "TLS13": "1.3"}  # the CRD's -> Thanos's
+
+
+def grpc_tls_args(thanos: Mapping[str, Any], version: Version) -> list[tuple[str, Any]]:
+    """The gRPC server TLS flags (sidecar and ruler alike): the only TLS fields upstream reads."""
     tls = thanos.get("grpcServerTlsConfig")
     if not isinstance(tls, Mapping):
         return []
     out: list[tuple[str, Any]] = []
     for key, flag in (("certFile", "grpc-server-tls-cert"), ("keyFile", "grpc-server-tls-key"),
-                      ("caFile", "grpc-server-tls-client-ca"), ("minVersion", "grpc-server-tls-min-version")):
+                      ("caFile", "grpc-server-tls-client-ca")):
         if tls.get(key):
             out.append((flag, tls[key]))
+    if tls.get("minVersion"):
+        out.append(("grpc-server-tls-min-version", _TLS_VERSIONS.get(tls["minVersion"], tls["minVersion"])))
     if version.at_least(TLS_CIPHERS_CURVES_SINCE):
         for key, flag in (("cipherSuites", "grpc-server-tls-ciphers"), ("curves", "grpc-server-tls-curves")):
             if tls.get(key):
@@ -109,7 +115,7 @@ def sidecar_args(spec: Mapping[str, Any], prometheus_version: Version) -> tuple[
         ("grpc-address", f"{_listen(thanos, 'grpcListenLocal')}:{GRPC_PORT}"),
         ("http-address", f"{_listen(thanos, 'httpListenLocal')}:{HTTP_PORT}"),
     ]
-    args += _tls_args(thanos, version)
+    args += grpc_tls_args(thanos, version)
     env: list[dict] = []
     if _has_object_storage(thanos):
         if thanos.get("objectStorageConfigFile"):

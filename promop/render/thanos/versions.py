@@ -23,7 +23,10 @@ class ThanosVersionError(ValueError):
 def thanos_version(text: str | None, field: str = "spec.thanos.version") -> Version:
     """The parsed Thanos version (the default when unset); one-line error when unparsable."""
     try:
-        return Version(text or DEFAULT_THANOS_VERSION)
+        version = Version(text or DEFAULT_THANOS_VERSION)
+        if any(len(part) > 1 and part.isdigit() and part.startswith("0") for part in version.pre.split(".")):
+            raise VersionError("a numeric pre-release identifier has a leading zero")  # invalid in semver
+        return version
     except VersionError:
         raise ThanosVersionError(f"{field}: {text!r} is not a Thanos version; use a form like "
                                  f"{DEFAULT_THANOS_VERSION}") from None
