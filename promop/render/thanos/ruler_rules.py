@@ -14,8 +14,8 @@ from typing import Any
 from promop.render.model import Problem, RenderOptions, obj_meta
 from promop.render.rule_validation import validate_rule_spec
 from promop.render.rules import (
-    KIND, MAX_CONFIGMAP_DATA_SIZE, MIN_RULE_CONFIGMAP_NAMES, RulesResult, _enforce, _excluded_from_enforcement,
-    dump_rule_file, rule_file_key, shard_rule_files,
+    KIND, MAX_CONFIGMAP_DATA_SIZE, MIN_RULE_CONFIGMAP_NAMES, RulesResult, dump_rule_file,
+    enforce_namespace_label_in_rules, excluded_from_enforcement, rule_file_key, shard_rule_files,
 )
 from promop.render.schema_check import merge_problems, schema_problems
 from promop.render.thanos.ruler_meta import managed_metadata, prefixed_name
@@ -38,8 +38,8 @@ def _render_one(ruler: Mapping[str, Any], rule: Mapping[str, Any], memo: dict) -
     if problems:
         return None, problems
     label = (ruler.get("spec") or {}).get("enforcedNamespaceLabel")
-    if label and not _excluded_from_enforcement(ruler, ns, name):
-        issues = _enforce(spec, label, ns, memo)
+    if label and not excluded_from_enforcement(ruler, ns, name):
+        issues = enforce_namespace_label_in_rules(spec, label, ns, memo)
         if issues:
             return None, [Problem(KIND, ns, name, path, msg) for path, msg in issues]
     content = dump_rule_file(spec)
