@@ -35,7 +35,7 @@ def test_thanos_ruler_gets_its_statefulset_rule_configmaps_service_and_status(cl
     container = sts["spec"]["template"]["spec"]["containers"][0]
     assert container["name"] == "thanos-ruler" and container["args"][0] == "rule"
     for arg in ('--label=cluster="eu"', "--query=dnssrv+_http._tcp.thanos-query.monitoring.svc",
-                "--alertmanagers.url=http://am:9093", "--rule-file=/etc/thanos/rules/thanos-ruler-tr-rulefiles-0/*.yaml"):
+                "--alertmanagers.url=http://am:9093", "--rule-file=/etc/thanos/rules/*/*.yaml"):
         assert arg in container["args"]
     assert sts["spec"]["serviceName"] == "thanos-ruler-operated"
     assert sts["metadata"]["ownerReferences"][0]["kind"] == "ThanosRuler"

@@ -164,14 +164,18 @@ def test_pod_template_pass_through_and_additional_args_last():
             "hostAliases": [{"hostnames": ["foo.com"], "ip": "1.1.1.1"}], "imagePullSecrets": [{"name": "registry-secret"}],
             "imagePullPolicy": "Always", "additionalArgs": [{"name": "additional.arg", "value": "additional-arg-value"}],
             "schedulerName": "my-scheduler", "hostUsers": True}
-    p = pod(sts(spec, rule_cms=["cm"]))
+    p = pod(sts(spec))  # upstream's case: no rule ConfigMap, so no reloader and no --http.config
     for key in ("nodeSelector", "tolerations", "affinity", "securityContext", "priorityClassName",
                 "serviceAccountName", "imagePullSecrets", "schedulerName", "hostUsers"):
         assert p[key] == spec[key], key
     assert len(p["hostAliases"]) == 1
-    assert all(c["imagePullPolicy"] == "Always" for c in p["containers"]) and len(p["containers"]) == 2
     assert p["containers"][0]["args"][0] == "rule"
     assert p["containers"][0]["args"][-1] == "--additional.arg=additional-arg-value"
+    with_reloader = pod(sts(spec, rule_cms=["cm"]))["containers"]
+    assert len(with_reloader) == 2 and all(c["imagePullPolicy"] == "Always" for c in with_reloader)
+    # with rule ConfigMaps upstream appends --http.config after the additional arguments
+    assert with_reloader[0]["args"][-2:] == ["--additional.arg=additional-arg-value",
+                                             "--http.config=/etc/thanos/web_config/web-config.yaml"]
 
 
 def test_alert_query_url():
@@ -257,18 +261,32 @@ def test_enable_features(version, features, want):
     assert got == ([want] if want else [])
 
 
-def test_query_and_alertmanager_configs_come_from_secrets_through_env():
+def test_query_and_alertmanager_configs_are_secret_files():
     s = sts({"queryEndpoints": None, "queryConfig": {"name": "q", "key": "query.yaml"},
              "alertmanagersConfig": {"name": "am", "key": "am.yaml"}, "alertmanagersUrl": ["http://ignored"]})
     c = pod(s)["containers"][0]
-    assert "--query.config=$(QUERY_CONFIG)" in c["args"] and "--alertmanagers.config=$(ALERTMANAGERS_CONFIG)" in c["args"]
+    assert "--query.config-file=/etc/thanos/config/query-config/query.yaml" in c["args"]
+    assert "--alertmanagers.config-file=/etc/thanos/config/alertmanager-config/am.yaml" in c["args"]
     assert not any(a.startswith(("--query=", "--alertmanagers.url=")) for a in c["args"])
-    env = {e["name"]: e for e in c["env"]}
-    assert env["QUERY_CONFIG"]["valueFrom"]["secretKeyRef"] == {"name": "q", "key": "query.yaml"}
-    assert env["ALERTMANAGERS_CONFIG"]["valueFrom"]["secretKeyRef"] == {"name": "am", "key": "am.yaml"}
+    vols = {v["name"]: v for v in pod(s)["volumes"]}
+    assert vols["query-config"]["secret"] == {"secretName": "q", "items": [{"key": "query.yaml", "path": "query.yaml"}]}
+    assert vols["alertmanager-config"]["secret"]["secretName"] == "am"
     a = args({"queryEndpoints": ["a:9090", "b:9090"], "alertmanagersUrl": ["http://am:9093"]})
     assert [x for x in a if x.startswith(("--query=", "--alertmanagers.url="))] == [
         "--query=a:9090", "--query=b:9090", "--alertmanagers.url=http://am:9093"]
+
+
+def test_upstream_defaults_memory_request_no_probes_listen_local():
+    c = pod(sts())["containers"][0]
+    assert c["resources"] == {"requests": {"memory": "200Mi"}}
+    assert pod(sts({"resources": {"requests": {"memory": "1Gi", "cpu": "1"}}}))["containers"][0]["resources"] == {
+        "requests": {"memory": "1Gi", "cpu": "1"}}
+    assert "livenessProbe" not in c and "readinessProbe" not in c
+    assert [p["name"] for p in c["ports"]] == ["grpc", "web"]
+    local = pod(sts({"listenLocal": True}))["containers"][0]
+    assert "--http-address=localhost:10902" in local["args"] and [p["name"] for p in local["ports"]] == ["grpc"]
+    assert not any(a.startswith("--log.level") for a in args({"logLevel": "info"}))
+    assert "--log.level=debug" in args({"logLevel": "debug"})
 
 
 def test_no_query_endpoint_or_config_is_refused():
@@ -280,7 +298,8 @@ def test_no_query_endpoint_or_config_is_refused():
 
 def test_additional_arg_repeating_a_managed_flag_is_refused():
     with pytest.raises(InvalidThanosRuler, match="already managed by the operator: log.level"):
-        render_ruler(RulerInputs(ruler({"logLevel": "info", "additionalArgs": [{"name": "log.level", "value": "x"}]})))
+        render_ruler(RulerInputs(ruler({"logLevel": "debug",
+                                        "additionalArgs": [{"name": "log.level", "value": "x"}]})))
 
 
 def _golden(name: str):
@@ -339,8 +358,10 @@ def test_rule_selection_and_configmaps():
     assert [(p.name, p.kind) for p in result.rejected] == [("broken", "PrometheusRule")]
     assert result.accepted_rules() == [("ns", "picked")]
     a = pod(result.statefulset)["containers"][0]["args"]
-    assert [x for x in a if x.startswith("--rule-file=")] == [
-        f"--rule-file=/etc/thanos/rules/thanos-ruler-foo-rulefiles-{i}/*.yaml" for i in range(3)]
+    assert [x for x in a if x.startswith("--rule-file=")] == ["--rule-file=/etc/thanos/rules/*/*.yaml"]
+    mounts = [m["mountPath"] for m in pod(result.statefulset)["containers"][0]["volumeMounts"]]
+    assert [f"/etc/thanos/rules/thanos-ruler-foo-rulefiles-{i}" for i in range(3)] == [
+        m for m in mounts if m.startswith("/etc/thanos/rules/")]
 
 
 def test_rule_namespace_selector():

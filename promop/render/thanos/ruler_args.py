@@ -1,8 +1,8 @@
 """The thanos-ruler container's flags, in upstream's order, and the files they point at.
 
-Config held in Secrets (object storage, tracing, alert relabeling) is mounted as files from the user's
-Secret (upstream: a volume per Secret with just that key); query and Alertmanager configs come through
-environment variables. Version gates as upstream's makeStatefulSetSpec.
+Every config held in a Secret (remote write, query, Alertmanagers, object storage, tracing, alert
+relabeling) is mounted as a file: a volume per Secret with just that key, under /etc/thanos/config/<volume>/
+(upstream's mountSecretKey). Version gates as upstream's makeStatefulSetSpec.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ STORAGE_DIR = "/thanos/data"
 CONFIG_DIR = "/etc/thanos/config"
 RULES_DIR = "/etc/thanos/rules"
 WEB_CONFIG_FILE = "/etc/thanos/web_config/web-config.yaml"
-REMOTE_WRITE_FILE = f"{CONFIG_DIR}/remote-write-config/remote-write.yaml"
+TLS_ASSETS_DIR = "/etc/thanos/certs"
 GRPC_PORT = 10901
 HTTP_PORT = 10902
 REPLICA_LABEL = "thanos_ruler_replica"
@@ -35,18 +35,19 @@ GATED_FLAGS = (
     ("rule-concurrent-evaluation", "ruleConcurrentEval", "0.37.0"),
 )
 ENABLE_FEATURES_SINCE = "0.39.0"
-# spec field for a Secret, spec field for a file path, volume name, flag (the file form)
+# spec field for a Secret, spec field for a file path (wins), volume name, flag
 SECRET_FILES = (
     ("objectStorageConfig", "objectStorageConfigFile", "objstorage-config", "objstore.config-file"),
     ("tracingConfig", "tracingConfigFile", "tracing-config", "tracing.config-file"),
     ("alertRelabelConfigs", "alertRelabelConfigFile", "alertrelabel-config", "alert.relabel-config-file"),
 )
+REMOTE_WRITE_SINCE = "0.24.0"
+WEB_CONFIG_SINCE = "0.21.0"
 
 
 @dataclass
 class RulerArgs:
     args: list[tuple[str, Any]] = field(default_factory=list)
-    env: list[dict] = field(default_factory=list)
     volumes: list[dict] = field(default_factory=list)
     mounts: list[dict] = field(default_factory=list)
 
@@ -55,25 +56,18 @@ def _secret_file(out: RulerArgs, spec: Mapping[str, Any], secret_key: str, file_
                  flag: str) -> None:
     if spec.get(file_key):
         out.args.append((flag, spec[file_key]))
-        return
-    ref = spec.get(secret_key)
-    if not isinstance(ref, Mapping) or not ref.get("key"):
-        return
-    key = str(ref["key"])
+    elif isinstance(spec.get(secret_key), Mapping):
+        out.args.append((flag, _mounted(out, spec[secret_key], volume)))
+
+
+def _mounted(out: RulerArgs, ref: Mapping[str, Any], volume: str) -> str:
+    """Mount one key of a Secret under /etc/thanos/config/<volume>/ (upstream's mountSecretKey); its path."""
+    key = str(ref.get("key", ""))
     out.volumes.append({"name": volume, "secret": {"secretName": ref.get("name", ""),
                                                    "items": [{"key": key, "path": key}]}})
     mount_dir = posixpath.join(CONFIG_DIR, volume)
     out.mounts.append({"mountPath": mount_dir, "name": volume, "readOnly": True})
-    out.args.append((flag, posixpath.join(mount_dir, key)))
-
-
-def _env_config(out: RulerArgs, spec: Mapping[str, Any], key: str, env: str, flag: str) -> bool:
-    ref = spec.get(key)
-    if not isinstance(ref, Mapping):
-        return False
-    out.args.append((flag, f"$({env})"))
-    out.env.append({"name": env, "valueFrom": {"secretKeyRef": dict(ref)}})
-    return True
+    return posixpath.join(mount_dir, key)
 
 
 def _labels(spec: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -85,34 +79,43 @@ def _labels(spec: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-def ruler_args(spec: Mapping[str, Any], version: Version, rule_configmaps: list[str]) -> RulerArgs:
-    """Managed flags, env vars, and the Secret volumes/mounts those flags read."""
+def ruler_args(spec: Mapping[str, Any], version: Version, config_secret: str) -> RulerArgs:
+    """Managed flags (upstream's order), env vars, and the Secret volumes/mounts those flags read;
+    the first volume is always the `-config` Secret's remote-write.yaml."""
     out = RulerArgs()
     out.args += [("data-dir", STORAGE_DIR),
                  ("eval-interval", spec.get("evaluationInterval") or DEFAULT_EVALUATION_INTERVAL),
                  ("tsdb.retention", spec.get("retention") or DEFAULT_RETENTION)]
     for flag, key, since in GATED_FLAGS:
-        if spec.get(key) is not None and (since is None or version.at_least(since)):
+        if spec.get(key) not in (None, "", 0) and (since is None or version.at_least(since)):
             out.args.append((flag, spec[key]))
     features = [f for f in spec.get("enableFeatures") or [] if f]
     if features and version.at_least(ENABLE_FEATURES_SINCE):
         out.args.append(("enable-feature", ",".join(features)))
     out.args += _labels(spec)
-    if not _env_config(out, spec, "queryConfig", "QUERY_CONFIG", "query.config"):
+    if spec.get("listenLocal"):
+        out.args.append(("http-address", f"localhost:{HTTP_PORT}"))
+    if spec.get("logLevel") and spec["logLevel"] != "info":
+        out.args.append(("log.level", spec["logLevel"]))
+    if spec.get("logFormat"):
+        out.args.append(("log.format", spec["logFormat"]))
+    out.args.append(("rule-file", f"{RULES_DIR}/*/*.yaml"))
+    remote_write = _mounted(out, {"name": config_secret, "key": "remote-write.yaml"}, "remote-write-config")
+    if spec.get("remoteWrite") and version.at_least(REMOTE_WRITE_SINCE):  # stateless mode
+        out.args.append(("remote-write.config-file", remote_write))
+    if isinstance(spec.get("queryConfig"), Mapping):
+        out.args.append(("query.config-file", _mounted(out, spec["queryConfig"], "query-config")))
+    else:
         out.args += [("query", e) for e in spec.get("queryEndpoints") or []]
-    if not _env_config(out, spec, "alertmanagersConfig", "ALERTMANAGERS_CONFIG", "alertmanagers.config"):
+    if isinstance(spec.get("alertmanagersConfig"), Mapping):
+        out.args.append(("alertmanagers.config-file", _mounted(out, spec["alertmanagersConfig"], "alertmanager-config")))
+    else:
         out.args += [("alertmanagers.url", u) for u in spec.get("alertmanagersUrl") or []]
     for secret_key, file_key, volume, flag in SECRET_FILES:
         _secret_file(out, spec, secret_key, file_key, volume, flag)
-    out.args += [("rule-file", f"{RULES_DIR}/{cm}/*.yaml") for cm in rule_configmaps]
-    bind = "127.0.0.1" if spec.get("listenLocal") else ""
-    out.args += [("grpc-address", f"{bind}:{GRPC_PORT}"), ("http-address", f"{bind}:{HTTP_PORT}")]
     out.args += grpc_tls_args(spec, version)
-    for key, flag in (("logLevel", "log.level"), ("logFormat", "log.format"), ("alertQueryUrl", "alert.query-url"),
-                      ("externalPrefix", "web.external-prefix"), ("routePrefix", "web.route-prefix")):
+    for key, flag in (("externalPrefix", "web.external-prefix"), ("routePrefix", "web.route-prefix"),
+                      ("alertQueryUrl", "alert.query-url")):
         if spec.get(key):
             out.args.append((flag, spec[key]))
-    out.args.append(("http.config", WEB_CONFIG_FILE))
-    if spec.get("remoteWrite"):  # stateless mode: samples go out by remote write, not to a local TSDB
-        out.args.append(("remote-write.config-file", REMOTE_WRITE_FILE))
     return out

@@ -1,6 +1,7 @@
 """The StatefulSet `thanos-ruler-<name>` of a ThanosRuler, as upstream's pkg/thanos makeStatefulSet.
 
 The pod runs `thanos rule` and, to reload rule ConfigMaps, our config reloader (upstream's flags).
+Like upstream: no probes, a 200Mi memory request by default, one `--rule-file` glob over every ConfigMap.
 Shared with the Prometheus StatefulSet: the pod pass-through fields, the strategic merge of
 spec.containers, the StatefulSet spec shape and the annotations (promop/render/statefulset.py).
 """
@@ -19,16 +20,19 @@ from promop.render.statefulset import (
 )
 from promop.render.thanos.args import build_args
 from promop.render.thanos.ruler_args import (
-    HTTP_PORT, GRPC_PORT, RULES_DIR, STORAGE_DIR, WEB_CONFIG_FILE, RulerArgs, ruler_args,
+    GRPC_PORT, HTTP_PORT, RULES_DIR, STORAGE_DIR, TLS_ASSETS_DIR, WEB_CONFIG_FILE, WEB_CONFIG_SINCE, RulerArgs,
+    ruler_args,
 )
 from promop.render.thanos.ruler_meta import (
     GOVERNING_SERVICE_NAME, managed_metadata, prefixed_name, selector_labels,
 )
 from promop.render.thanos.versions import DEFAULT_THANOS_BASE_IMAGE, DEFAULT_THANOS_VERSION, thanos_version
+from promop.render.versions import Version
 
 CONTAINER_NAME = "thanos-ruler"
 DEFAULT_TERMINATION_GRACE_PERIOD = 120
-STORAGE_SUBPATH = "thanos-ruler-db"
+DEFAULT_MEMORY_REQUEST = "200Mi"
+WEB_CONFIG_MOUNT = {"mountPath": WEB_CONFIG_FILE, "name": "web-config", "readOnly": True, "subPath": "web-config.yaml"}
 
 
 def image(spec: Mapping[str, Any], default_base: str = DEFAULT_THANOS_BASE_IMAGE) -> str:
@@ -36,48 +40,40 @@ def image(spec: Mapping[str, Any], default_base: str = DEFAULT_THANOS_BASE_IMAGE
     return spec.get("image") or f"{default_base}:{spec.get('version') or DEFAULT_THANOS_VERSION}"
 
 
-def _storage(ruler: Mapping[str, Any]) -> tuple[dict | None, dict | None, str]:
-    """(pod volume or None, volumeClaimTemplate or None, data mount subPath), as for Prometheus."""
+def _storage(ruler: Mapping[str, Any]) -> tuple[dict | None, dict | None]:
+    """(pod volume or None, volumeClaimTemplate or None); the data mount has no subPath (upstream)."""
     storage = (ruler.get("spec") or {}).get("storage")
     vol = f"{prefixed_name(ruler)}-data"
     if not storage:
-        return {"name": vol, "emptyDir": {}}, None, ""
-    sub_path = "" if storage.get("disableMountSubPath") else STORAGE_SUBPATH
+        return {"name": vol, "emptyDir": {}}, None
     for kind in ("emptyDir", "ephemeral"):
         if storage.get(kind) is not None:
-            return {"name": vol, kind: dict(storage[kind])}, None, sub_path
-    template = storage.get("volumeClaimTemplate")
-    if not template:
-        return {"name": vol, "emptyDir": {}}, None, sub_path
+            return {"name": vol, kind: dict(storage[kind])}, None
+    template = storage.get("volumeClaimTemplate") or {}
     md = template.get("metadata") or {}
     pvc_md: dict = {"name": md.get("name") or vol, **{k: dict(md[k]) for k in ("labels", "annotations") if md.get(k)}}
     pvc_spec = {"accessModes": ["ReadWriteOnce"], **(template.get("spec") or {})}
-    return None, {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": pvc_md, "spec": pvc_spec}, sub_path
+    return None, {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": pvc_md, "spec": pvc_spec}
 
 
-def _volumes(ruler: Mapping[str, Any], rule_cms: list[str], tls_secrets: list[str], extra: list[dict],
-             extra_mounts: list[dict]) -> tuple[list[dict], list[dict], dict | None]:
-    """(pod volumes, thanos-ruler mounts, volumeClaimTemplate) in upstream's order."""
+def _web_config_enabled(version: Version, rule_cms: list[str]) -> bool:
+    """Upstream mounts the web config (and passes --http.config) with the reloader, from Thanos 0.21."""
+    return bool(rule_cms) and version.at_least(WEB_CONFIG_SINCE)
+
+
+def _volumes(ruler: Mapping[str, Any], version: Version, rule_cms: list[str], tls_secrets: list[str],
+             built: RulerArgs) -> tuple[list[dict], list[dict], dict | None]:
+    """(pod volumes, thanos-ruler mounts, volumeClaimTemplate) in upstream's order: the config Secrets,
+    TLS assets, web config, rule ConfigMaps (data mount before them), storage, the user's."""
     spec = ruler.get("spec") or {}
-    base = prefixed_name(ruler)
-    volumes: list[dict] = [
-        {"name": "remote-write-config", "secret": {"secretName": f"{base}-config",
-                                                   "items": [{"key": "remote-write.yaml", "path": "remote-write.yaml"}]}},
-        {"name": "tls-assets", "projected": {"sources": [{"secret": {"name": s}} for s in tls_secrets]}},
-        {"name": "web-config", "secret": {"secretName": f"{base}-web-config"}},
-        *extra,
-    ]
-    mounts: list[dict] = [
-        {"mountPath": "/etc/thanos/config/remote-write-config", "name": "remote-write-config", "readOnly": True},
-        {"mountPath": "/etc/thanos/certs", "name": "tls-assets", "readOnly": True},
-        {"mountPath": WEB_CONFIG_FILE, "name": "web-config", "readOnly": True, "subPath": "web-config.yaml"},
-        *extra_mounts,
-    ]
-    db_volume, pvc, sub_path = _storage(ruler)
-    data_mount: dict = {"mountPath": STORAGE_DIR, "name": pvc["metadata"]["name"] if pvc else f"{base}-data"}
-    if sub_path:
-        data_mount["subPath"] = sub_path
-    mounts.append(data_mount)
+    volumes = [*built.volumes, {"name": "tls-assets",
+                                "projected": {"sources": [{"secret": {"name": s}} for s in tls_secrets]}}]
+    mounts = [*built.mounts, {"mountPath": TLS_ASSETS_DIR, "name": "tls-assets", "readOnly": True}]
+    if _web_config_enabled(version, rule_cms):
+        volumes.append({"name": "web-config", "secret": {"secretName": f"{prefixed_name(ruler)}-web-config"}})
+        mounts.append(WEB_CONFIG_MOUNT)
+    db_volume, pvc = _storage(ruler)
+    mounts.append({"mountPath": STORAGE_DIR, "name": pvc["metadata"]["name"] if pvc else f"{prefixed_name(ruler)}-data"})
     for cm in rule_cms:
         volumes.append({"name": cm, "configMap": {"name": cm, "optional": True}})
         mounts.append({"mountPath": f"{RULES_DIR}/{cm}", "name": cm, "readOnly": True})
@@ -88,55 +84,65 @@ def _volumes(ruler: Mapping[str, Any], rule_cms: list[str], tls_secrets: list[st
     return volumes, mounts, pvc
 
 
-def _probe(spec: Mapping[str, Any], path: str, failures: int) -> dict:
+def _reloader(spec: Mapping[str, Any], options: RenderOptions, version: Version, rule_cms: list[str]) -> dict:
+    web = spec.get("web") if isinstance(spec.get("web"), Mapping) else {}
+    scheme = "https" if web.get("tlsConfig") and version.at_least(WEB_CONFIG_SINCE) else "http"
     prefix = spec.get("routePrefix") or "/"
-    return {"httpGet": {"path": posixpath.join(prefix, path), "port": spec.get("portName") or "web",
-                        "scheme": "HTTP"}, "failureThreshold": failures, "periodSeconds": 5, "timeoutSeconds": 3}
-
-
-def _reloader(spec: Mapping[str, Any], options: RenderOptions, rule_cms: list[str]) -> dict:
-    prefix = spec.get("routePrefix") or "/"
-    args = [f"--listen-address=:{RELOADER_PORT}",
-            f"--reload-url=http://localhost:{HTTP_PORT}{posixpath.join(prefix, '-/reload')}"]
+    args = [f"--listen-address={'127.0.0.1' if spec.get('listenLocal') else ''}:{RELOADER_PORT}"]
+    mounts = [{"mountPath": f"{RULES_DIR}/{cm}", "name": cm} for cm in rule_cms]
+    if _web_config_enabled(version, rule_cms):
+        args.append(f"--web-config-file={WEB_CONFIG_FILE}")
+        mounts.append(dict(WEB_CONFIG_MOUNT))
+    args.append(f"--reload-url={scheme}://localhost:{HTTP_PORT}{posixpath.normpath(posixpath.join(prefix, '-/reload'))}")
     args += [f"--watched-dir={RULES_DIR}/{cm}" for cm in rule_cms]
-    return {
+    for key, flag in (("logFormat", "log-format"), ("logLevel", "log-level")):
+        if spec.get(key):
+            args.append(f"--{flag}={spec[key]}")
+    container = {
         "name": "config-reloader",
         "image": options.config_reloader_image,
         "command": list(RELOADER_COMMAND),
         "args": args,
         "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
                 {"name": "SHARD", "value": "-1"}],
-        "ports": [{"containerPort": RELOADER_PORT, "name": "reloader-web", "protocol": "TCP"}],
         "resources": RELOADER_RESOURCES,
-        "securityContext": SECURITY_CONTEXT,
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-        "volumeMounts": [{"mountPath": f"{RULES_DIR}/{cm}", "name": cm, "readOnly": True} for cm in rule_cms],
-    }
-
-
-def _ruler_container(spec: Mapping[str, Any], built: RulerArgs, mounts: list[dict], default_base_image: str) -> dict:
-    """The thanos-ruler container."""
-    args = ["rule", *build_args(built.args, spec.get("additionalArgs"), "spec.additionalArgs")]
-    env = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
-           *built.env]
-    container: dict = {
-        "name": CONTAINER_NAME,
-        "image": image(spec, default_base_image),
-        "args": args,
-        "env": env,
-        "ports": [] if spec.get("listenLocal") else [
-            {"containerPort": GRPC_PORT, "name": "grpc", "protocol": "TCP"},
-            {"containerPort": HTTP_PORT, "name": spec.get("portName") or "web", "protocol": "TCP"}],
-        "livenessProbe": _probe(spec, "-/healthy", 24),
-        "readinessProbe": _probe(spec, "-/ready", 18),
-        "resources": dict(spec.get("resources") or {}),
         "securityContext": SECURITY_CONTEXT,
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "volumeMounts": mounts,
     }
-    if not container["ports"]:
-        del container["ports"], container["livenessProbe"], container["readinessProbe"]
+    if not spec.get("listenLocal"):
+        container["ports"] = [{"containerPort": RELOADER_PORT, "name": "reloader-web", "protocol": "TCP"}]
     return container
+
+
+def _resources(spec: Mapping[str, Any]) -> dict:
+    """spec.resources, with upstream's default memory request (200Mi) when none is set."""
+    resources = dict(spec.get("resources") or {})
+    requests = dict(resources.get("requests") or {})
+    requests.setdefault("memory", DEFAULT_MEMORY_REQUEST)
+    return {**resources, "requests": requests}
+
+
+def _ruler_container(spec: Mapping[str, Any], version: Version, built: RulerArgs, rule_cms: list[str],
+                     mounts: list[dict], default_base_image: str) -> dict:
+    """The thanos-ruler container; --http.config comes after additionalArgs, as upstream appends it."""
+    args = ["rule", *build_args(built.args, spec.get("additionalArgs"), "spec.additionalArgs")]
+    if _web_config_enabled(version, rule_cms):
+        args.append(f"--http.config={WEB_CONFIG_FILE}")
+    ports = [{"containerPort": GRPC_PORT, "name": "grpc", "protocol": "TCP"}]
+    if not spec.get("listenLocal"):
+        ports.append({"containerPort": HTTP_PORT, "name": spec.get("portName") or "web", "protocol": "TCP"})
+    return {
+        "name": CONTAINER_NAME,
+        "image": image(spec, default_base_image),
+        "args": args,
+        "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}],
+        "ports": ports,
+        "resources": _resources(spec),
+        "securityContext": SECURITY_CONTEXT,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "volumeMounts": mounts,
+    }
 
 
 def build_ruler_statefulset(ruler: dict, options: RenderOptions, rule_configmap_names: list[str],
@@ -147,11 +153,11 @@ def build_ruler_statefulset(ruler: dict, options: RenderOptions, rule_configmap_
     spec = ruler.get("spec") or {}
     version = thanos_version(spec.get("version"))
     rule_cms = list(rule_configmap_names)
-    built = ruler_args(spec, version, rule_cms)
-    volumes, mounts, pvc = _volumes(ruler, rule_cms, list(tls_secret_names), built.volumes, built.mounts)
-    containers = [_ruler_container(spec, built, mounts, default_base_image)]
+    built = ruler_args(spec, version, f"{prefixed_name(ruler)}-config")
+    volumes, mounts, pvc = _volumes(ruler, version, rule_cms, list(tls_secret_names), built)
+    containers = [_ruler_container(spec, version, built, rule_cms, mounts, default_base_image)]
     if rule_cms:
-        containers.append(_reloader(spec, options, rule_cms))
+        containers.append(_reloader(spec, options, version, rule_cms))
     if spec.get("imagePullPolicy"):
         for c in containers:
             c["imagePullPolicy"] = spec["imagePullPolicy"]
