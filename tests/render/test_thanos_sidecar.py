@@ -85,7 +85,8 @@ def test_object_storage_from_secret():
     assert {"name": "OBJSTORE_CONFIG", "valueFrom": {"secretKeyRef": SECRET_REF}} in c["env"]
     assert "--objstore.config=$(OBJSTORE_CONFIG)" in c["args"]
     assert "--tsdb.path=/prometheus" in c["args"]
-    assert {"mountPath": "/prometheus", "name": "prometheus-test-db"} in c["volumeMounts"]
+    assert c["volumeMounts"] == [{"mountPath": "/prometheus", "name": "prometheus-test-db"},
+                                 {"mountPath": "/etc/thanos/config", "name": "thanos-prometheus-http-client-file"}]
     args = prom_args(spec)
     assert "--storage.tsdb.max-block-duration=2h" in args and "--storage.tsdb.min-block-duration=2h" in args
 
@@ -167,11 +168,25 @@ def test_listen_local(thanos, grpc, http):
     ("getConfigInterval", "prometheus.get_config_interval", "1m"),
     ("getConfigTimeout", "prometheus.get_config_timeout", "30s"),
     ("readyTimeout", "prometheus.ready_timeout", "20m"),
+    ("logLevel", "log.level", "debug"),
     ("minTime", "min-time", "-1d"),
     ("logFormat", "log.format", "json"),
 ])
 def test_scalar_flags(key, flag, value):
     assert f"--{flag}={value}" in sidecar({"thanos": {key: value}})["args"]
+
+
+@pytest.mark.parametrize("key", ["getConfigInterval", "getConfigTimeout"])
+def test_get_config_flags_need_thanos_0_29(key):
+    assert not any(a.startswith("--prometheus.get_config") for a in sidecar({"thanos": {"version": "0.28.0",
+                                                                                      key: "1m"}})["args"])
+
+
+def test_log_level_and_format_fall_back_to_the_prometheus_ones():
+    args = sidecar({"logLevel": "warn", "logFormat": "json", "thanos": {}})["args"]
+    assert "--log.level=warn" in args and "--log.format=json" in args
+    args = sidecar({"logLevel": "warn", "thanos": {"logLevel": "debug"}})["args"]
+    assert "--log.level=debug" in args and "--log.level=warn" not in args
 
 
 def test_grpc_server_tls_arguments_in_order():
@@ -230,7 +245,8 @@ def test_http_client_file_volume_secret_and_first_mount():
     vols = {v["name"]: v for v in s["spec"]["template"]["spec"]["volumes"]}
     assert vols["thanos-prometheus-http-client-file"]["secret"] == {
         "secretName": "prometheus-test-thanos-prometheus-http-client-file"}
-    assert containers(s)[2]["volumeMounts"][0]["name"] == "thanos-prometheus-http-client-file"
+    assert containers(s)[2]["volumeMounts"] == [{"mountPath": "/etc/thanos/config",
+                                                 "name": "thanos-prometheus-http-client-file"}]
     names = list(vols)  # before the storage volume, as upstream orders them
     assert names.index("thanos-prometheus-http-client-file") < names.index("prometheus-test-db")
 
@@ -248,14 +264,11 @@ def test_route_prefix_in_prometheus_url():
 def test_render_writes_the_http_client_secret_and_grpc_service_port():
     result = _render({"thanos": {}})
     secret = next(o for o in result.objects() if o["metadata"]["name"].endswith("-thanos-prometheus-http-client-file"))
-    assert secret["kind"] == "Secret" and secret["stringData"] == {"prometheus.http-client-file.yaml": ""}
+    assert secret["kind"] == "Secret" and secret["stringData"] == {
+        "prometheus.http-client-file.yaml": "tls_config:\n  insecure_skip_verify: true\n"}
     assert {"name": "grpc", "port": 10901, "protocol": "TCP", "targetPort": "grpc"} in result.service["spec"]["ports"]
     plain = _render({})
     assert [p["name"] for p in plain.service["spec"]["ports"]] == ["web"]
     assert plain.thanos_secret is None
 
 
-def test_web_tls_http_client_secret_skips_verification():
-    result = _render({"web": {"tlsConfig": {"keyFile": "/k", "certFile": "/c"}}, "thanos": {}})
-    assert result.thanos_secret["stringData"]["prometheus.http-client-file.yaml"] == (
-        "tls_config:\n  insecure_skip_verify: true\n")

@@ -29,6 +29,8 @@ STORAGE_DIR = "/prometheus"
 CONFIG_DIR = "/etc/thanos/config"
 HTTP_CLIENT_FILE = "prometheus.http-client-file.yaml"
 HTTP_CLIENT_VOLUME = "thanos-prometheus-http-client-file"  # also the Secret name's suffix
+HTTP_CLIENT_CONFIG = "tls_config:\n  insecure_skip_verify: true\n"
+GET_CONFIG_SINCE = "0.29.0"  # --prometheus.get_config_timeout / --prometheus.get_config_interval
 SHIPPER_META_FILE = "thanos.shipper.json"
 DEFAULT_BLOCK_DURATION = "2h"
 SECURITY_CONTEXT = {
@@ -129,12 +131,17 @@ def sidecar_args(spec: Mapping[str, Any], prometheus_version: Version) -> tuple[
     elif thanos.get("tracingConfig") is not None:
         args.append(("tracing.config", "$(TRACING_CONFIG)"))
         env.append(_secret_env("TRACING_CONFIG", thanos["tracingConfig"]))
-    for key, flag in (("logLevel", "log.level"), ("logFormat", "log.format"), ("minTime", "min-time"),
-                      ("readyTimeout", "prometheus.ready_timeout"),
-                      ("getConfigInterval", "prometheus.get_config_interval"),
-                      ("getConfigTimeout", "prometheus.get_config_timeout")):
+    for key, flag in (("logLevel", "log.level"), ("logFormat", "log.format")):
+        if thanos.get(key) or spec.get(key):  # the Prometheus's own level/format when the sidecar has none
+            args.append((flag, thanos.get(key) or spec[key]))
+    for key, flag in (("minTime", "min-time"), ("readyTimeout", "prometheus.ready_timeout")):
         if thanos.get(key):
             args.append((flag, thanos[key]))
+    if version.at_least(GET_CONFIG_SINCE):
+        for key, flag in (("getConfigTimeout", "prometheus.get_config_timeout"),
+                          ("getConfigInterval", "prometheus.get_config_interval")):
+            if thanos.get(key):
+                args.append((flag, thanos[key]))
     if version.at_least(HTTP_CLIENT_FILE_SINCE):
         args.append(("prometheus.http-client-file", posixpath.join(CONFIG_DIR, HTTP_CLIENT_FILE)))
     if delayed_compaction(spec, prometheus_version):
@@ -149,13 +156,12 @@ def build_container(spec: Mapping[str, Any], prometheus_version: Version, promet
     version = thanos_version(thanos.get("version"))
     managed, env = sidecar_args(spec, prometheus_version)
     args = ["sidecar", *build_args(managed, thanos.get("additionalArgs"), "spec.thanos.additionalArgs")]
-    mounts: list[dict] = []
-    if version.at_least(HTTP_CLIENT_FILE_SINCE):
-        mounts.append({"mountPath": posixpath.join(CONFIG_DIR, HTTP_CLIENT_FILE), "name": HTTP_CLIENT_VOLUME,
-                       "subPath": HTTP_CLIENT_FILE})
-    mounts += [dict(m) for m in thanos.get("volumeMounts") or []]
+    # upstream's order: the user's mounts (name and path only), the data mount, the http-client file
+    mounts = [{"mountPath": m.get("mountPath"), "name": m.get("name")} for m in thanos.get("volumeMounts") or []]
     if _has_object_storage(thanos):
         mounts += [dict(m) for m in prometheus_mounts if m.get("mountPath") == STORAGE_DIR][:1]
+    if version.at_least(HTTP_CLIENT_FILE_SINCE):
+        mounts.append({"mountPath": CONFIG_DIR, "name": HTTP_CLIENT_VOLUME})
     container: dict = {
         "name": CONTAINER_NAME,
         "image": thanos_image(thanos, *(() if default_base_image is None else (default_base_image,))),
@@ -197,18 +203,17 @@ def sidecar_volumes(prometheus: Mapping[str, Any]) -> list[dict]:
 
 
 def http_client_secret(prometheus: Mapping[str, Any], options: RenderOptions) -> dict | None:
-    """Secret prometheus-<name>-thanos-prometheus-http-client-file: how the sidecar talks to Prometheus
-    (skip certificate verification when Prometheus serves TLS on localhost); None without a sidecar."""
+    """Secret prometheus-<name>-thanos-prometheus-http-client-file: how the sidecar talks to Prometheus on
+    localhost (upstream always skips certificate verification); None without a sidecar."""
     spec = prometheus.get("spec") or {}
     if not enabled(spec):
         return None
-    text = "tls_config:\n  insecure_skip_verify: true\n" if _web_scheme(spec) == "https" else ""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
         "metadata": managed_metadata(prometheus, http_client_secret_name(prometheus), options),
-        "stringData": {HTTP_CLIENT_FILE: text},
+        "stringData": {HTTP_CLIENT_FILE: HTTP_CLIENT_CONFIG},
     }
 
 
