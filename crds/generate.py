@@ -34,6 +34,7 @@ FILES = (
     "monitoring.coreos.com_podmonitors.yaml",
     "monitoring.coreos.com_prometheusrules.yaml",
     "monitoring.coreos.com_scrapeconfigs.yaml",
+    "monitoring.coreos.com_thanosrulers.yaml",
 )
 MAX_BYTES = 256 * 1024
 UPSTREAM_VERSION = "0.93.0"
@@ -43,6 +44,10 @@ PRESERVED_SPEC_FIELDS = {
     "prometheuses": (
         "affinity", "containers", "initContainers", "volumes", "storage", "securityContext",
         "topologySpreadConstraints", "dnsConfig", "thanos", "tracingConfig", "otlp", "web",
+    ),
+    "thanosrulers": (  # pod-template parts passed through to the StatefulSet as for Prometheus
+        "affinity", "containers", "initContainers", "volumes", "storage", "securityContext",
+        "topologySpreadConstraints", "dnsConfig", "web",
     ),
 }
 DESCRIPTION_DEPTH = 2  # keep descriptions for spec.<field> and spec.<field>.<field>

@@ -29,7 +29,8 @@ def register(subparsers) -> None:
         description="Explain whether each Prometheus in the files selects the object, what it becomes "
                     "(scrape jobs or a rule file) or exactly why not.")
     parser.add_argument("kind", help="ServiceMonitor (smon), PodMonitor (pmon), PrometheusRule (promrule), or "
-                                     "Prometheus (prom) for everything one Prometheus selects and why")
+                                     "Prometheus (prom) for everything one Prometheus selects and why, or ThanosRuler (ruler) for "
+                                     "the PrometheusRules one ThanosRuler selects")
     parser.add_argument("name", metavar="NAMESPACE/NAME", help="the object; the namespace defaults to 'default'")
     add_file_argument(parser)
     parser.set_defaults(func=run)
@@ -49,6 +50,16 @@ def run(args: argparse.Namespace) -> int:
 
     from promop.render.alertmanager import offline as am_offline  # Alertmanager objects (hook)
 
+    from promop.render.thanos import offline as tr_offline  # ThanosRuler objects (hook)
+
+    if tr_offline.is_kind(args.kind):
+        namespace, _, name = args.name.rpartition("/")
+        loaded = load_or_exit(args.files)
+        if loaded is None:
+            return EXIT_INPUT
+        lines, ok = tr_offline.explain(namespace or "default", name, loaded)
+        print("\n".join(lines))
+        return EXIT_INPUT if lines[0].startswith("error:") else EXIT_OK if ok else EXIT_REJECTED
     am_kind = am_offline.canonical_kind(args.kind)
     if am_kind is not None:
         namespace, _, name = args.name.rpartition("/")

@@ -129,30 +129,36 @@ def run(args: argparse.Namespace) -> int:
         report(rendered)
         return EXIT_REJECTED if rendered.rejected or loaded.rejected else EXIT_OK
     from promop.render.alertmanager import offline as am_offline  # Alertmanager objects
+    from promop.render.thanos import offline as tr_offline  # ThanosRuler objects
 
-    if not loaded.of("Prometheus") and not loaded.of("Alertmanager"):
+    if not loaded.of("Prometheus") and not loaded.of("Alertmanager") and not loaded.of("ThanosRuler"):
         print("error: no Prometheus object found in the given files (nor an Alertmanager); nothing to render "
               "(to check monitors and rules alone, use promop render --lint)", file=sys.stderr)
         return EXIT_REJECTED
     rendered = render_loaded(loaded, options)
     am_rendered = am_offline.render_loaded(loaded)
+    tr_rendered = tr_offline.render_loaded(loaded, options)
     if args.out:
         try:
             write_tree(args.out, rendered)
             am_offline.write_tree(args.out, am_rendered, dump_all)
+            tr_offline.write_tree(args.out, tr_rendered, dump_all)
         except OSError as exc:
             print(f"error: --out {args.out}: cannot write: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_INPUT
     else:
         objects = [obj for _, result in rendered.results for obj in result.objects()]
-        sys.stdout.write(dump_all(merge_services(objects + am_offline.objects(am_rendered))))
+        sys.stdout.write(dump_all(merge_services(objects + am_offline.objects(am_rendered)
+                                                 + tr_offline.objects(tr_rendered))))
     report(rendered)
     am_offline.report(am_rendered)
+    tr_offline.report(tr_rendered)
     if loaded.of("Prometheus") and not rendered.results:
         print(f"error: none of the {len(loaded.of('Prometheus'))} Prometheus object(s) could be rendered; "
               "see the rejected lines above", file=sys.stderr)
         return EXIT_REJECTED
-    bad = rendered.rejected or loaded.rejected or am_rendered.rejected or am_rendered.errors
+    bad = (rendered.rejected or loaded.rejected or am_rendered.rejected or am_rendered.errors
+           or tr_rendered.rejected)
     return EXIT_REJECTED if args.strict and bad else EXIT_OK
 
 

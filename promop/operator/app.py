@@ -42,6 +42,10 @@ def build_controllers(client: KubeClient, options: Options, registry: CollectorR
 
     metrics, extra = prepare(client, options, registry, prometheus_kwargs)
     controllers: list[Any] = [Controller(client, options, registry, metrics=metrics, **prometheus_kwargs), *extra]
+    from promop.operator.thanos.controller import start_if_served as start_thanos_ruler  # ThanosRuler
+
+    thanos = start_thanos_ruler(client, options, registry, metrics, prometheus_kwargs.get("informer_kwargs"))
+    controllers += [thanos] if thanos is not None else []
     return controllers
 
 

@@ -35,6 +35,9 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (MONITORING, "alertmanagers/status", ("update",)),
     (MONITORING, "alertmanagerconfigs", ("list", "watch")),
     (MONITORING, "alertmanagerconfigs/status", ("update",)),
+    # the ThanosRuler controller (promop/operator/thanos)
+    (MONITORING, "thanosrulers", ("get", "list", "watch")),
+    (MONITORING, "thanosrulers/status", ("update",)),
     # fast reload: a Role per Prometheus letting its pods read their own config objects
     ("rbac.authorization.k8s.io", "roles", ("get", "create", "update", "delete")),
     ("rbac.authorization.k8s.io", "rolebindings", ("get", "create", "update", "delete")),

@@ -139,6 +139,8 @@ class RenderResult:
     config_unmanaged: bool = False
     # fast reload: the Role and RoleBinding that let the pods read their config through the API
     reloader_rbac: list[dict] = field(default_factory=list)
+    # Secret prometheus-<name>-thanos-prometheus-http-client-file for the Thanos sidecar (None: no sidecar)
+    thanos_secret: dict | None = None
 
     def objects(self) -> list[dict]:
         return [
@@ -146,6 +148,7 @@ class RenderResult:
             self.config_secret,
             *self.tls_secrets,
             *([self.web_config_secret] if self.web_config_secret else []),
+            *([self.thanos_secret] if self.thanos_secret else []),
             self.service,
             *self.reloader_rbac,
             *self.statefulsets,

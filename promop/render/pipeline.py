@@ -24,6 +24,7 @@ from promop.render.service import build_service, build_web_config_secret
 from promop.render import fast_reload
 from promop.render.statefulset import build_statefulsets, compute_input_hash
 from promop.render.store import Store
+from promop.render.thanos import sidecar as thanos_sidecar
 from promop.render.tls_assets import tls_secrets
 from promop.render.unsupported import unsupported_fields
 
@@ -88,7 +89,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
 
     Raises InvalidPrometheus (with every problem) when the Prometheus violates its CRD schema.
     """
-    invalid = schema_problems("Prometheus", inputs.prometheus)
+    invalid = schema_problems("Prometheus", inputs.prometheus) or thanos_sidecar.problems(inputs.prometheus)
     if invalid:
         raise InvalidPrometheus(invalid)
     prometheus, malformed = sanitized_prometheus(inputs.prometheus)
@@ -153,6 +154,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
         config_text="" if unmanaged else generated.text,
         config_unmanaged=unmanaged,
         reloader_rbac=fast_reload.rbac_objects(prometheus, options, cm_names) if fast else [],
+        thanos_secret=thanos_sidecar.http_client_secret(prometheus, options),
     )
     return result
 

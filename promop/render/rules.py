@@ -85,7 +85,7 @@ def _sanitize(spec: dict, version: Version, ns: str, name: str, warnings: list[P
     return spec
 
 
-def _excluded_from_enforcement(prometheus: Mapping[str, Any], ns: str, name: str) -> bool:
+def excluded_from_enforcement(prometheus: Mapping[str, Any], ns: str, name: str) -> bool:
     spec = prometheus.get("spec") or {}
     for ref in spec.get("excludedFromEnforcement") or []:
         if (ref.get("resource") == "prometheusrules" and ref.get("group", MONITORING_GROUP) == MONITORING_GROUP
@@ -97,7 +97,8 @@ def _excluded_from_enforcement(prometheus: Mapping[str, Any], ns: str, name: str
     return False
 
 
-def _enforce(spec: dict, label: str, ns: str, memo: dict | None = None) -> list[tuple[str, str]]:
+def enforce_namespace_label_in_rules(spec: dict, label: str, ns: str,
+                                     memo: dict | None = None) -> list[tuple[str, str]]:
     """Add `<label>: <ns>` to every rule and its selectors; (field, message) for each failure.
 
     `memo` (one per render) keeps each rewrite by (expression, namespace): rules often repeat
@@ -130,7 +131,7 @@ def _render_one(prometheus: Mapping[str, Any], rule: Mapping[str, Any], version:
                 enforced: dict | None = None) -> _Rendered:
     """The rule file content for one PrometheusRule (None when it is rejected), and its problems.
 
-    `enforced`: the render's memo of namespace-label rewrites (see _enforce)."""
+    `enforced`: the render's memo of namespace-label rewrites (see enforce_namespace_label_in_rules)."""
     ns, name = obj_meta(rule)
     rejected: list[Problem] = []
     warnings: list[Problem] = []
@@ -143,8 +144,8 @@ def _render_one(prometheus: Mapping[str, Any], rule: Mapping[str, Any], version:
         return None, problems, warnings
     spec = _sanitize(spec, version, ns, name, warnings)
     label = (prometheus.get("spec") or {}).get("enforcedNamespaceLabel")
-    if label and not _excluded_from_enforcement(prometheus, ns, name):
-        issues = _enforce(spec, label, ns, enforced)
+    if label and not excluded_from_enforcement(prometheus, ns, name):
+        issues = enforce_namespace_label_in_rules(spec, label, ns, enforced)
         if issues:
             return None, [Problem(KIND, ns, name, path, msg) for path, msg in issues], warnings
     content = dump_rule_file(spec)
@@ -163,7 +164,7 @@ def _memo_key(prometheus: Mapping[str, Any], rule: Mapping[str, Any], version: V
     ns, name = obj_meta(rule)
     spec = prometheus.get("spec") or {}
     label = spec.get("enforcedNamespaceLabel") or ""
-    excluded = bool(label) and _excluded_from_enforcement(prometheus, ns, name)
+    excluded = bool(label) and excluded_from_enforcement(prometheus, ns, name)
     return json.dumps([ns, name, str(version), label, excluded, rule.get("spec")], sort_keys=True, default=str)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from promop.render.meta import MANAGED_BY_LABELS, managed_metadata, owner_reference, prefixed_name
 from promop.render.model import RenderOptions
+from promop.render.thanos.sidecar import service_ports as thanos_service_ports
 
 GOVERNING_SERVICE_NAME = "prometheus-operated"
 WEB_CONFIG_KEY = "web-config.yaml"
@@ -37,7 +38,8 @@ def build_service(prometheus: dict, options: RenderOptions) -> dict:
         "metadata": md,
         "spec": {
             "clusterIP": "None",
-            "ports": [{"name": port_name, "port": 9090, "protocol": "TCP", "targetPort": port_name}],
+            "ports": [{"name": port_name, "port": 9090, "protocol": "TCP", "targetPort": port_name},
+                      *thanos_service_ports(spec)],
             "selector": {"app.kubernetes.io/name": "prometheus"},
         },
     }

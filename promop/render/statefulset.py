@@ -23,6 +23,7 @@ from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions
 from promop.render.shards import shard_count  # noqa: F401 (part of this module's interface)
 from promop.render.service import GOVERNING_SERVICE_NAME, build_service  # noqa: F401 (part of this module's interface)
+from promop.render.thanos import sidecar as thanos_sidecar
 from promop.render.versions import Version, VersionError
 
 # Paths inside the pod, as upstream.
@@ -178,8 +179,7 @@ def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
             args.append(f"--{flag}={query[key]}")
     if spec.get("allowOverlappingBlocks") and version.at_least("2.11.0") and not version.at_least("2.39.0"):
         args.append("--storage.tsdb.allow-overlapping-blocks")
-    if spec.get("disableCompaction"):
-        args += ["--storage.tsdb.max-block-duration=2h", "--storage.tsdb.min-block-duration=2h"]
+    args += thanos_sidecar.compaction_args(spec, version)  # spec.disableCompaction, or the Thanos sidecar's
     if spec.get("walCompression") is not None and version.at_least(WAL_COMPRESSION_FLAG_SINCE):
         args.append("--storage.tsdb.wal-compression" if spec["walCompression"]
                     else "--no-storage.tsdb.wal-compression")
@@ -422,6 +422,9 @@ def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_n
     if not prom["ports"]:
         del prom["ports"]
     containers = [prom, _reloader("config-reloader", spec, options, rule_cms, shard, reloader_mounts, init=False)]
+    if thanos_sidecar.enabled(spec):  # the Thanos sidecar hook (promop/render/thanos/sidecar.py)
+        containers.append(thanos_sidecar.build_container(spec, version, prom_mounts))
+        volumes = thanos_sidecar.with_volumes(volumes, prometheus)
     init_containers = [_reloader("init-config-reloader", spec, options, rule_cms, shard, reloader_mounts, init=True)]
     if spec.get("imagePullPolicy"):
         for c in containers + init_containers:

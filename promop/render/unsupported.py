@@ -106,6 +106,14 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "minReadySeconds": ALL, "persistentVolumeClaimRetentionPolicy": ALL, "maximumStartupDurationSeconds": ALL,
         "podManagementPolicy": ALL, "updateStrategy": ALL, "rules": {"alert": ALL}, "enableOTLPReceiver": ALL,
         "allowOverlappingBlocks": ALL, "disableCompaction": ALL,
+        # the Thanos sidecar (promop/render/thanos/sidecar.py); upstream too reads only these TLS fields
+        "thanos": {**{k: ALL for k in (
+            "additionalArgs", "baseImage", "blockSize", "getConfigInterval", "getConfigTimeout", "grpcListenLocal",
+            "httpListenLocal", "image", "listenLocal", "logFormat", "logLevel", "minTime", "objectStorageConfig",
+            "objectStorageConfigFile", "readyTimeout", "resources", "sha", "tag", "tracingConfig",
+            "tracingConfigFile", "version", "volumeMounts")},
+            "grpcServerTlsConfig": {k: ALL for k in ("caFile", "certFile", "keyFile", "minVersion", "cipherSuites",
+                                                     "curves")}},
         # operator behaviour (promop/operator)
         "paused": ALL,
     },
@@ -117,7 +125,6 @@ REASONS = {
     ("Prometheus", "probeNamespaceSelector"): "Probe objects are not supported",
     ("Prometheus", "scrapeConfigSelector"): "ScrapeConfig objects are not supported",
     ("Prometheus", "scrapeConfigNamespaceSelector"): "ScrapeConfig objects are not supported",
-    ("Prometheus", "thanos"): "the Thanos sidecar is not supported",
     ("Prometheus", "web"): "web TLS/HTTP settings are not supported; Prometheus serves plain HTTP",
 }
 

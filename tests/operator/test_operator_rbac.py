@@ -94,6 +94,7 @@ def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_ope
     eventually(lambda: names(kube, ROLES) == [] and names(kube, ROLEBINDINGS) == [], 20, "the Role deleted")
     eventually(op.idle, 20)
     _alertmanager_scenario(kube)  # the Alertmanager controller's permissions
+    _thanos_ruler_scenario(kube)  # the ThanosRuler controller's
 
     last_close = [0.0]
 
@@ -131,3 +132,14 @@ def _alertmanager_scenario(kube) -> None:
     eventually(lambda: "alertmanager-am" in names(kube, STATEFULSETS), 20, "the Alertmanager StatefulSet")
     eventually(lambda: kube.get(ALERTMANAGERCONFIGS, "bad", NS).get("status", {}).get("bindings"), 20, "AMC binding")
     eventually(lambda: kube.get(ALERTMANAGERS, "am", NS).get("status", {}).get("conditions"), 20, "AM status")
+
+
+def _thanos_ruler_scenario(kube) -> None:
+    """A ThanosRuler: its StatefulSet (a GET of the owner before creating) and its status."""
+    from promop.operator.thanos import THANOSRULERS
+
+    kube.create(THANOSRULERS, {"apiVersion": "monitoring.coreos.com/v1", "kind": "ThanosRuler",
+                               "metadata": {"name": "tr", "namespace": NS},
+                               "spec": {"queryEndpoints": ["query:10902"], "ruleSelector": {}}})
+    eventually(lambda: "thanos-ruler-tr" in names(kube, STATEFULSETS), 20, "the ThanosRuler StatefulSet")
+    eventually(lambda: kube.get(THANOSRULERS, "tr", NS).get("status", {}).get("conditions"), 20, "ThanosRuler status")

@@ -82,15 +82,15 @@ def test_input_object_without_a_name_is_rejected_alone(tmp_path):
 def test_unknown_monitoring_kind_is_rejected_other_kinds_are_skipped(tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text("apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitr\nmetadata: {name: a}\n---\n"
-                    "apiVersion: monitoring.coreos.com/v1\nkind: ThanosRuler\nmetadata: {name: b}\n---\n"
+                    "apiVersion: monitoring.coreos.com/v1\nkind: Probe\nmetadata: {name: b}\n---\n"
                     "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: c}\n")
     loaded = load([path])
     [line] = loaded.rejected
     assert line.startswith(f"ServiceMonitr {path}#1: unknown kind in monitoring.coreos.com/v1; the kinds are "
                            "Prometheus, ServiceMonitor, PodMonitor, PrometheusRule, Alertmanager, "
-                           "AlertmanagerConfig, ")
+                           "AlertmanagerConfig, ThanosRuler, ")
     assert "ScrapeConfig" in line and "PrometheusAgent" in line
-    assert loaded.skipped == [f"ThanosRuler /b in {path}", f"Deployment /c in {path}"]
+    assert loaded.skipped == [f"Probe /b in {path}", f"Deployment /c in {path}"]
 
 
 def test_excluded_folders_are_not_read(tmp_path):
