@@ -145,14 +145,17 @@ class HostOptions:
         return self.identity or default_identity()
 
 
-def go_bool(text: str) -> bool:
-    """A Go flag's boolean value (strconv.ParseBool): `--flag`, `--flag=true`, `--flag=false`."""
-    low = str(text).strip().lower()
+def go_bool(flag: str, value: object) -> bool:
+    """A Go flag's boolean value (strconv.ParseBool): `--flag`, `--flag=true`, `--flag=false`. Parsed
+    after argparse (flags declared with nargs="?", const=True) so that a bad value is one line."""
+    if isinstance(value, bool):
+        return value
+    low = str(value).strip().lower()
     if low in ("1", "t", "true", "yes"):
         return True
     if low in ("0", "f", "false", "no"):
         return False
-    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+    raise OptionsError(f"{flag}: {value!r} is not true or false; pass {flag}=true or {flag}=false")
 
 
 def add_web_tls_flags(group) -> None:
@@ -160,7 +163,7 @@ def add_web_tls_flags(group) -> None:
     from promop.host.webtls import DEFAULT_MIN_VERSION, WebTLS
 
     d = WebTLS()
-    group.add_argument("--web.enable-tls", dest="web_enable_tls", type=go_bool, nargs="?", const=True,
+    group.add_argument("--web.enable-tls", dest="web_enable_tls", nargs="?", const=True,
                        default=False, metavar="BOOL", help="serve /metrics, /healthz and /readyz over HTTPS")
     group.add_argument("--web.cert-file", "--web.tls-cert-file", dest="web_cert_file", default=d.cert_file,
                        help=f"serving certificate, reloaded when it changes (default {d.cert_file})")
@@ -180,7 +183,7 @@ def web_tls_from_args(args: argparse.Namespace):
     """The WebTLS of the parsed flags; OptionsError for a value upstream refuses."""
     from promop.host.webtls import TLSConfigError, WebTLS, check
 
-    tls = WebTLS(enabled=bool(args.web_enable_tls), cert_file=args.web_cert_file, key_file=args.web_key_file,
+    tls = WebTLS(enabled=go_bool("--web.enable-tls", args.web_enable_tls), cert_file=args.web_cert_file, key_file=args.web_key_file,
                  client_ca_file=args.web_client_ca_file, min_version=args.web_tls_min_version,
                  cipher_suites=parse_list(args.web_tls_cipher_suites))
     try:

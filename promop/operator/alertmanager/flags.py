@@ -70,18 +70,29 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     am.add_argument("--kubelet-selector", default="", help="label selector of the nodes to list")
     am.add_argument("--kubelet-node-address-priority", default="internal", metavar="internal|external",
                     help="node address priority used by kubelet: 'internal' (default) or 'external'")
-    am.add_argument("--kubelet-endpoints", type=_bool, nargs="?", const=True, default=True, metavar="BOOL",
+    am.add_argument("--kubelet-endpoints", nargs="?", const=True, default=True, metavar="BOOL",
                     help="manage the kubelet Endpoints object (default true)")
-    am.add_argument("--kubelet-endpointslice", type=_bool, nargs="?", const=True, default=False, metavar="BOOL",
+    am.add_argument("--kubelet-endpointslice", nargs="?", const=True, default=False, metavar="BOOL",
                     help="manage kubelet EndpointSlices too (default false)")
     am.add_argument("--kubelet-sync-period", default="3m", metavar="DURATION",
                     help="how often the kubelet Endpoints/EndpointSlices are reconciled: a Go duration (10s, 2m, "
                          "1h30m) or seconds (default 3m)")
-    am.add_argument("--kubelet-http-metrics", type=_bool, nargs="?", const=True, default=True, metavar="BOOL",
+    am.add_argument("--kubelet-http-metrics", nargs="?", const=True, default=True, metavar="BOOL",
                     help="include the http-metrics port 10255 (default true)")
 
 
+def _go_bool(args: argparse.Namespace, flag: str) -> bool:
+    from promop.host.flags import OptionsError, go_bool
+
+    try:
+        return go_bool(flag, getattr(args, flag[2:].replace("-", "_")))
+    except OptionsError as exc:
+        raise FlagError(str(exc)) from None
+
+
 def from_args(args: argparse.Namespace) -> AMOptions:
+    for flag in ("--kubelet-endpoints", "--kubelet-endpointslice", "--kubelet-http-metrics"):
+        setattr(args, flag[2:].replace("-", "_"), _go_bool(args, flag))  # "false" -> False, one line if bad
     service = args.kubelet_service or ""
     if service and (service.count("/") != 1 or not all(service.split("/"))):
         raise FlagError(f"--kubelet-service: {service!r} is not namespace/name, e.g. kube-system/kubelet")
