@@ -21,7 +21,7 @@ from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, PROMETHE
                                    SERVICEMONITORS, STATEFULSETS, Resource)
 from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
-from promop.operator import mapping, ownership
+from promop.operator import mapping, ownership, repair
 from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.options import Options
@@ -200,8 +200,18 @@ class Controller(InformerGroup):
                 self._retry(key)
             else:
                 q.forget(key)
+                self._repair(key)
             finally:
                 q.done(key)
+
+    def _repair(self, key: str) -> None:
+        """--repair-policy-for-statefulsets: after a sync, unstick its StatefulSets' rollouts (repair.py)."""
+        prom = self.prometheuses.store.get(key)
+        if self.options.repair_policy == "none" or prom is None:
+            return
+        mine = [s for s in self.statefulsets.store.list() if mapping.for_statefulset(s) == [key]]
+        repair.repair(self.client, mine, self.options.repair_policy,
+                      lambda note: self.reporter.event(prom, "Prometheus", repair.REASON, note))
 
     # ---- event handlers -------------------------------------------------------------------
 

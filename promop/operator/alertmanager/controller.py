@@ -27,7 +27,7 @@ from promop.kube.resources import CONFIGMAPS, NAMESPACES, SECRETS, STATEFULSETS,
 from promop.labelselector import SelectorError, parse_selector
 from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
-from promop.operator import mapping, ownership
+from promop.operator import mapping, ownership, repair
 from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS, CONTROLLER
 from promop.operator.alertmanager.sync import AlertmanagerSyncer, Stores
 from promop.operator.apply import RetryLater
@@ -162,6 +162,7 @@ class AlertmanagerController(InformerGroup):
             try:
                 if ownership.key_managed(self.alertmanagers.store, key, self._controller_id):
                     self.syncer.sync(key)  # another operator's (--controller-id): no sync, no status
+                    self._repair(key)
             except RetryLater as exc:
                 log.debug("sync deferred; retrying", **fields(key=key, reason=str(exc)))
                 q.add_rate_limited(key)
@@ -183,6 +184,17 @@ class AlertmanagerController(InformerGroup):
         self.metrics.triggered.labels(CONTROLLER, triggered_by, action).inc()
         for key in keys:
             self.queue.add(key)
+
+    def _repair(self, key: str) -> None:
+        """--repair-policy-for-statefulsets (promop/operator/repair.py) after a sync."""
+        am, policy = self.alertmanagers.store.get(key), getattr(self.options, "repair_policy", "none")
+        if policy == "none" or am is None:
+            return
+        ns, _, name = key.partition("/")
+        mine = [s for s in self.statefulsets.store.list() if _md(s).get("namespace") == ns and any(
+            r.get("kind") == "Alertmanager" and r.get("name") == name and r.get("controller")
+            for r in _md(s).get("ownerReferences") or ())]
+        repair.repair(self.client, mine, policy, lambda note: self.syncer._event(am, "Alertmanager", repair.REASON, note))
 
     @property
     def _controller_id(self) -> str:
