@@ -183,7 +183,8 @@ def web_tls_from_args(args: argparse.Namespace):
     """The WebTLS of the parsed flags; OptionsError for a value upstream refuses."""
     from promop.host.webtls import TLSConfigError, WebTLS, check
 
-    tls = WebTLS(enabled=go_bool("--web.enable-tls", args.web_enable_tls), cert_file=args.web_cert_file, key_file=args.web_key_file,
+    tls = WebTLS(enabled=go_bool("--web.enable-tls", args.web_enable_tls), cert_file=args.web_cert_file,
+                 key_file=args.web_key_file,
                  client_ca_file=args.web_client_ca_file, min_version=args.web_tls_min_version,
                  cipher_suites=parse_list(args.web_tls_cipher_suites))
     try:

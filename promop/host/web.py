@@ -36,6 +36,8 @@ class WebServer:
         handler = _make_handler(self)
         # TLSConfigError (a file that does not load) before the port is taken
         self.tls = Reloader(tls) if tls is not None and tls.active() else None
+        if tls is not None and tls.enabled and self.tls is None:
+            log.warning("server key and certificate not provided, TLS disabled")  # upstream's behaviour
         self._server = _TLSServer((host, port), handler, self.tls) if self.tls else ThreadingHTTPServer(
             (host, port), handler)
         self._server.daemon_threads = True

@@ -62,7 +62,8 @@ def test_prometheus_instance_namespaces_win_over_the_deny_list():
     ("--web.enable-tls=true", "--web.tls-cert-file=/c", "--web.tls-private-key-file=/k"),  # the aliases
 ])
 def test_tls_flags_and_their_aliases(argv):
-    o = options(*argv, "--web.tls-min-version=VersionTLS12", "--web.tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
+    o = options(*argv, "--web.tls-min-version=VersionTLS12",
+                "--web.tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
     assert (o.web_tls.enabled, o.web_tls.cert_file, o.web_tls.key_file) == (True, "/c", "/k")
     assert o.web_tls.min_version == "VersionTLS12"
     assert o.web_tls.cipher_suites == ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",)

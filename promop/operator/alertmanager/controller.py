@@ -194,7 +194,8 @@ class AlertmanagerController(InformerGroup):
         mine = [s for s in self.statefulsets.store.list() if _md(s).get("namespace") == ns and any(
             r.get("kind") == "Alertmanager" and r.get("name") == name and r.get("controller")
             for r in _md(s).get("ownerReferences") or ())]
-        repair.repair(self.client, mine, policy, lambda note: self.syncer._event(am, "Alertmanager", repair.REASON, note))
+        repair.repair(self.client, mine, policy,
+                      lambda note: self.syncer._event(am, "Alertmanager", repair.REASON, note))
 
     @property
     def _controller_id(self) -> str:

@@ -31,7 +31,7 @@ class AMOptions:
     # --namespaces/--deny-namespaces for the Alertmanager (and StatefulSet) / AlertmanagerConfig informers
     instance_namespaces: tuple[str, ...] = ()
     config_namespaces: tuple[str, ...] = ()
-    instance_selector: str = ""  # upstream's --alertmanager-instance-selector (string form), on the Alertmanager informer
+    instance_selector: str = ""  # upstream's --alertmanager-instance-selector: the Alertmanager informer's
 
     def kubelet_object(self) -> tuple[str, str]:
         ns, _, name = self.kubelet_service.partition("/")
