@@ -55,6 +55,8 @@ def _join_selectors(*parts: str) -> str | None:
 class Controller(InformerGroup):
     """Owns the informers, the queue and the workers for Prometheus objects."""
 
+    repair_recheck = 60.0  # seconds: a rollout still unfinished is looked at again (--repair-policy-for-statefulsets)
+
     def __init__(self, client: KubeClient, options: Options, registry: CollectorRegistry | None = None,
                  metrics: OperatorMetrics | None = None, render: Callable | None = None,
                  references: Callable | None = None, informer_kwargs: dict | None = None) -> None:
@@ -212,6 +214,8 @@ class Controller(InformerGroup):
         mine = [s for s in self.statefulsets.store.list() if mapping.for_statefulset(s) == [key]]
         repair.repair(self.client, mine, self.options.repair_policy,
                       lambda note: self.reporter.event(prom, "Prometheus", repair.REASON, note))
+        if any(repair.rolling(s) for s in mine):  # a stuck pod changes nothing: look again later
+            self.queue.add_after(key, self.repair_recheck)
 
     # ---- event handlers -------------------------------------------------------------------
 

@@ -73,6 +73,14 @@ def pod_to_repair(sts: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> 
     return None
 
 
+def rolling(sts: Mapping[str, Any]) -> bool:
+    """Is the StatefulSet's rollout unfinished (revisions differ or pods not ready)? Then it is
+    looked at again later even if nothing changes (upstream's status poller, every minute)."""
+    status = sts.get("status") or {}
+    want = (sts.get("spec") or {}).get("replicas", 1)
+    return status.get("currentRevision") != status.get("updateRevision") or int(status.get("readyReplicas") or 0) < want
+
+
 def remove(client: Any, pod: Mapping[str, Any], policy: str) -> None:
     """Evict or delete `pod` (propagation Background), as the policy says."""
     ns, name = _md(pod).get("namespace"), _md(pod).get("name")

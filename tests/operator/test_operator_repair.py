@@ -84,29 +84,34 @@ def exists(kube, res, name) -> bool:
 
 def test_a_stuck_rollout_is_repaired_by_deleting_its_failing_pod(cluster, kube, start_operator):
     kube.create(NAMESPACES, {"metadata": {"name": NS}})
-    start_operator(render=fake_render, references=fake_references, repair_policy="delete")
+    op = start_operator(render=fake_render, references=fake_references, repair_policy="delete")
+    op.controller.repair_recheck = 0.5  # upstream looks again every minute
     kube.create(PROMETHEUSES, {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
-                               "metadata": {"name": "p", "namespace": NS}, "spec": {"replicas": 2}})
+                               "metadata": {"name": "p", "namespace": NS}, "spec": {"replicas": 3}})
     made = eventually(lambda: exists(kube, STATEFULSETS, "prometheus-p") and kube.get(STATEFULSETS, "prometheus-p", NS),
                       what="the StatefulSet")
     labels = made["spec"]["selector"]["matchLabels"]
     owner = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "prometheus-p", "uid": made["metadata"]["uid"],
               "controller": True}]
-    for p in (pod(0, "rev-a", True), pod(1, "rev-b", False)):
+    for p in (pod(0, "rev-a", True), pod(1, "rev-b", False), pod(2, "rev-b", False)):
         p["metadata"]["labels"].update(labels)
         p["metadata"]["ownerReferences"] = owner
         create_pod(kube, p)
     # what the StatefulSet controller reports: pod 1 stuck at rev-b, the fixed spec is rev-c
     modify(kube, STATEFULSETS, "prometheus-p", NS, lambda o: o.update(status={
-        "observedGeneration": o["metadata"]["generation"], "replicas": 2, "readyReplicas": 1,
+        "observedGeneration": o["metadata"]["generation"], "replicas": 3, "readyReplicas": 1,
         "availableReplicas": 1, "currentRevision": "rev-a", "updateRevision": "rev-c"}), subresource="status")
-    eventually(lambda: not exists(kube, PODS, "prometheus-p-1"), what="the stuck pod deleted")
+    # one pod per sync, the highest ordinal first; nothing else changes, the recheck removes the next one
+    eventually(lambda: not exists(kube, PODS, "prometheus-p-2"), what="the highest stuck pod deleted")
+    eventually(lambda: not exists(kube, PODS, "prometheus-p-1"), what="the next stuck pod deleted")
     assert exists(kube, PODS, "prometheus-p-0")
 
     def repaired_events():
         return [e for e in kube.list(EVENTS, NS)["items"] if e.get("reason") == REASON]
-    events = eventually(repaired_events, what="the StatefulSetRepaired event")
-    about, note = events[0]["involvedObject"], events[0]["message"]
-    assert (about["kind"], about["name"], len(events)) == ("Prometheus", "p", 1)
-    assert "deleted pod prometheus-p-1 of StatefulSet prometheus-p" in note
+    events = eventually(lambda: len(repaired_events()) == 2 and repaired_events(), what="two repair events")
+    notes = sorted(e["message"] for e in events)
+    assert {(e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in events} == {("Prometheus", "p")}
+    assert "deleted pod prometheus-p-1 of StatefulSet prometheus-p" in notes[0]
+    assert "deleted pod prometheus-p-2 of StatefulSet prometheus-p" in notes[1]
+    note = notes[0]
     assert "rev-b" in note and "--repair-policy-for-statefulsets=delete" in note
