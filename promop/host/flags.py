@@ -143,3 +143,52 @@ class HostOptions:
 
     def with_identity(self) -> str:
         return self.identity or default_identity()
+
+
+def go_bool(flag: str, value: object) -> bool:
+    """A Go flag's boolean value (strconv.ParseBool): `--flag`, `--flag=true`, `--flag=false`. Parsed
+    after argparse (flags declared with nargs="?", const=True) so that a bad value is one line."""
+    if isinstance(value, bool):
+        return value
+    low = str(value).strip().lower()
+    if low in ("1", "t", "true", "yes"):
+        return True
+    if low in ("0", "f", "false", "no"):
+        return False
+    raise OptionsError(f"{flag}: {value!r} is not true or false; pass {flag}=true or {flag}=false")
+
+
+def add_web_tls_flags(group) -> None:
+    """Upstream's web TLS flags (`pkg/server`); the `--web.tls-*-file` spellings are accepted as aliases."""
+    from promop.host.webtls import DEFAULT_MIN_VERSION, WebTLS
+
+    d = WebTLS()
+    group.add_argument("--web.enable-tls", dest="web_enable_tls", nargs="?", const=True,
+                       default=False, metavar="BOOL", help="serve /metrics, /healthz and /readyz over HTTPS")
+    group.add_argument("--web.cert-file", "--web.tls-cert-file", dest="web_cert_file", default=d.cert_file,
+                       help=f"serving certificate, reloaded when it changes (default {d.cert_file})")
+    group.add_argument("--web.key-file", "--web.tls-private-key-file", dest="web_key_file", default=d.key_file,
+                       help=f"private key of the serving certificate (default {d.key_file})")
+    group.add_argument("--web.client-ca-file", "--web.tls-client-ca-file", dest="web_client_ca_file",
+                       default=d.client_ca_file,
+                       help="CA that client certificates must be signed by; required from clients when the file "
+                            f"exists (default {d.client_ca_file})")
+    group.add_argument("--web.tls-min-version", dest="web_tls_min_version", default=DEFAULT_MIN_VERSION,
+                       help=f"VersionTLS12 or VersionTLS13 (default {DEFAULT_MIN_VERSION})")
+    group.add_argument("--web.tls-cipher-suites", dest="web_tls_cipher_suites", default="",
+                       help="comma-separated Go cipher suite names for TLS 1.2 (TLS 1.3 suites are not configurable)")
+
+
+def web_tls_from_args(args: argparse.Namespace):
+    """The WebTLS of the parsed flags; OptionsError for a value upstream refuses."""
+    from promop.host.webtls import TLSConfigError, WebTLS, check
+
+    tls = WebTLS(enabled=go_bool("--web.enable-tls", args.web_enable_tls), cert_file=args.web_cert_file,
+                 key_file=args.web_key_file,
+                 client_ca_file=args.web_client_ca_file, min_version=args.web_tls_min_version,
+                 cipher_suites=parse_list(args.web_tls_cipher_suites))
+    try:
+        check(tls)
+    except TLSConfigError as exc:
+        raise OptionsError(str(exc)) from None
+    return tls

@@ -24,6 +24,7 @@ from promop.host.connect import client_factory, connect
 from promop.host.flags import default_identity, parse_listen_address
 from promop.host.logs import fields
 from promop.host.web import WebServer
+from promop.host.webtls import TLSConfigError
 from promop.kube.client import KubeClient
 
 EXIT_OK, EXIT_LOST_LEADERSHIP, EXIT_STOPPED_EARLY = 0, 1, 0
@@ -93,11 +94,15 @@ class ControllerProcess:
             return
         host, port = parse_listen_address(self.options.listen_address)
         try:
-            self.web = WebServer(host, port, self.registry, self.readiness, self.health).start()
+            self.web = WebServer(host, port, self.registry, self.readiness, self.health,
+                                 tls=getattr(self.options, "web_tls", None)).start()
+        except TLSConfigError as exc:
+            raise UserError(str(exc)) from None
         except OSError as exc:
             raise UserError(f"--web.listen-address {self.options.listen_address}: cannot listen "
                             f"({exc.strerror or exc}); pass a free address, e.g. 127.0.0.1:0 for any port") from None
-        self.logger.info("serving /metrics /healthz /readyz", **fields(address=f"{host}:{self.web.port}"))
+        self.logger.info("serving /metrics /healthz /readyz", **fields(address=f"{host}:{self.web.port}",
+                                                                        scheme="https" if self.web.tls else "http"))
 
     # ---- the lifecycle ----------------------------------------------------------------
 

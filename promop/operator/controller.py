@@ -22,7 +22,7 @@ from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, PROMETHE
 from promop.kube.resources import SCRAPECONFIGS
 from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
-from promop.operator import mapping
+from promop.operator import mapping, ownership, repair
 from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.options import Options
@@ -56,6 +56,8 @@ def _join_selectors(*parts: str) -> str | None:
 class Controller(InformerGroup):
     """Owns the informers, the queue and the workers for Prometheus objects."""
 
+    repair_recheck = 60.0  # seconds: a rollout still unfinished is looked at again (--repair-policy-for-statefulsets)
+
     def __init__(self, client: KubeClient, options: Options, registry: CollectorRegistry | None = None,
                  metrics: OperatorMetrics | None = None, render: Callable | None = None,
                  references: Callable | None = None, informer_kwargs: dict | None = None) -> None:
@@ -74,19 +76,27 @@ class Controller(InformerGroup):
         deny = options.namespace_field_selector()
         scope: dict[str, Any] = {"namespaces": list(options.namespaces)} if options.namespaces else {}
 
-        def informer(res: Resource, **extra: Any) -> Informer:
-            sel = _join_selectors(extra.pop("field_selector", ""), deny)
-            return Informer(client, res, field_selector=sel, **scope, **{**kw, **extra})
+        # --prometheus-instance-namespaces: where Prometheus objects and what we create for them are watched
+        # (the allow-list wins over --namespaces/--deny-namespaces); monitors keep following --namespaces
+        instances = options.prometheus_instance_namespaces
 
-        self.prometheuses = informer(PROMETHEUSES, resync_period=options.resync_period)
+        def informer(res: Resource, instance: bool = False, **extra: Any) -> Informer:
+            if instance and instances:
+                sel, where = _join_selectors(extra.pop("field_selector", "")), {"namespaces": list(instances)}
+            else:
+                sel, where = _join_selectors(extra.pop("field_selector", ""), deny), scope
+            return Informer(client, res, field_selector=sel, **where, **{**kw, **extra})
+
+        self.prometheuses = informer(PROMETHEUSES, True, resync_period=options.resync_period,
+                                     label_selector=options.prometheus_instance_selector or None)
         self.servicemonitors = informer(SERVICEMONITORS)
         self.podmonitors = informer(PODMONITORS)
         self.rules = informer(PROMETHEUSRULES)
         self.scrapeconfigs = informer(SCRAPECONFIGS)
         meta = not options.full_secret_informers
-        self.secrets = informer(SECRETS, metadata_only=meta, field_selector=options.secret_field_selector)
-        self.configmaps = informer(CONFIGMAPS, metadata_only=meta)
-        self.statefulsets = informer(STATEFULSETS, label_selector=STATEFULSET_SELECTOR)
+        self.secrets = informer(SECRETS, True, metadata_only=meta, field_selector=options.secret_field_selector)
+        self.configmaps = informer(CONFIGMAPS, True, metadata_only=meta)
+        self.statefulsets = informer(STATEFULSETS, True, label_selector=STATEFULSET_SELECTOR)
         self.namespaces = Informer(client, NAMESPACES, **kw)
         self.informers = [self.prometheuses, self.servicemonitors, self.podmonitors, self.rules, self.secrets,
                           self.configmaps, self.statefulsets, self.namespaces]
@@ -153,7 +163,7 @@ class Controller(InformerGroup):
             t.join(max(0.0, deadline - time.monotonic()))
 
     def enqueue_all(self) -> None:
-        self._enqueue(self.prometheuses.store.keys(), "Resync", "all")
+        self._enqueue(self.prometheuses.store.keys(), "Resync", "all")  # _enqueue keeps only ours
 
     def _retry(self, key: str) -> None:
         """Requeue after a failure: a real reason, never skipped as an echo."""
@@ -175,6 +185,8 @@ class Controller(InformerGroup):
                 q.done(key)  # stop taking work: the backlog is dropped, in-flight syncs finish
                 continue
             work, cause = self._work_for(key)
+            if not ownership.key_managed(self.prometheuses.store, key, self.options.controller_id):
+                work = SKIP  # another operator's (--controller-id): neither reconciled nor its status written
             if work == SKIP:
                 q.forget(key)
                 q.done(key)
@@ -193,8 +205,20 @@ class Controller(InformerGroup):
                 self._retry(key)
             else:
                 q.forget(key)
+                self._repair(key)
             finally:
                 q.done(key)
+
+    def _repair(self, key: str) -> None:
+        """--repair-policy-for-statefulsets: after a sync, unstick its StatefulSets' rollouts (repair.py)."""
+        prom = self.prometheuses.store.get(key)
+        if self.options.repair_policy == "none" or prom is None:
+            return
+        mine = [s for s in self.statefulsets.store.list() if mapping.for_statefulset(s) == [key]]
+        repair.repair(self.client, mine, self.options.repair_policy,
+                      lambda note: self.reporter.event(prom, "Prometheus", repair.REASON, note))
+        if any(repair.rolling(s) for s in mine):  # a stuck pod changes nothing: look again later
+            self.queue.add_after(key, self.repair_recheck)
 
     # ---- event handlers -------------------------------------------------------------------
 
@@ -220,6 +244,7 @@ class Controller(InformerGroup):
                  status_only: bool = False, obj: Any = None) -> None:
         """Queue `keys`. `maybe_echo`: the updated object, if this may be our own write coming back;
         `status_only`: only a StatefulSet's status changed; `obj`: the object of the event."""
+        keys = ownership.managed_keys(keys, self.prometheuses.store, self.options.controller_id)
         if not keys:
             return
         cause = f"{triggered_by} {_describe(obj)} {action}" if obj is not None else f"{triggered_by} {action}"
@@ -243,11 +268,12 @@ class Controller(InformerGroup):
         whose sync then finds it gone and removes its bindings. Prometheus objects in namespaces we
         do not manage are another operator's business."""
         gone = [k for k in mapping.bound_prometheuses(obj)
-                if self.options.namespace_allowed(k.partition("/")[0]) and self.prometheuses.store.get(k) is None]
+                if self.options.prometheus_namespace_allowed(k.partition("/")[0])
+                and self.prometheuses.store.get(k) is None]
         self._enqueue(gone, kind, "add")
 
     def _proms(self) -> list[dict]:
-        return self.prometheuses.store.list()
+        return [p for p in self.prometheuses.store.list() if ownership.manages(p, self.options.controller_id)]
 
     def _ns_labels(self, namespace: str) -> dict | None:
         ns = self.namespaces.store.get(namespace)
@@ -285,6 +311,8 @@ class Controller(InformerGroup):
 
     def _register_handlers(self) -> None:
         def prom_key(obj: Any) -> list[str]:
+            if not ownership.manages(_obj(obj), self.options.controller_id):
+                return []  # another operator's, also when it is deleted
             return [obj.key] if isinstance(obj, Tombstone) else [mapping.key_of(obj)]
 
         def prom_update_matters(old: dict, new: dict) -> bool:

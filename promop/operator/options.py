@@ -11,8 +11,11 @@ import argparse
 from dataclasses import dataclass, field
 
 from promop.host.flags import (LOG_FORMATS, LOG_LEVELS, OptionsError, add_cluster_flags, add_leader_election_flags,
-                               add_log_flags, add_web_flag, check_leader_election, default_identity,
-                               default_lease_namespace, parse_list, parse_listen_address, parse_map)
+                               add_log_flags, add_web_flag, add_web_tls_flags, check_leader_election,
+                               default_identity, default_lease_namespace, parse_list, parse_listen_address, parse_map,
+                               web_tls_from_args)
+from promop.host.webtls import WebTLS
+from promop.operator import ownership  # --controller-id, instance scopes, repair policy (hook)
 from promop.featuregates import (SHARD_RETENTION_POLICY, FeatureGateError, FeatureGates, add_feature_gates_flag,
                                  parse_feature_gates)
 from promop.operator.alertmanager import flags as am_flags  # Alertmanager/kubelet/CRD flags (hook)
@@ -65,6 +68,14 @@ class Options:
     full_secret_informers: bool = False  # benchmark only: cache whole Secrets/ConfigMaps, as before upstream #5424
     alertmanager: am_flags.AMOptions = field(default_factory=am_flags.AMOptions)  # hook: see that module
     feature_gates: FeatureGates = field(default_factory=FeatureGates)  # --feature-gates
+    # running beside other operators (promop/operator/ownership.py): which workload objects are ours
+    controller_id: str = ""  # --controller-id: ownership.manages(obj, options.controller_id)
+    prometheus_instance_namespaces: tuple[str, ...] = ()  # Prometheus/PrometheusAgent; replace --namespaces
+    prometheus_instance_selector: str = ""  # label selector (string form) of the Prometheus informers
+    thanos_ruler_instance_namespaces: tuple[str, ...] = ()
+    thanos_ruler_instance_selector: str = ""
+    repair_policy: str = "none"  # --repair-policy-for-statefulsets: none, evict or delete
+    web_tls: WebTLS = field(default_factory=WebTLS)  # --web.enable-tls and friends
 
     def render_options(self) -> RenderOptions:
         return RenderOptions(
@@ -88,6 +99,12 @@ class Options:
 
     def listen_host_port(self) -> tuple[str, int]:
         return parse_listen_address(self.listen_address)
+
+    def prometheus_namespace_allowed(self, namespace: str) -> bool:
+        """May Prometheus objects of `namespace` be managed? (--prometheus-instance-namespaces wins)"""
+        if self.prometheus_instance_namespaces:
+            return namespace in self.prometheus_instance_namespaces
+        return self.namespace_allowed(namespace)
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -125,12 +142,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                      help=f"requests the client may send at once above --kube-api-qps (default {DEFAULT_KUBE_API_BURST})")
     add_log_flags(run)
     add_web_flag(run, DEFAULT_LISTEN_ADDRESS)
+    add_web_tls_flags(run)
     run.add_argument("--resync-period", type=float, default=DEFAULT_RESYNC_SECONDS,
                      help="seconds between full resyncs of every Prometheus (default 300)")
     run.add_argument("--full-secret-informers", action="store_true", help=argparse.SUPPRESS)
     add_feature_gates_flag(run)
     add_leader_election_flags(parser, DEFAULT_LEASE_NAME)
     am_flags.add_flags(parser)
+    ownership.add_flags(parser)
 
 
 def from_args(args: argparse.Namespace) -> Options:
@@ -159,7 +178,10 @@ def from_args(args: argparse.Namespace) -> Options:
         gates = parse_feature_gates(args.feature_gates)
     except FeatureGateError as exc:
         raise OptionsError(str(exc)) from None
+    beside = ownership.from_args(args)  # OptionsError naming the flag
     return Options(
+        **beside,
+        web_tls=web_tls_from_args(args),
         kubeconfig=args.kubeconfig,
         context=args.context,
         namespaces=namespaces,

@@ -81,7 +81,10 @@ class Running:
         ctl = self.controller
         if ctl is None or not self.operator.synced.is_set():
             return False
-        done = all(k in ctl.syncer.last_report for k in ctl.prometheuses.store.keys())
+        from promop.operator.ownership import key_managed
+
+        store, cid = ctl.prometheuses.store, ctl.options.controller_id
+        done = all(k in ctl.syncer.last_report for k in store.keys() if key_managed(store, k, cid))
         return done and len(ctl.queue) == 0 and ctl.queue.processing() == 0 and ctl.queue.waiting() == 0 and all(
             inf.pending() == 0 for inf in ctl.informers) and ctl.reporter.idle()
 

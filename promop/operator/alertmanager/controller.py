@@ -27,7 +27,7 @@ from promop.kube.resources import CONFIGMAPS, NAMESPACES, SECRETS, STATEFULSETS,
 from promop.labelselector import SelectorError, parse_selector
 from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
-from promop.operator import mapping
+from promop.operator import mapping, ownership, repair
 from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS, CONTROLLER
 from promop.operator.alertmanager.sync import AlertmanagerSyncer, Stores
 from promop.operator.apply import RetryLater
@@ -86,7 +86,8 @@ class AlertmanagerController(InformerGroup):
             scope: dict[str, Any] = {"namespaces": list(namespaces)} if namespaces else {}
             return Informer(client, res, field_selector=sel, **scope, **{**kw, **extra})
 
-        self.alertmanagers = informer(ALERTMANAGERS, instances, resync_period=getattr(options, "resync_period", 0))
+        self.alertmanagers = informer(ALERTMANAGERS, instances, resync_period=getattr(options, "resync_period", 0),
+                                      label_selector=am_opts.instance_selector or None)
         self.alertmanagerconfigs = informer(ALERTMANAGERCONFIGS, configs)
         self.secrets = informer(SECRETS, referenced, metadata_only=True, field_selector=options.secret_field_selector)
         self.configmaps = informer(CONFIGMAPS, referenced, metadata_only=True)
@@ -140,7 +141,8 @@ class AlertmanagerController(InformerGroup):
 
     def idle(self) -> bool:
         """Every Alertmanager synced at least once, nothing queued, in flight or undelivered."""
-        done = all(k in self.syncer.last_report for k in self.alertmanagers.store.keys())
+        done = all(k in self.syncer.last_report for k in self.alertmanagers.store.keys()
+                   if ownership.key_managed(self.alertmanagers.store, k, self._controller_id))
         return (done and len(self.queue) == 0 and self.queue.processing() == 0 and self.queue.waiting() == 0
                 and all(inf.pending() == 0 for inf in self.informers))
 
@@ -158,7 +160,9 @@ class AlertmanagerController(InformerGroup):
                 q.done(key)
                 continue
             try:
-                self.syncer.sync(key)
+                if ownership.key_managed(self.alertmanagers.store, key, self._controller_id):
+                    self.syncer.sync(key)  # another operator's (--controller-id): no sync, no status
+                    self._repair(key)
             except RetryLater as exc:
                 log.debug("sync deferred; retrying", **fields(key=key, reason=str(exc)))
                 q.add_rate_limited(key)
@@ -174,14 +178,31 @@ class AlertmanagerController(InformerGroup):
     # ---- event mapping --------------------------------------------------------------------
 
     def _enqueue(self, keys: list[str], triggered_by: str, action: str) -> None:
+        keys = ownership.managed_keys(keys, self.alertmanagers.store, self._controller_id)
         if not keys:
             return
         self.metrics.triggered.labels(CONTROLLER, triggered_by, action).inc()
         for key in keys:
             self.queue.add(key)
 
+    def _repair(self, key: str) -> None:
+        """--repair-policy-for-statefulsets (promop/operator/repair.py) after a sync."""
+        am, policy = self.alertmanagers.store.get(key), getattr(self.options, "repair_policy", "none")
+        if policy == "none" or am is None:
+            return
+        ns, _, name = key.partition("/")
+        mine = [s for s in self.statefulsets.store.list() if _md(s).get("namespace") == ns and any(
+            r.get("kind") == "Alertmanager" and r.get("name") == name and r.get("controller")
+            for r in _md(s).get("ownerReferences") or ())]
+        repair.repair(self.client, mine, policy,
+                      lambda note: self.syncer._event(am, "Alertmanager", repair.REASON, note))
+
+    @property
+    def _controller_id(self) -> str:
+        return getattr(self.options, "controller_id", "")
+
     def _ams(self) -> list[dict]:
-        return self.alertmanagers.store.list()
+        return [a for a in self.alertmanagers.store.list() if ownership.manages(a, self._controller_id)]
 
     def _ns_labels(self, namespace: str) -> dict:
         ns = self.namespaces.store.get(namespace)
@@ -217,6 +238,8 @@ class AlertmanagerController(InformerGroup):
         e = self._enqueue
 
         def am_key(obj: Any) -> list[str]:
+            if not ownership.manages(_obj(obj), self._controller_id):
+                return []  # another operator's, also when it is deleted
             return [obj.key] if isinstance(obj, Tombstone) else [mapping.key_of(obj)]
 
         def am_update(old: dict, new: dict) -> None:
