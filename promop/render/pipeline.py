@@ -20,10 +20,11 @@ from promop.render.rules import RulesResult, build_rule_configmaps
 from promop.render.schema_check import InvalidPrometheus, schema_problems
 from promop.render.selection import SELECTOR_FIELDS, select
 from promop.render.shape import sanitized_prometheus
-from promop.render.service import build_service, build_web_config_secret
+from promop.render.service import build_service
+from promop.render import webconfig
 from promop.render import fast_reload
-from promop.render.statefulset import build_statefulsets, compute_input_hash
-from promop.render.store import Store
+from promop.render.statefulset import build_statefulsets, compute_input_hash, web_config_enabled
+from promop.render.store import Reject, Scope, Store
 from promop.render.tls_assets import tls_secrets
 from promop.render.unsupported import unsupported_fields
 
@@ -106,6 +107,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
             warnings += cache.per_object("unsupported", obj, lambda o=obj: unsupported_fields(dict(o)))
 
     ctx, prom_scope = new_context(prometheus, options, Store(inputs.secrets, inputs.configmaps))
+    web_tls = _web_tls(prometheus, prom_scope)
     fragments = monitor_fragments(ctx, sms, pms, cache)
 
     def build_rules() -> RulesResult:
@@ -130,6 +132,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     cm_names = list(rules_result.names)
     input_hash = compute_input_hash(prometheus, options, cm_names, tls_names)
     statefulsets = build_statefulsets(prometheus, options, cm_names, tls_names, input_hash)
+    statefulsets = [webconfig.adapt_statefulset(s, spec, web_tls) for s in statefulsets]
     fast = fast_reload.mode(prometheus, options).fast
     if fast:
         statefulsets = [fast_reload.adapt_statefulset(s, prometheus, cm_names) for s in statefulsets]
@@ -146,12 +149,24 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
         jobs=generated.jobs,
         rule_files=dict(rules_result.rule_files),
         input_hash=input_hash,
-        web_config_secret=build_web_config_secret(prometheus, options),
+        web_config_secret=webconfig.build_web_config_secret(prometheus, options, web_tls),
         config_text="" if unmanaged else generated.text,
         config_unmanaged=unmanaged,
         reloader_rbac=fast_reload.rbac_objects(prometheus, options, cm_names) if fast else [],
     )
     return result
+
+
+def _web_tls(prometheus: dict, scope: Scope) -> webconfig.TLSMounts | None:
+    """spec.web.tlsConfig's section and volumes; a bad reference stops this Prometheus (InvalidPrometheus),
+    since a pod pointed at a missing certificate would never start."""
+    if not web_config_enabled(prometheus.get("spec") or {}):
+        return None
+    try:
+        return webconfig.prometheus_web_tls(scope, prometheus.get("spec") or {})
+    except Reject as exc:
+        ns, name = obj_meta(prometheus)
+        raise InvalidPrometheus([Problem("Prometheus", ns, name, exc.field, exc.message)]) from None
 
 
 _SECRET_REF_KEYS = frozenset({

@@ -102,7 +102,7 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "topologySpreadConstraints": ALL, "securityContext": ALL, "dnsConfig": ALL,
         "dnsPolicy": ALL, "enableServiceLinks": ALL, "hostUsers": ALL, "schedulerName": ALL, "hostAliases": ALL,
         "hostNetwork": ALL, "automountServiceAccountToken": ALL, "terminationGracePeriodSeconds": ALL,
-        "web": {"pageTitle": ALL, "maxConnections": ALL},
+        "web": ALL,  # promop/render/webconfig.py
         "minReadySeconds": ALL, "persistentVolumeClaimRetentionPolicy": ALL, "maximumStartupDurationSeconds": ALL,
         "podManagementPolicy": ALL, "updateStrategy": ALL, "rules": {"alert": ALL}, "enableOTLPReceiver": ALL,
         "allowOverlappingBlocks": ALL, "disableCompaction": ALL,
@@ -118,7 +118,6 @@ REASONS = {
     ("Prometheus", "scrapeConfigSelector"): "ScrapeConfig objects are not supported",
     ("Prometheus", "scrapeConfigNamespaceSelector"): "ScrapeConfig objects are not supported",
     ("Prometheus", "thanos"): "the Thanos sidecar is not supported",
-    ("Prometheus", "web"): "web TLS/HTTP settings are not supported; Prometheus serves plain HTTP",
 }
 
 

@@ -85,7 +85,7 @@ NOT_IMPLEMENTED = {
         "probeSelector", "remoteWrite.azureAd", "remoteWrite.sigv4",
         "remoteWriteReceiverMessageVersions", "scrapeConfigNamespaceSelector", "scrapeConfigSelector",
         "shardRetentionPolicy", "shardingStrategy", "thanos", "tracingConfig",
-        "tsdb.chunkEncoding", "tsdb.staleSeriesCompactionThreshold", "web.httpConfig", "web.tlsConfig",
+        "tsdb.chunkEncoding", "tsdb.staleSeriesCompactionThreshold",
     },
 }
 # Subtrees copied verbatim into the pod template / StatefulSet: their leaves are Kubernetes' fields.
@@ -93,8 +93,9 @@ VERBATIM = {"containers", "initContainers", "volumes", "volumeMounts", "affinity
             "topologySpreadConstraints", "securityContext", "resources", "storage", "podMetadata",
             "imagePullSecrets", "dnsConfig", "hostAliases", "persistentVolumeClaimRetentionPolicy", "updateStrategy",
             "nodeSelector", "additionalArgs"}
+_RENDER = Path(__file__).resolve().parents[2] / "promop" / "render"
 RENDER_SOURCES = "\n".join(
-    p.read_text() for p in (Path(__file__).resolve().parents[2] / "promop" / "render").glob("*.py")
+    p.read_text() for p in [*_RENDER.glob("*.py"), _RENDER / "alertmanager" / "webtls.py"]  # web TLS is shared
     if p.name not in ("unsupported.py", "shape.py"))
 
 
