@@ -21,7 +21,7 @@ from promop.render.schema_check import InvalidPrometheus, schema_problems
 from promop.render.selection import SELECTOR_FIELDS, select
 from promop.render.shape import sanitized_prometheus
 from promop.render.service import build_service
-from promop.render import webconfig
+from promop.render import topology, webconfig
 from promop.render import fast_reload
 from promop.render.statefulset import build_statefulsets, compute_input_hash, web_config_enabled
 from promop.render.store import Reject, Scope, Store
@@ -133,6 +133,8 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     input_hash = compute_input_hash(prometheus, options, cm_names, tls_names)
     statefulsets = build_statefulsets(prometheus, options, cm_names, tls_names, input_hash)
     statefulsets = [webconfig.adapt_statefulset(s, spec, web_tls) for s in statefulsets]
+    zones = topology.for_context(ctx)
+    statefulsets = [topology.adapt_statefulset(s, shard, zones) for shard, s in enumerate(statefulsets)]
     fast = fast_reload.mode(prometheus, options).fast
     if fast:
         statefulsets = [fast_reload.adapt_statefulset(s, prometheus, cm_names) for s in statefulsets]

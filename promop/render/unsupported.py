@@ -92,6 +92,7 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "convertClassicHistogramsToNHCB": ALL,
         # StatefulSet and rules (promop/render/statefulset.py, rules.py)
         "version": ALL, "image": ALL, "baseImage": ALL, "tag": ALL, "sha": ALL, "replicas": ALL, "shards": ALL,
+        "shardingStrategy": ALL,  # promop/render/topology.py
         "serviceName": ALL, "portName": ALL, "listenLocal": ALL, "routePrefix": ALL, "externalUrl": ALL,
         "logLevel": ALL, "logFormat": ALL, "retention": ALL, "retentionSize": ALL, "enableAdminAPI": ALL,
         "enableFeatures": ALL, "enableRemoteWriteReceiver": ALL, "query": ALL, "walCompression": ALL,

@@ -84,7 +84,7 @@ NOT_IMPLEMENTED = {
         "alerting.alertmanagers.sigv4", "otlp", "probeNamespaceSelector",
         "probeSelector", "remoteWrite.azureAd", "remoteWrite.sigv4",
         "remoteWriteReceiverMessageVersions", "scrapeConfigNamespaceSelector", "scrapeConfigSelector",
-        "shardRetentionPolicy", "shardingStrategy", "thanos", "tracingConfig",
+        "shardRetentionPolicy", "thanos", "tracingConfig",
         "tsdb.chunkEncoding", "tsdb.staleSeriesCompactionThreshold",
     },
 }
