@@ -12,6 +12,7 @@ with the cache. After a restart the WriteLog is empty, so every object is compar
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 import re
@@ -23,6 +24,7 @@ from promop.kube.errors import NotFound
 from promop.kube.resources import (CONFIGMAPS, PROMETHEUSES, ROLEBINDINGS, ROLES, SECRETS, SERVICES, STATEFULSETS,
                                    Resource)
 from promop.operator.apply import CREATED, DELETED, RECREATED, UNCHANGED, UPDATED, Applier, RetryLater
+from promop.operator import shard_retention
 from promop.operator.diff import input_hash
 from promop.operator.writelog import NOTHING, WriteLog
 from promop.render import fast_reload
@@ -76,8 +78,11 @@ class ConfigWriter:
     """Writes the config objects of a RenderResult; reads the metadata caches in `stores`."""
 
     def __init__(self, client: KubeClient, stores: Any, writelog: WriteLog,
-                 on_sts_recreate: Callable[[], None] | None = None) -> None:
+                 on_sts_recreate: Callable[[], None] | None = None, shard_retention: bool = True,
+                 clock: Callable[[], _dt.datetime] | None = None) -> None:
         self.client = client
+        self.shard_retention = shard_retention  # the PrometheusShardRetentionPolicy gate
+        self.clock = clock or (lambda: _dt.datetime.now(_dt.timezone.utc))
         self.stores = stores
         self.log = writelog
         self.applier = Applier(client, on_sts_recreate=on_sts_recreate)
@@ -203,8 +208,20 @@ class ConfigWriter:
             o_ns, o_name = key_of(obj)
             if (o_ns == ns and o_name not in wanted and o_name.startswith(prefix)
                     and _STS_SHARD.match(o_name[len(prefix):]) and owned_by(obj, prom)):
+                if not self._scaled_down_shard_goes(prom, obj, writes):
+                    continue
                 if self._delete(STATEFULSETS, o_name, ns, propagation_policy="Foreground"):
                     writes.count(DELETED, "StatefulSet", o_name)
+
+    def _scaled_down_shard_goes(self, prom: dict, sts: dict, writes: Writes) -> bool:
+        """spec.shardRetentionPolicy (operator/shard_retention.py): False keeps the StatefulSet, after
+        writing its deletion deadline when it has none yet. A bad retention raises RetentionError."""
+        decision = shard_retention.decide(prom.get("spec") or {}, sts, self.shard_retention, self.clock())
+        if decision.annotate:
+            ns, name = key_of(sts)
+            self.client.patch(STATEFULSETS, name, {"metadata": {"annotations": decision.annotate}}, ns)
+            writes.count(UPDATED, "StatefulSet", name)
+        return decision.delete
 
     def _pods_read_through_api(self, prom: dict) -> bool:
         """Whether the cached StatefulSets run reloaders in fast-reload mode (then their Role exists)."""

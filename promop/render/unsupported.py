@@ -108,7 +108,7 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "podManagementPolicy": ALL, "updateStrategy": ALL, "rules": {"alert": ALL}, "enableOTLPReceiver": ALL,
         "allowOverlappingBlocks": ALL, "disableCompaction": ALL,
         # operator behaviour (promop/operator)
-        "paused": ALL,
+        "paused": ALL, "shardRetentionPolicy": ALL,  # promop/operator/shard_retention.py
     },
 }
 

@@ -84,7 +84,7 @@ NOT_IMPLEMENTED = {
         "alerting.alertmanagers.sigv4", "otlp", "probeNamespaceSelector",
         "probeSelector", "remoteWrite.azureAd", "remoteWrite.sigv4",
         "remoteWriteReceiverMessageVersions", "scrapeConfigNamespaceSelector", "scrapeConfigSelector",
-        "shardRetentionPolicy", "thanos", "tracingConfig",
+        "thanos", "tracingConfig",
         "tsdb.chunkEncoding", "tsdb.staleSeriesCompactionThreshold",
     },
 }
@@ -95,7 +95,8 @@ VERBATIM = {"containers", "initContainers", "volumes", "volumeMounts", "affinity
             "nodeSelector", "additionalArgs"}
 _RENDER = Path(__file__).resolve().parents[2] / "promop" / "render"
 RENDER_SOURCES = "\n".join(
-    p.read_text() for p in [*_RENDER.glob("*.py"), _RENDER / "alertmanager" / "webtls.py"]  # web TLS is shared
+    p.read_text() for p in [*_RENDER.glob("*.py"), _RENDER / "alertmanager" / "webtls.py",  # web TLS is shared
+                            _RENDER.parent / "operator" / "shard_retention.py"]  # read by the operator
     if p.name not in ("unsupported.py", "shape.py"))
 
 
