@@ -192,6 +192,7 @@ class ConfigWriter:
             key = ("StatefulSet", ns, sts_name)
             # read from the cache: on a conflict, wait for the informer rather than GET (no get verb needed)
             current = self.stores.statefulsets.get(f"{ns}/{sts_name}")
+            self._active_again(current, writes)
             pending = self.log.pending(key, current)
             if pending is not NOTHING:
                 if pending == input_hash(obj):
@@ -212,6 +213,16 @@ class ConfigWriter:
                     continue
                 if self._delete(STATEFULSETS, o_name, ns, propagation_policy="Foreground"):
                     writes.count(DELETED, "StatefulSet", o_name)
+
+    def _active_again(self, current: dict | None, writes: Writes) -> None:
+        """A retained shard is in use again (shards went back up): drop its deletion deadline, so a
+        later scale-down starts a new retention period instead of reusing a stale (maybe past) one."""
+        annotations = ((current or {}).get("metadata") or {}).get("annotations") or {}
+        if shard_retention.DEADLINE_ANNOTATION in annotations:
+            ns, name = key_of(current)
+            self.client.patch(STATEFULSETS, name, {"metadata": {"annotations": {
+                shard_retention.DEADLINE_ANNOTATION: None}}}, ns)
+            writes.count(UPDATED, "StatefulSet", name)
 
     def _scaled_down_shard_goes(self, prom: dict, sts: dict, writes: Writes) -> bool:
         """spec.shardRetentionPolicy (operator/shard_retention.py): False keeps the StatefulSet, after

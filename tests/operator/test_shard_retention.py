@@ -96,5 +96,8 @@ def test_scaled_down_shard_is_retained_with_its_deadline_then_deleted_under_dele
     assert kube.get(STATEFULSETS, "prometheus-p-shard-1", NS)["metadata"].get("annotations", {}).get(
         DEADLINE_ANNOTATION) is None  # only the excess shard
 
+    kube.patch(PROMETHEUSES, "p", {"spec": {"shards": 3}}, NS)  # scaled back up: an active shard again
+    eventually(lambda: deadline() is None, 20, "the deadline dropped from the shard in use again")
+
     kube.patch(PROMETHEUSES, "p", {"spec": {"shards": 1, "shardRetentionPolicy": {"whenScaled": "Delete"}}}, NS)
     eventually(lambda: names(kube, STATEFULSETS) == ["prometheus-p"], 20, "Delete removes the excess shards")
