@@ -162,7 +162,12 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
 def _web_tls(prometheus: dict, scope: Scope) -> webconfig.TLSMounts | None:
     """spec.web.tlsConfig's section and volumes; a bad reference stops this Prometheus (InvalidPrometheus),
     since a pod pointed at a missing certificate would never start."""
-    if not web_config_enabled(prometheus.get("spec") or {}):
+    spec = prometheus.get("spec") or {}
+    if not web_config_enabled(spec):
+        for key in ("tlsConfig", "httpConfig"):
+            if (spec.get("web") or {}).get(key) is not None:
+                scope.warn(f"spec.web.{key}", "ignored: Prometheus reads a web config file only from v2.24.0; "
+                                              "raise spec.version to serve it")
         return None
     try:
         return webconfig.prometheus_web_tls(scope, prometheus.get("spec") or {})

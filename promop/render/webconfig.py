@@ -110,8 +110,9 @@ def _https(container: dict) -> None:
             get["scheme"] = "HTTPS"
 
 
-def _https_reload_urls(args: list[str]) -> list[str]:
-    prefixes = ("--reload-url=http://", "--runtimeinfo-url=http://")
+def _https_urls(args: list[str]) -> list[str]:
+    """The reloader's reload/runtimeinfo URLs and the Thanos sidecar's Prometheus URL, over HTTPS."""
+    prefixes = ("--reload-url=http://", "--runtimeinfo-url=http://", "--prometheus.url=http://")
     return [a.replace("=http://", "=https://", 1) if a.startswith(prefixes) else a for a in args]
 
 
@@ -130,5 +131,7 @@ def adapt_statefulset(statefulset: dict, spec: Mapping[str, Any], tls: TLSMounts
             if spec.get("web") is not None:
                 container["volumeMounts"] = _insert_after(container.get("volumeMounts") or [], "web-config",
                                                           tls.mounts)
-            container["args"] = _https_reload_urls(container.get("args") or [])
+            container["args"] = _https_urls(container.get("args") or [])
+        elif container.get("name") == "thanos-sidecar":  # upstream: --prometheus.url=https://localhost:9090/
+            container["args"] = _https_urls(container.get("args") or [])
     return statefulset

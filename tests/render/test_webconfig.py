@@ -169,3 +169,33 @@ def test_a_bad_tls_config_stops_this_prometheus_with_one_line(pair, tls, field, 
 def test_web_tls_is_not_reported_as_unsupported(pair):
     result = _render(pair, web=LISTEN_TLS)
     assert not [w for w in result.warnings if w.field.startswith("spec.web")]
+
+
+def test_the_thanos_sidecar_reaches_prometheus_over_https_too(pair):
+    """Upstream TestListenTLS: `--prometheus.url=https://localhost:9090/` on the sidecar (added by its own module)."""
+    from promop.render.alertmanager.webtls import TLSMounts
+    from promop.render.webconfig import adapt_statefulset
+
+    sts = {"spec": {"template": {"spec": {"volumes": [], "containers": [
+        {"name": "thanos-sidecar", "args": ["sidecar", "--prometheus.url=http://localhost:9090/"]}]}}}}
+    adapt_statefulset(sts, {"web": {}}, TLSMounts(section={"cert_file": "x", "key_file": "y"}))
+    assert sts["spec"]["template"]["spec"]["containers"][0]["args"] == [
+        "sidecar", "--prometheus.url=https://localhost:9090/"]
+
+
+def test_web_settings_below_2_24_are_ignored_with_a_warning(pair):
+    prom = prometheus_obj("test", NS, version="v2.23.0", web=LISTEN_TLS)
+    result = render(RenderInputs(prom, secrets=_store(pair).secrets, configmaps=_store(pair).configmaps))
+    assert [w.field for w in result.warnings if w.field.startswith("spec.web")] == ["spec.web.tlsConfig"]
+    probe = result.statefulsets[0]["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
+    assert probe["httpGet"]["scheme"] == "HTTP"
+
+
+def test_a_missing_optional_certificate_warns_naming_prometheus(pair):
+    tls = {**LISTEN_TLS["tlsConfig"], "client_ca": {"configMap": {"name": "later", "key": "ca.crt", "optional": True}}}
+    result = _render(pair, web={"tlsConfig": tls})
+    (warning,) = [w for w in result.warnings if w.field == "spec.web.tlsConfig.client_ca.configMap"]
+    assert "Prometheus cannot serve TLS until it exists" in warning.message
+    volume = next(v for v in result.statefulsets[0]["spec"]["template"]["spec"]["volumes"]
+                  if v.get("configMap", {}).get("name") == "later")
+    assert volume["configMap"]["optional"] is True

@@ -80,7 +80,7 @@ def _optional(scope: AMScope, sel: Mapping[str, Any], value: str | None, kind: s
     optional = bool(sel.get("optional"))
     if optional and value is None:
         scope.warn(field_, f"optional {kind} {scope.namespace}/{name} key {key!r} is missing: its volume is mounted "
-                           f"as optional and Alertmanager cannot serve TLS until it exists; create it or drop "
+                           f"as optional and {scope.kind} cannot serve TLS until it exists; create it or drop "
                            f"optional: true to be told at sync time")
     return optional
 
