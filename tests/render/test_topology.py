@@ -146,3 +146,22 @@ def test_hashmod_modulus_is_the_shards_of_one_zone():
     rules = topology.zone_relabels()
     assert rules[-1] == {"source_labels": ["__tmp_topology", "__tmp_disable_sharding"],
                          "regex": "$(TOPOLOGY_ZONE);|.+;.+", "action": "keep"}
+
+
+def test_promtool_accepts_the_config_of_each_shard(tmp_path):
+    """The one config, with a shard's TOPOLOGY_ZONE / INZONE_SHARD / SHARD substituted as the reloader does."""
+    from .helpers import run_promtool, without_kubernetes_sd
+
+    case = SPEC["cases"][0]
+    prom = _prometheus(case)
+    prom["spec"]["version"] = "v2.42.0"  # Debian's promtool
+    result = generate_config(prom, case["service_monitors"], options=_options(retention=True))
+    topology = of(prom["spec"], _options())
+    for shard in range(4):
+        text = (result.text.replace("$(TOPOLOGY_ZONE)", topology.zone(shard))
+                .replace("$(INZONE_SHARD)", str(topology.inzone_shard(shard))).replace("$(SHARD)", str(shard))
+                .replace("$(POD_NAME)", f"prometheus-test-{shard}"))
+        path = tmp_path / f"shard-{shard}.yaml"
+        path.write_text(without_kubernetes_sd(text))  # Debian's promtool has no Kubernetes SD
+        checked = run_promtool("check", "config", "--syntax-only", str(path))
+        assert checked.returncode == 0, checked.stdout + checked.stderr
