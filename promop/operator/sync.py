@@ -103,7 +103,8 @@ class Syncer:
         self.now = now
         self.writelog = WriteLog()
         self.writer = ConfigWriter(client, stores, self.writelog,
-                                   on_sts_recreate=lambda: metrics.sts_delete_create.labels("prometheus").inc())
+                                   on_sts_recreate=lambda: metrics.sts_delete_create.labels("prometheus").inc(),
+                                   shard_retention=options.shard_retention_policy)
         self.reporter = reporter or Reporter(client, stores, self.writelog, metrics, now=now, registry=registry)
         self._lock = threading.Lock()
         self.references: dict[str, set[tuple[str, str, str]]] = {}  # key -> (kind, ns, name) it read

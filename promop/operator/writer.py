@@ -12,6 +12,7 @@ with the cache. After a restart the WriteLog is empty, so every object is compar
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 import re
@@ -23,6 +24,7 @@ from promop.kube.errors import NotFound
 from promop.kube.resources import (CONFIGMAPS, PROMETHEUSES, ROLEBINDINGS, ROLES, SECRETS, SERVICES, STATEFULSETS,
                                    Resource)
 from promop.operator.apply import CREATED, DELETED, RECREATED, UNCHANGED, UPDATED, Applier, RetryLater
+from promop.operator import shard_retention
 from promop.operator.diff import input_hash
 from promop.operator.writelog import NOTHING, WriteLog
 from promop.render import fast_reload
@@ -76,8 +78,11 @@ class ConfigWriter:
     """Writes the config objects of a RenderResult; reads the metadata caches in `stores`."""
 
     def __init__(self, client: KubeClient, stores: Any, writelog: WriteLog,
-                 on_sts_recreate: Callable[[], None] | None = None) -> None:
+                 on_sts_recreate: Callable[[], None] | None = None, shard_retention: bool = True,
+                 clock: Callable[[], _dt.datetime] | None = None) -> None:
         self.client = client
+        self.shard_retention = shard_retention  # the PrometheusShardRetentionPolicy gate
+        self.clock = clock or (lambda: _dt.datetime.now(_dt.timezone.utc))
         self.stores = stores
         self.log = writelog
         self.applier = Applier(client, on_sts_recreate=on_sts_recreate)
@@ -187,6 +192,7 @@ class ConfigWriter:
             key = ("StatefulSet", ns, sts_name)
             # read from the cache: on a conflict, wait for the informer rather than GET (no get verb needed)
             current = self.stores.statefulsets.get(f"{ns}/{sts_name}")
+            self._active_again(current, writes)
             pending = self.log.pending(key, current)
             if pending is not NOTHING:
                 if pending == input_hash(obj):
@@ -203,8 +209,30 @@ class ConfigWriter:
             o_ns, o_name = key_of(obj)
             if (o_ns == ns and o_name not in wanted and o_name.startswith(prefix)
                     and _STS_SHARD.match(o_name[len(prefix):]) and owned_by(obj, prom)):
+                if not self._scaled_down_shard_goes(prom, obj, writes):
+                    continue
                 if self._delete(STATEFULSETS, o_name, ns, propagation_policy="Foreground"):
                     writes.count(DELETED, "StatefulSet", o_name)
+
+    def _active_again(self, current: dict | None, writes: Writes) -> None:
+        """A retained shard is in use again (shards went back up): drop its deletion deadline, so a
+        later scale-down starts a new retention period instead of reusing a stale (maybe past) one."""
+        annotations = ((current or {}).get("metadata") or {}).get("annotations") or {}
+        if shard_retention.DEADLINE_ANNOTATION in annotations:
+            ns, name = key_of(current)
+            self.client.patch(STATEFULSETS, name, {"metadata": {"annotations": {
+                shard_retention.DEADLINE_ANNOTATION: None}}}, ns)
+            writes.count(UPDATED, "StatefulSet", name)
+
+    def _scaled_down_shard_goes(self, prom: dict, sts: dict, writes: Writes) -> bool:
+        """spec.shardRetentionPolicy (operator/shard_retention.py): False keeps the StatefulSet, after
+        writing its deletion deadline when it has none yet. A bad retention raises RetentionError."""
+        decision = shard_retention.decide(prom.get("spec") or {}, sts, self.shard_retention, self.clock())
+        if decision.annotate:
+            ns, name = key_of(sts)
+            self.client.patch(STATEFULSETS, name, {"metadata": {"annotations": decision.annotate}}, ns)
+            writes.count(UPDATED, "StatefulSet", name)
+        return decision.delete
 
     def _pods_read_through_api(self, prom: dict) -> bool:
         """Whether the cached StatefulSets run reloaders in fast-reload mode (then their Role exists)."""

@@ -73,7 +73,8 @@ class GenContext:
         relevant = {k: v for k, v in self.spec.items() if k not in _SPEC_IRRELEVANT_TO_MONITORS}
         o = self.options
         blob = json.dumps(
-            [self.namespace, self.name, relevant, self.apiserver_sd, o.endpointslice_supported, o.shard_retention_policy],
+            [self.namespace, self.name, relevant, self.apiserver_sd, o.endpointslice_supported, o.shard_retention_policy,
+             o.feature_gates.as_dict(), o.kubernetes_version],
             sort_keys=True, default=str,
         )
         return hashlib.sha256(blob.encode()).hexdigest()

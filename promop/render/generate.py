@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from promop.render import auth
+from promop.render import auth, topology
 from promop.render.additional import additional_scrape_configs
 from promop.render.alerting import alerting_section
 from promop.render.config import assemble, dump_job, rule_files
@@ -138,7 +138,19 @@ def new_context(prometheus: Mapping[str, Any], options: RenderOptions, store: St
         scope.warn("spec.scrapeClasses", f"several scrape classes are marked default ({', '.join(defaults)}); "
                    f"using {defaults[0]!r}: mark only one")
     ctx.apiserver_sd = apiserver_sd(ctx, scope)
+    _check_topology(ctx, scope)
     return ctx, scope
+
+
+def _check_topology(ctx: GenContext, scope: Scope) -> None:
+    """Refuse a topology strategy with fewer shards than zones; warn when one is asked for but ignored."""
+    try:
+        topology.of(ctx.spec, ctx.options)
+    except topology.TopologyError as exc:
+        raise InvalidPrometheus([Problem("Prometheus", ctx.namespace, ctx.name, "spec.shards", str(exc))]) from None
+    reason = topology.ignored_reason(ctx.spec, ctx.options)
+    if reason:
+        scope.warn("spec.shardingStrategy", reason)
 
 
 def build_config(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from promop.render import topology
 from promop.render.context import GenContext
 from promop.duration import DurationError, parse_duration, parse_size
 from promop.render.relabel import valid_label_name
@@ -122,6 +123,9 @@ def external_labels(ctx: GenContext, scope: Scope) -> dict:
     replica_label = replica_label_name(ctx)
     if replica_label:
         reserved[replica_label] = "$(POD_NAME)"
+    zones = topology.for_context(ctx)
+    if zones is not None and zones.external_label:
+        reserved[zones.external_label] = f"$({topology.ZONE_ENV})"
     labels = dict(reserved)
     for key, value in (spec.get("externalLabels") or {}).items():
         if key in reserved:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from promop.quantity import QuantityError, approximate_float
-from promop.render import auth, relabel
+from promop.render import auth, relabel, topology
 from promop.render.context import GenContext
 from promop.duration import DurationError, parse_size
 from promop.render.store import Reject, Scope
@@ -220,7 +220,7 @@ def relabel_tail(
     rules += relabel.to_prometheus_list(cls.get("relabelings"))
     rules += relabel.to_prometheus_list(ep.get("relabelings"))
     rules += [dict(r) for r in enforced]
-    rules += relabel.sharding_relabels(ctx.shards, ctx.options.shard_retention_policy)
+    rules += relabel.sharding_relabels(ctx.shards, ctx.options.shard_retention_policy, topology.for_context(ctx))
     return rules
 
 

@@ -20,10 +20,11 @@ from promop.render.rules import RulesResult, build_rule_configmaps
 from promop.render.schema_check import InvalidPrometheus, schema_problems
 from promop.render.selection import SELECTOR_FIELDS, select
 from promop.render.shape import sanitized_prometheus
-from promop.render.service import build_service, build_web_config_secret
+from promop.render.service import build_service
+from promop.render import topology, webconfig
 from promop.render import fast_reload
-from promop.render.statefulset import build_statefulsets, compute_input_hash
-from promop.render.store import Store
+from promop.render.statefulset import build_statefulsets, compute_input_hash, web_config_enabled
+from promop.render.store import Reject, Scope, Store
 from promop.render.thanos import sidecar as thanos_sidecar
 from promop.render.tls_assets import tls_secrets
 from promop.render.unsupported import unsupported_fields
@@ -110,6 +111,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
             warnings += cache.per_object("unsupported", obj, lambda o=obj: unsupported_fields(dict(o)))
 
     ctx, prom_scope = new_context(prometheus, options, Store(inputs.secrets, inputs.configmaps))
+    web_tls = _web_tls(prometheus, prom_scope)
     fragments = monitor_fragments(ctx, sms, pms, cache, scrape_configs=scs)
 
     def build_rules() -> RulesResult:
@@ -134,6 +136,9 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     cm_names = list(rules_result.names)
     input_hash = compute_input_hash(prometheus, options, cm_names, tls_names)
     statefulsets = build_statefulsets(prometheus, options, cm_names, tls_names, input_hash)
+    statefulsets = [webconfig.adapt_statefulset(s, spec, web_tls) for s in statefulsets]
+    zones = topology.for_context(ctx)
+    statefulsets = [topology.adapt_statefulset(s, shard, zones) for shard, s in enumerate(statefulsets)]
     fast = fast_reload.mode(prometheus, options).fast
     if fast:
         statefulsets = [fast_reload.adapt_statefulset(s, prometheus, cm_names) for s in statefulsets]
@@ -150,13 +155,30 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
         jobs=generated.jobs,
         rule_files=dict(rules_result.rule_files),
         input_hash=input_hash,
-        web_config_secret=build_web_config_secret(prometheus, options),
+        web_config_secret=webconfig.build_web_config_secret(prometheus, options, web_tls),
         config_text="" if unmanaged else generated.text,
         config_unmanaged=unmanaged,
         reloader_rbac=fast_reload.rbac_objects(prometheus, options, cm_names) if fast else [],
         thanos_secret=thanos_sidecar.http_client_secret(prometheus, options),
     )
     return result
+
+
+def _web_tls(prometheus: dict, scope: Scope) -> webconfig.TLSMounts | None:
+    """spec.web.tlsConfig's section and volumes; a bad reference stops this Prometheus (InvalidPrometheus),
+    since a pod pointed at a missing certificate would never start."""
+    spec = prometheus.get("spec") or {}
+    if not web_config_enabled(spec):
+        for key in ("tlsConfig", "httpConfig"):
+            if (spec.get("web") or {}).get(key) is not None:
+                scope.warn(f"spec.web.{key}", "ignored: Prometheus reads a web config file only from v2.24.0; "
+                                              "raise spec.version to serve it")
+        return None
+    try:
+        return webconfig.prometheus_web_tls(scope, prometheus.get("spec") or {})
+    except Reject as exc:
+        ns, name = obj_meta(prometheus)
+        raise InvalidPrometheus([Problem("Prometheus", ns, name, exc.field, exc.message)]) from None
 
 
 _SECRET_REF_KEYS = frozenset({

@@ -191,11 +191,13 @@ def selector_relabels(selector: Mapping[str, Any] | None, meta_prefix: str) -> l
     return out
 
 
-def sharding_relabels(shards: int, retention: bool) -> list[dict]:
+def sharding_relabels(shards: int, retention: bool, topology: Any = None) -> list[dict]:
     """The hashmod rules that spread targets over `shards` (with `$(SHARD)` substituted per pod).
 
     With upstream's shard-retention policy, targets are first restricted to the
-    current shard numbers so that a scaled-down shard keeps nothing new.
+    current shard numbers so that a scaled-down shard keeps nothing new. With an
+    active topology strategy (render/topology.Topology), targets are then kept in
+    this shard's zone and hash-sharded over the zone's shards (`$(INZONE_SHARD)`).
     """
     rules: list[dict] = []
     if retention:
@@ -205,11 +207,13 @@ def sharding_relabels(shards: int, retention: bool) -> list[dict]:
             "regex": "|".join(str(i) for i in range(shards)),
             "action": "keep",
         })
+    if topology is not None:
+        return rules + topology.zone_relabels() + hashmod_relabels(topology.modulus, topology.shard_variable)
     rules.extend(hashmod_relabels(shards))
     return rules
 
 
-def hashmod_relabels(shards: int) -> list[dict]:
+def hashmod_relabels(shards: int, shard_variable: str = "$(SHARD)") -> list[dict]:
     return [
         {
             "source_labels": ["__address__", "__tmp_hash"],
@@ -219,5 +223,5 @@ def hashmod_relabels(shards: int) -> list[dict]:
             "action": "replace",
         },
         {"source_labels": ["__tmp_hash"], "target_label": "__tmp_hash", "modulus": shards, "action": "hashmod"},
-        {"source_labels": ["__tmp_hash", "__tmp_disable_sharding"], "regex": "$(SHARD);|.+;.+", "action": "keep"},
+        {"source_labels": ["__tmp_hash", "__tmp_disable_sharding"], "regex": f"{shard_variable};|.+;.+", "action": "keep"},
     ]

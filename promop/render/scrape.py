@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from promop.labelselector import parse_selector
-from promop.render import relabel
+from promop.render import relabel, topology
 from promop.render.context import GenContext
 from promop.render.job import endpoint_label, enforced_namespace_rules, http_part, job_head, job_tail, relabel_tail, scrape_class
 from promop.render.model import obj_meta
@@ -50,6 +50,9 @@ def k8s_sd_config(
         sd["namespaces"] = {"names": names}
     sd.update(copy.deepcopy(ctx.apiserver_sd))
     attach = spec.get("attachMetadata") or cls.get("attachMetadata")
+    zones = topology.for_context(ctx)
+    if zones is not None and zones.attach_node_metadata:
+        attach = {"node": True}  # topology sharding reads the zone from the node's labels: forced, as upstream
     if attach:
         scope.put(sd, "attach_metadata", {"node": bool(attach.get("node"))}, "2.37.0", "spec.attachMetadata")
     if role_selector_roles:

@@ -1,4 +1,4 @@
-"""The governing Service `prometheus-operated` and the web-config Secret the pods mount.
+"""The governing Service `prometheus-operated` (the web-config Secret: render/webconfig.py).
 
 One `prometheus-operated` Service per namespace serves every Prometheus there
 (headless, selecting all Prometheus pods); each Prometheus adds itself as a
@@ -8,15 +8,11 @@ non-controller owner, so the Service lives as long as any of them (upstream
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from promop.render.meta import MANAGED_BY_LABELS, managed_metadata, owner_reference, prefixed_name
+from promop.render.meta import MANAGED_BY_LABELS, owner_reference
 from promop.render.model import RenderOptions
 from promop.render.thanos.sidecar import service_ports as thanos_service_ports
 
 GOVERNING_SERVICE_NAME = "prometheus-operated"
-WEB_CONFIG_KEY = "web-config.yaml"
 
 
 def build_service(prometheus: dict, options: RenderOptions) -> dict:
@@ -45,12 +41,9 @@ def build_service(prometheus: dict, options: RenderOptions) -> dict:
     }
 
 
-def build_web_config_secret(prometheus: Mapping[str, Any], options: RenderOptions) -> dict:
-    """Secret `prometheus-<name>-web-config`: the (empty: no web TLS or auth) --web.config.file."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "Opaque",
-        "metadata": managed_metadata(prometheus, f"{prefixed_name(prometheus)}-web-config", options),
-        "stringData": {WEB_CONFIG_KEY: ""},
-    }
+def build_web_config_secret(prometheus: dict, options: RenderOptions) -> dict:
+    """Secret `prometheus-<name>-web-config` without web TLS (kept for callers of this module's old
+    interface; render/webconfig.build_web_config_secret builds it with TLS)."""
+    from promop.render.webconfig import build_web_config_secret as build  # webconfig sits above this module
+
+    return build(prometheus, options)

@@ -120,6 +120,11 @@ def _web_config_enabled(version: Version) -> bool:
     return version.at_least(WEB_CONFIG_SINCE)
 
 
+def web_config_enabled(spec: Mapping[str, Any]) -> bool:
+    """Whether this Prometheus version reads --web.config.file (2.24+)."""
+    return _web_config_enabled(_version(spec))
+
+
 def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
     """The prometheus container's flags, in upstream's order, then spec.additionalArgs."""
     args = [f"--config.file={CONFIG_ENVSUBST_FILE}"]

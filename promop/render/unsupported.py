@@ -92,6 +92,7 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "convertClassicHistogramsToNHCB": ALL,
         # StatefulSet and rules (promop/render/statefulset.py, rules.py)
         "version": ALL, "image": ALL, "baseImage": ALL, "tag": ALL, "sha": ALL, "replicas": ALL, "shards": ALL,
+        "shardingStrategy": ALL,  # promop/render/topology.py
         "serviceName": ALL, "portName": ALL, "listenLocal": ALL, "routePrefix": ALL, "externalUrl": ALL,
         "logLevel": ALL, "logFormat": ALL, "retention": ALL, "retentionSize": ALL, "enableAdminAPI": ALL,
         "enableFeatures": ALL, "enableRemoteWriteReceiver": ALL, "query": ALL, "walCompression": ALL,
@@ -102,7 +103,7 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "topologySpreadConstraints": ALL, "securityContext": ALL, "dnsConfig": ALL,
         "dnsPolicy": ALL, "enableServiceLinks": ALL, "hostUsers": ALL, "schedulerName": ALL, "hostAliases": ALL,
         "hostNetwork": ALL, "automountServiceAccountToken": ALL, "terminationGracePeriodSeconds": ALL,
-        "web": {"pageTitle": ALL, "maxConnections": ALL},
+        "web": ALL,  # promop/render/webconfig.py
         "minReadySeconds": ALL, "persistentVolumeClaimRetentionPolicy": ALL, "maximumStartupDurationSeconds": ALL,
         "podManagementPolicy": ALL, "updateStrategy": ALL, "rules": {"alert": ALL}, "enableOTLPReceiver": ALL,
         "allowOverlappingBlocks": ALL, "disableCompaction": ALL,
@@ -115,7 +116,7 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
             "grpcServerTlsConfig": {k: ALL for k in ("caFile", "certFile", "keyFile", "minVersion", "cipherSuites",
                                                      "curves")}},
         # operator behaviour (promop/operator)
-        "paused": ALL,
+        "paused": ALL, "shardRetentionPolicy": ALL,  # promop/operator/shard_retention.py
     },
 }
 
@@ -125,7 +126,6 @@ REASONS = {
     ("Prometheus", "probeNamespaceSelector"): "Probe objects are not supported",
     ("Prometheus", "scrapeConfigSelector"): "ScrapeConfig objects are not supported",
     ("Prometheus", "scrapeConfigNamespaceSelector"): "ScrapeConfig objects are not supported",
-    ("Prometheus", "web"): "web TLS/HTTP settings are not supported; Prometheus serves plain HTTP",
 }
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from promop.render.model import RenderOptions
-from promop.render.service import build_service, build_web_config_secret
+from promop.render.service import build_service
+from promop.render.webconfig import build_web_config_secret
 
 
 def prom(spec=None) -> dict:
@@ -37,5 +38,5 @@ def test_port_name_from_spec():
 def test_web_config_secret_matches_the_statefulset_mount():
     secret = build_web_config_secret(prom(), RenderOptions())
     assert secret["metadata"]["name"] == "prometheus-main-web-config"
-    assert secret["stringData"] == {"web-config.yaml": ""}
+    assert secret["data"] == {"web-config.yaml": ""}  # empty file: no web TLS or HTTP settings
     assert secret["metadata"]["ownerReferences"][0]["controller"] is True

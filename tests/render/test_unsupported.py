@@ -82,12 +82,12 @@ NOT_IMPLEMENTED = {
         "alerting.alertmanagers.sigv4", "otlp", "probeNamespaceSelector",
         "probeSelector", "remoteWrite.azureAd", "remoteWrite.sigv4",
         "remoteWriteReceiverMessageVersions",
-        "shardRetentionPolicy", "shardingStrategy", "tracingConfig",
+        "tracingConfig",
         # upstream's sidecar reads only minVersion, the *File fields, cipherSuites and curves
         "thanos.grpcServerTlsConfig.ca", "thanos.grpcServerTlsConfig.cert", "thanos.grpcServerTlsConfig.keySecret",
         "thanos.grpcServerTlsConfig.insecureSkipVerify", "thanos.grpcServerTlsConfig.serverName",
         "thanos.grpcServerTlsConfig.maxVersion",
-        "tsdb.chunkEncoding", "tsdb.staleSeriesCompactionThreshold", "web.httpConfig", "web.tlsConfig",
+        "tsdb.chunkEncoding", "tsdb.staleSeriesCompactionThreshold",
     },
 }
 # Subtrees copied verbatim into the pod template / StatefulSet: their leaves are Kubernetes' fields.
@@ -95,9 +95,11 @@ VERBATIM = {"containers", "initContainers", "volumes", "volumeMounts", "affinity
             "topologySpreadConstraints", "securityContext", "resources", "storage", "podMetadata",
             "imagePullSecrets", "dnsConfig", "hostAliases", "persistentVolumeClaimRetentionPolicy", "updateStrategy",
             "nodeSelector", "additionalArgs"}
+_RENDER = Path(__file__).resolve().parents[2] / "promop" / "render"
 RENDER_SOURCES = "\n".join(
-    p.read_text() for pattern in ("*.py", "thanos/*.py")
-    for p in (Path(__file__).resolve().parents[2] / "promop" / "render").glob(pattern)
+    p.read_text() for p in [*_RENDER.glob("*.py"), *_RENDER.glob("thanos/*.py"),
+                            _RENDER / "alertmanager" / "webtls.py",  # web TLS is shared
+                            _RENDER.parent / "operator" / "shard_retention.py"]  # read by the operator
     if p.name not in ("unsupported.py", "shape.py"))
 
 

@@ -62,25 +62,10 @@ def tls_asset_secrets(alertmanager: Mapping[str, Any], options: RenderOptions, a
 
 def web_config(spec: Mapping[str, Any], tls_section: Mapping[str, Any] | None = None) -> str:
     """The --web.config.file content: empty unless spec.web.tlsConfig (`tls_server_config`, from
-    webtls.web_tls) or spec.web.httpConfig is set."""
-    web = spec.get("web") or {}
-    http = web.get("httpConfig") or {}
-    out: dict = {}
-    if tls_section:
-        out["tls_server_config"] = dict(tls_section)
-    server: dict = {}
-    if http.get("http2") is not None:
-        server["http2"] = bool(http["http2"])
-    headers = http.get("headers") or {}
-    mapping = {"contentSecurityPolicy": "Content-Security-Policy", "xFrameOptions": "X-Frame-Options",
-               "xContentTypeOptions": "X-Content-Type-Options", "xXSSProtection": "X-XSS-Protection",
-               "strictTransportSecurity": "Strict-Transport-Security"}
-    hdrs = {mapping[k]: v for k, v in headers.items() if k in mapping and v}
-    if hdrs:
-        server["headers"] = hdrs
-    if server:
-        out["http_server_config"] = server
-    return emit(out) if out else ""
+    webtls.web_tls) or spec.web.httpConfig is set (built as Prometheus's: render/webconfig.py)."""
+    from promop.render.webconfig import web_config_text  # webconfig imports this package's webtls
+
+    return web_config_text(spec.get("web"), tls_section)
 
 
 def web_config_secret(alertmanager: Mapping[str, Any], options: RenderOptions,

@@ -26,13 +26,12 @@ is rejected like any other incomplete TLS section.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from promop.render.alertmanager.common import AMScope, Fatal, Reject
-from promop.render.statefulset import sanitize_volume_name
+from promop.render.volume_names import unique_dns1123_label
 
 WEB_TLS_SINCE = "0.22.0"
 CLUSTER_TLS_SINCE = "0.24.0"
@@ -81,7 +80,7 @@ def _optional(scope: AMScope, sel: Mapping[str, Any], value: str | None, kind: s
     optional = bool(sel.get("optional"))
     if optional and value is None:
         scope.warn(field_, f"optional {kind} {scope.namespace}/{name} key {key!r} is missing: its volume is mounted "
-                           f"as optional and Alertmanager cannot serve TLS until it exists; create it or drop "
+                           f"as optional and {scope.kind} cannot serve TLS until it exists; create it or drop "
                            f"optional: true to be told at sync time")
     return optional
 
@@ -89,8 +88,7 @@ def _optional(scope: AMScope, sel: Mapping[str, Any], value: str | None, kind: s
 def _mount(kind: str, name: str, key: str, value: str | None, role: str, directory: str, prefix: str,
            out: TLSMounts, optional: bool = False) -> str:
     sub = "secret" if kind == "Secret" else "configmap"
-    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    volume = sanitize_volume_name(f"{prefix}-{sub}-{role}-{name}")[:54].rstrip("-") + f"-{digest}"
+    volume = unique_dns1123_label(f"{prefix}-{sub}-{role}-", name)
     mount_dir = f"{directory}/{sub}/{name}-{'ca' if role == 'client-ca' else role}"
     source = {"secret": {"secretName": name}} if kind == "Secret" else {"configMap": {"name": name}}
     if optional:
@@ -144,15 +142,16 @@ def server_tls(scope: AMScope, tls: Any, field_: str, directory: str, prefix: st
         raise Reject(field_, "needs the private key: set keySecret or keyFile")
     section: dict = {}
     cert_value = key_value = None
+    key_file = tls.get("keyFile")
+    if has_cert:  # the certificate's problems are reported first
+        scope.read_secret_or_configmap(tls["cert"], f"{field_}.cert")
+    if has_key:  # upstream mounts the key first, then the certificate, then the client CA
+        key_file, key_value = _key_secret(scope, tls["keySecret"], f"{field_}.keySecret", directory, prefix, out)
     if has_cert:
         section["cert_file"], cert_value = _mounted(scope, tls["cert"], f"{field_}.cert", "cert", directory, prefix, out)
     else:
         section["cert_file"] = tls["certFile"]
-    if has_key:
-        section["key_file"], key_value = _key_secret(scope, tls["keySecret"], f"{field_}.keySecret", directory,
-                                                     prefix, out)
-    else:
-        section["key_file"] = tls["keyFile"]
+    section["key_file"] = key_file
     if tls.get("clientAuthType"):
         if tls["clientAuthType"] not in CLIENT_AUTH_TYPES:
             raise Reject(f"{field_}.clientAuthType", f"{tls['clientAuthType']!r} is not one of {', '.join(CLIENT_AUTH_TYPES)}")
