@@ -33,6 +33,7 @@ FILES = (
     "monitoring.coreos.com_servicemonitors.yaml",
     "monitoring.coreos.com_podmonitors.yaml",
     "monitoring.coreos.com_prometheusrules.yaml",
+    "monitoring.coreos.com_prometheusagents.yaml",
 )
 MAX_BYTES = 256 * 1024
 UPSTREAM_VERSION = "0.93.0"
@@ -42,6 +43,10 @@ PRESERVED_SPEC_FIELDS = {
     "prometheuses": (
         "affinity", "containers", "initContainers", "volumes", "storage", "securityContext",
         "topologySpreadConstraints", "dnsConfig", "thanos", "tracingConfig", "otlp", "web",
+    ),
+    "prometheusagents": (  # the same pod-template subtrees as the Prometheus CRD
+        "affinity", "containers", "initContainers", "volumes", "storage", "securityContext",
+        "topologySpreadConstraints", "dnsConfig", "tracingConfig", "otlp", "web",
     ),
 }
 DESCRIPTION_DEPTH = 2  # keep descriptions for spec.<field> and spec.<field>.<field>
