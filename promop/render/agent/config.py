@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from promop.featuregates import AGENT_DAEMONSET
 from promop.quantity import QuantityError, approximate_float
 from promop.render.additional import additional_scrape_configs
 from promop.render.config import assemble, dump_job
@@ -25,7 +26,7 @@ from promop.render.store import Scope, Store
 
 KIND = "PrometheusAgent"
 API_VERSION = "monitoring.coreos.com/v1alpha1"
-AGENT_GATE = "PrometheusAgentDaemonSet"
+AGENT_GATE = AGENT_DAEMONSET
 # Server-only global keys: an agent has no rule evaluation and no query engine.
 _SERVER_GLOBALS = ("evaluation_interval", "rule_query_offset", "query_log_file")
 # spec.tsdb fields and the Prometheus version that reads them in agent mode (upstream's gates).
