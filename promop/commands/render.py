@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_REJECTED if rendered.rejected or loaded.rejected else EXIT_OK
     from promop.render.alertmanager import offline as am_offline  # Alertmanager objects
 
-    if not loaded.of("Prometheus") and not loaded.of("Alertmanager"):
+    if not loaded.of("Prometheus") and not loaded.of("Alertmanager") and not loaded.of("PrometheusAgent"):
         print("error: no Prometheus object found in the given files (nor an Alertmanager); nothing to render "
               "(to check monitors and rules alone, use promop render --lint)", file=sys.stderr)
         return EXIT_REJECTED
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(dump_all(merge_services(objects + am_offline.objects(am_rendered))))
     report(rendered)
     am_offline.report(am_rendered)
-    if loaded.of("Prometheus") and not rendered.results:
+    if loaded.of("Prometheus") and not any(p.get("kind") != "PrometheusAgent" for p, _ in rendered.results):
         print(f"error: none of the {len(loaded.of('Prometheus'))} Prometheus object(s) could be rendered; "
               "see the rejected lines above", file=sys.stderr)
         return EXIT_REJECTED
@@ -173,7 +173,7 @@ def write_tree(out: str, rendered) -> None:
             for key, content in (cm.get("data") or {}).items():
                 (rules_dir / key).write_text(content)
         (base / "manifests.yaml").write_text(dump_all(result.objects()))
-        print(f"rendered Prometheus {md['namespace']}/{md['name']} -> {base}", file=sys.stderr)
+        print(f"rendered {prometheus.get('kind') or 'Prometheus'} {md['namespace']}/{md['name']} -> {base}", file=sys.stderr)
 
 
 def decoded_config(result) -> str:

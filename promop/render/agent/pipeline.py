@@ -16,7 +16,8 @@ from promop.render.cache import RenderCache
 from promop.render.config import compress, config_secret
 from promop.render.generate import monitor_fragments
 from promop.render.model import MONITORING_GROUP, Problem, RenderInputs, RenderResult, obj_meta
-from promop.render.pipeline import SCRAPE_SELECTORS, _selected, select_all
+from promop.render.model import Decision
+from promop.render.pipeline import SCRAPE_SELECTORS, select_all
 from promop.render.service import build_service, build_web_config_secret
 from promop.render.shape import sanitized_prometheus
 from promop.render.statefulset import compute_input_hash
@@ -43,6 +44,11 @@ class AgentRenderResult(RenderResult):
             *self.statefulsets,
             *self.daemonsets,
         ]
+
+
+def _selected(decisions: list[Decision], objs) -> list:
+    chosen = {(d.namespace, d.name) for d in decisions if d.selected}
+    return [o for o in objs if obj_meta(o) in chosen]
 
 
 def schema_problems(agent: dict) -> list[str]:
