@@ -42,6 +42,11 @@ def build_controllers(client: KubeClient, options: Options, registry: CollectorR
 
     metrics, extra = prepare(client, options, registry, prometheus_kwargs)
     controllers: list[Any] = [Controller(client, options, registry, metrics=metrics, **prometheus_kwargs), *extra]
+    from promop.operator.agent.controller import start_if_served as start_agents  # PrometheusAgent (hook)
+
+    agents = start_agents(client, options, registry, informer_kwargs=prometheus_kwargs.get("informer_kwargs"))
+    if agents is not None:
+        controllers.append(agents)
     return controllers
 
 
