@@ -18,6 +18,7 @@ from operator_testlib import NS, OPERATOR_AGENT, eventually, jobs, modify, names
 
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
                                    ROLEBINDINGS, ROLES, SECRETS, SERVICEMONITORS, SERVICES, STATEFULSETS)
+from promop.featuregates import FeatureGates
 from promop.operator.bundle import render_bundle
 from promop.operator.rbac import granted
 
@@ -40,7 +41,8 @@ def owned(prom: dict, name: str, **md) -> dict:
 def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_operator):
     kube.create(NAMESPACES, {"metadata": {"name": NS}})
     op = start_operator(leader_elect=True, lease_name="promop", lease_namespace="default", identity="rbac",
-                        leader_kwargs=STEADY_LEASE)
+                        leader_kwargs=STEADY_LEASE,
+                        feature_gates=FeatureGates((("PrometheusAgentDaemonSet", True),)))
     eventually(op.operator.leading.is_set, 20, "leadership")
     prom = kube.create(PROMETHEUSES, prometheus(shards=2, podMonitorSelector={}))
     kube.create(SERVICEMONITORS, service_monitor("good"))
@@ -89,6 +91,7 @@ def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_ope
     eventually(lambda: names(kube, ROLES) == [] and names(kube, ROLEBINDINGS) == [], 20, "the Role deleted")
     eventually(op.idle, 20)
     _alertmanager_scenario(kube)  # the Alertmanager controller's permissions
+    _agent_scenario(kube)  # the PrometheusAgent controller's
 
     last_close = [0.0]
 
@@ -126,3 +129,22 @@ def _alertmanager_scenario(kube) -> None:
     eventually(lambda: "alertmanager-am" in names(kube, STATEFULSETS), 20, "the Alertmanager StatefulSet")
     eventually(lambda: kube.get(ALERTMANAGERCONFIGS, "bad", NS).get("status", {}).get("bindings"), 20, "AMC binding")
     eventually(lambda: kube.get(ALERTMANAGERS, "am", NS).get("status", {}).get("conditions"), 20, "AM status")
+
+
+def _agent_scenario(kube) -> None:
+    """A PrometheusAgent in DaemonSet mode (created, a foreign edit undone), then in StatefulSet mode
+    (the DaemonSet deleted): workloads, status."""
+    from promop.operator.agent import DAEMONSETS, PROMETHEUSAGENTS
+
+    kube.create(PROMETHEUSAGENTS, {"apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "PrometheusAgent",
+                                   "metadata": {"name": "ag", "namespace": NS},
+                                   "spec": {"mode": "DaemonSet", "podMonitorSelector": {},
+                                            "remoteWrite": [{"url": "http://central/api/v1/write"}]}})
+    eventually(lambda: names(kube, DAEMONSETS) == ["prom-agent-ag"], 20, "the agent's DaemonSet")
+    modify(kube, DAEMONSETS, "prom-agent-ag", NS, lambda ds: ds["spec"].update(minReadySeconds=7))
+    eventually(lambda: "minReadySeconds" not in kube.get(DAEMONSETS, "prom-agent-ag", NS)["spec"], 20,
+               "DaemonSet restored")
+    kube.patch(PROMETHEUSAGENTS, "ag", {"spec": {"mode": None}}, NS)
+    eventually(lambda: names(kube, DAEMONSETS) == [], 20, "the DaemonSet deleted")
+    eventually(lambda: "prom-agent-ag" in names(kube, STATEFULSETS), 20, "the agent's StatefulSet")
+    eventually(lambda: kube.get(PROMETHEUSAGENTS, "ag", NS).get("status", {}).get("conditions"), 20, "agent status")
