@@ -67,11 +67,13 @@ def test_statefulset_mode(kube, start_operator):
     binding = eventually(bound, 30, "the PodMonitor's binding to the agent")[0]
     assert binding["conditions"][0]["status"] == "True"
 
-    # scale down to one shard: the stale shard goes
+    # scale down to one shard: the stale shard goes; then the agent goes, and its binding with it
     current = kube.get(PROMETHEUSAGENTS, "edge", NS)
     current["spec"]["shards"] = 1
     kube.update(PROMETHEUSAGENTS, current, NS)
     eventually(lambda: _get(kube, STATEFULSETS, "prom-agent-edge-shard-1") is None, 30, "shard 1 deleted")
+    kube.delete(PROMETHEUSAGENTS, "edge", NS)
+    eventually(lambda: not bound(), 30, "the PodMonitor's binding removed")
 
 
 def test_daemonset_mode_with_the_gate(kube, start_operator):

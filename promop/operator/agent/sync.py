@@ -83,6 +83,8 @@ class AgentSyncer:
                 self.references.pop(key, None)
                 self.last_result.pop(key, None)
                 self.last_error.pop(key, None)
+            ns, _, name = key.partition("/")
+            self._bindings({"kind": KIND, "metadata": {"namespace": ns, "name": name}}, {})  # drop ours
             return
         if (agent.get("metadata") or {}).get("deletionTimestamp"):
             return
@@ -220,7 +222,10 @@ class AgentSyncer:
                                                   if kind in self.stores.monitors else None)
                 if obj is not None:
                     self._event(obj, kind, feedback.INVALID if rejected else "UnsupportedConfiguration", note)
-        verdicts = feedback.verdicts(result.selection, result.rejected)
+        self._bindings(agent, feedback.verdicts(result.selection, result.rejected))
+
+    def _bindings(self, agent: Mapping[str, Any], verdicts: Mapping[tuple[str, str, str], Any]) -> None:
+        """status.bindings of every monitor made to say what `verdicts` says (absent: not selected)."""
         for kind, store in self.stores.monitors.items():
             for obj in store.list():
                 ns, name = _ns_name(obj)
