@@ -141,9 +141,12 @@ def _agent_scenario(kube) -> None:
                                    "spec": {"mode": "DaemonSet", "podMonitorSelector": {},
                                             "remoteWrite": [{"url": "http://central/api/v1/write"}]}})
     eventually(lambda: names(kube, DAEMONSETS) == ["prom-agent-ag"], 20, "the agent's DaemonSet")
-    modify(kube, DAEMONSETS, "prom-agent-ag", NS, lambda ds: ds["spec"].update(minReadySeconds=7))
-    eventually(lambda: "minReadySeconds" not in kube.get(DAEMONSETS, "prom-agent-ag", NS)["spec"], 20,
-               "DaemonSet restored")
+    def edit(ds: dict) -> None:
+        ds["spec"]["template"]["spec"]["containers"][0]["image"] = "example.org/other:1"
+
+    modify(kube, DAEMONSETS, "prom-agent-ag", NS, edit)
+    eventually(lambda: kube.get(DAEMONSETS, "prom-agent-ag", NS)["spec"]["template"]["spec"]["containers"][0][
+        "image"] != "example.org/other:1", 20, "DaemonSet restored")
     kube.patch(PROMETHEUSAGENTS, "ag", {"spec": {"mode": None}}, NS)
     eventually(lambda: names(kube, DAEMONSETS) == [], 20, "the DaemonSet deleted")
     eventually(lambda: "prom-agent-ag" in names(kube, STATEFULSETS), 20, "the agent's StatefulSet")
