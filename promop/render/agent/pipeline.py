@@ -51,6 +51,20 @@ def _selected(decisions: list[Decision], objs) -> list:
     return [o for o in objs if obj_meta(o) in chosen]
 
 
+# Kinds the job pipeline may also generate (Probe, ScrapeConfig): (kind, RenderInputs attribute,
+# monitor_fragments keyword). Used when select_all() decides on them, so the agent gets every kind a
+# Prometheus gets; DaemonSet mode takes PodMonitors only (upstream).
+OTHER_SCRAPE_KINDS = (("Probe", "probes", "probes"), ("ScrapeConfig", "scrape_configs", "scrape_configs"))
+
+
+def _other_scrape_kinds(inputs: RenderInputs, decisions: dict, daemonset: bool) -> dict:
+    out: dict = {}
+    for kind, attr, keyword in OTHER_SCRAPE_KINDS:
+        if kind in decisions and hasattr(inputs, attr) and not daemonset:
+            out[keyword] = _selected(decisions[kind], getattr(inputs, attr))
+    return out
+
+
 def schema_problems(agent: dict) -> list[str]:
     """What the apiserver would refuse in this PrometheusAgent (its CRD schema and rules)."""
     try:
@@ -86,7 +100,8 @@ def render_agent(inputs: RenderInputs, cache: RenderCache | None = None) -> Agen
     sms = [] if daemonset else _selected(decisions["ServiceMonitor"], inputs.service_monitors)
     pms = _selected(decisions["PodMonitor"], inputs.pod_monitors)
     ctx, scope = agent_context(agent, options, Store(inputs.secrets, inputs.configmaps), daemonset)
-    generated = build_agent_config(ctx, scope, monitor_fragments(ctx, sms, pms, cache))
+    extra = _other_scrape_kinds(inputs, decisions, daemonset)
+    generated = build_agent_config(ctx, scope, monitor_fragments(ctx, sms, pms, cache, **extra))
     unmanaged = all(spec.get(s) is None for s in SCRAPE_SELECTORS)
     if unmanaged:
         warnings.append(Problem(KIND, ns, name, "spec.podMonitorSelector",
@@ -98,7 +113,7 @@ def render_agent(inputs: RenderInputs, cache: RenderCache | None = None) -> Agen
     tls_names = [s["metadata"]["name"] for s in tls]
     input_hash = compute_input_hash(agent, options, [], tls_names)
     statefulsets = [] if daemonset else build_agent_statefulsets(agent, options, tls_names, input_hash)
-    kinds = ("ServiceMonitor", "PodMonitor")
+    kinds = ("ServiceMonitor", "PodMonitor", *(k for k, _, _ in OTHER_SCRAPE_KINDS if k in decisions and not daemonset))
     return AgentRenderResult(
         config={} if unmanaged else generated.config,
         config_secret=config_secret(agent, options, gz),
