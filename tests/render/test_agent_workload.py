@@ -215,3 +215,18 @@ def test_agent_gets_the_other_scrape_kinds(attr, kind, selector, spec, prefix):
     result = render_agent(RenderInputs(prometheus=agent(**{selector: {}}), **{attr: [obj]}))
     assert [j["job_name"] for j in result.config["scrape_configs"] if j["job_name"].startswith(prefix)]
     assert any(d.kind == kind and d.selected for d in result.selection)
+
+
+def test_dns_policy_and_config():
+    dns = {"nameservers": ["8.8.8.8", "8.8.4.4"], "searches": ["custom.search"],
+           "options": [{"name": "ndots", "value": "5"}]}
+    pod = sts(agent(dnsPolicy="ClusterFirst", dnsConfig=dns))["spec"]["template"]["spec"]
+    assert pod["dnsPolicy"] == "ClusterFirst"
+    assert pod["dnsConfig"] == dns
+
+
+@pytest.mark.parametrize("path,mounted", [("file.log", True), ("/tmp/file.log", False)])
+def test_scrape_failure_log_file_volume_in_daemonset(path, mounted):
+    pod = daemonset(agent(scrapeFailureLogFile=path))["spec"]["template"]["spec"]
+    assert any(v["name"] == "query-log-file" for v in pod["volumes"]) is mounted
+    assert any(m["name"] == "query-log-file" for m in pod["containers"][0]["volumeMounts"]) is mounted
