@@ -35,6 +35,7 @@ FILES = (
     "monitoring.coreos.com_prometheusrules.yaml",
     "monitoring.coreos.com_scrapeconfigs.yaml",
     "monitoring.coreos.com_thanosrulers.yaml",
+    "monitoring.coreos.com_prometheusagents.yaml",
 )
 MAX_BYTES = 256 * 1024
 UPSTREAM_VERSION = "0.93.0"
@@ -48,6 +49,10 @@ PRESERVED_SPEC_FIELDS = {
     "thanosrulers": (  # pod-template parts passed through to the StatefulSet as for Prometheus
         "affinity", "containers", "initContainers", "volumes", "storage", "securityContext",
         "topologySpreadConstraints", "dnsConfig", "web",
+    ),
+    "prometheusagents": (  # the same pod-template subtrees as the Prometheus CRD
+        "affinity", "containers", "initContainers", "volumes", "storage", "securityContext",
+        "topologySpreadConstraints", "dnsConfig", "tracingConfig", "otlp", "web",
     ),
 }
 DESCRIPTION_DEPTH = 2  # keep descriptions for spec.<field> and spec.<field>.<field>

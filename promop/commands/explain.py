@@ -15,6 +15,7 @@ from promop.commands.render import EXIT_INPUT, EXIT_OK, EXIT_REJECTED, add_file_
 
 KIND_ALIASES = {
     "Prometheus": ("prometheus", "prometheuses", "prom"),
+    "PrometheusAgent": ("prometheusagent", "prometheusagents", "promagent"),
     "ServiceMonitor": ("servicemonitor", "servicemonitors", "smon"),
     "PodMonitor": ("podmonitor", "podmonitors", "pmon"),
     "PrometheusRule": ("prometheusrule", "prometheusrules", "promrule"),
@@ -82,12 +83,12 @@ def run(args: argparse.Namespace) -> int:
     if not any(obj_meta(o) == (namespace, name) for o in loaded.of(kind)):
         print(f"error: {kind} {namespace}/{name} not found in the given files", file=sys.stderr)
         return EXIT_INPUT
-    if not loaded.of("Prometheus"):
+    if not loaded.of("Prometheus") and not loaded.of("PrometheusAgent"):
         print(f"{kind} {namespace}/{name}: not used: no Prometheus object in the given files")
         return EXIT_REJECTED
     rendered = render_loaded(loaded)
-    if kind == "Prometheus":
-        lines, ok = explain_prometheus(namespace, name, rendered)
+    if kind in ("Prometheus", "PrometheusAgent"):
+        lines, ok = explain_prometheus(namespace, name, rendered, kind)
         print("\n".join(lines))
         return EXIT_OK if ok else EXIT_REJECTED
     lines, used = explain(kind, namespace, name, rendered)
@@ -107,10 +108,10 @@ def explain(kind: str, namespace: str, name: str, rendered) -> tuple[list[str], 
     me = (kind, namespace, name)
     for prometheus, reason in rendered.failed:
         md = prometheus["metadata"]
-        lines.append(f"Prometheus {md['namespace']}/{md['name']}: could not render: {reason}")
+        lines.append(f"{prometheus.get('kind') or 'Prometheus'} {md['namespace']}/{md['name']}: could not render: {reason}")
     for prometheus, result in rendered.results:
         md = prometheus["metadata"]
-        who = f"Prometheus {md['namespace']}/{md['name']}"
+        who = f"{prometheus.get('kind') or 'Prometheus'} {md['namespace']}/{md['name']}"
         decision = next((d for d in result.selection if (d.kind, d.namespace, d.name) == me), None)
         rejections = [p for p in result.rejected if (p.kind, p.namespace, p.name) == me]
         if decision is None:
@@ -142,16 +143,19 @@ def _becomes(kind: str, namespace: str, name: str, result) -> str:
     return "scrape jobs: " + ", ".join(jobs)
 
 
-def explain_prometheus(namespace: str, name: str, rendered) -> tuple[list[str], bool]:
-    """Every candidate object of one Prometheus: what it becomes, or why it is not used."""
+def explain_prometheus(namespace: str, name: str, rendered, kind: str = "Prometheus") -> tuple[list[str], bool]:
+    """Every candidate object of one Prometheus (or PrometheusAgent): what it becomes, or why it is not used."""
+    def mine(p: dict) -> bool:
+        return (p.get("kind") or "Prometheus", p["metadata"]["namespace"], p["metadata"]["name"]) == (kind, namespace, name)
+
     for prometheus, reason in rendered.failed:
-        if (prometheus["metadata"]["namespace"], prometheus["metadata"]["name"]) == (namespace, name):
-            return [f"Prometheus {namespace}/{name}: could not render: {reason}"], False
-    result = next(r for p, r in rendered.results
-                  if (p["metadata"]["namespace"], p["metadata"]["name"]) == (namespace, name))
+        if mine(prometheus):
+            return [f"{kind} {namespace}/{name}: could not render: {reason}"], False
+    result = next(r for p, r in rendered.results if mine(p))
     jobs = sum(len(j) for j in result.jobs.values())
-    lines = [f"Prometheus {namespace}/{name}: {jobs} scrape jobs, {len(result.rule_files)} rule files, "
-             f"{len(result.statefulsets)} StatefulSet(s)"]
+    workload = (f"{len(result.daemonsets)} DaemonSet(s)" if getattr(result, "daemonsets", None)
+                else f"{len(result.statefulsets)} StatefulSet(s)")
+    lines = [f"{kind} {namespace}/{name}: {jobs} scrape jobs, {len(result.rule_files)} rule files, {workload}"]
     rejected = {(p.kind, p.namespace, p.name): p for p in result.rejected}
     for d in sorted(result.selection, key=lambda d: (d.kind, d.namespace, d.name)):
         who = f"{d.kind} {d.namespace}/{d.name}"
@@ -163,6 +167,6 @@ def explain_prometheus(namespace: str, name: str, rendered) -> tuple[list[str], 
         else:
             lines.append(f"  {who}: selected; {_becomes(d.kind, d.namespace, d.name, result)}")
     for p in result.warnings:
-        if (p.kind, p.namespace, p.name) == ("Prometheus", namespace, name):
+        if (p.kind, p.namespace, p.name) == (kind, namespace, name):
             lines.append(f"  warning: {p.field}: {p.message}")
     return lines, True

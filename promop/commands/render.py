@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     from promop.render.alertmanager import offline as am_offline  # Alertmanager objects
     from promop.render.thanos import offline as tr_offline  # ThanosRuler objects
 
-    if not loaded.of("Prometheus") and not loaded.of("Alertmanager") and not loaded.of("ThanosRuler"):
+    if not any(loaded.of(kind) for kind in ("Prometheus", "Alertmanager", "ThanosRuler", "PrometheusAgent")):
         print("error: no Prometheus object found in the given files (nor an Alertmanager); nothing to render "
               "(to check monitors and rules alone, use promop render --lint)", file=sys.stderr)
         return EXIT_REJECTED
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     report(rendered)
     am_offline.report(am_rendered)
     tr_offline.report(tr_rendered)
-    if loaded.of("Prometheus") and not rendered.results:
+    if loaded.of("Prometheus") and not any(p.get("kind") != "PrometheusAgent" for p, _ in rendered.results):
         print(f"error: none of the {len(loaded.of('Prometheus'))} Prometheus object(s) could be rendered; "
               "see the rejected lines above", file=sys.stderr)
         return EXIT_REJECTED
@@ -179,7 +179,7 @@ def write_tree(out: str, rendered) -> None:
             for key, content in (cm.get("data") or {}).items():
                 (rules_dir / key).write_text(content)
         (base / "manifests.yaml").write_text(dump_all(result.objects()))
-        print(f"rendered Prometheus {md['namespace']}/{md['name']} -> {base}", file=sys.stderr)
+        print(f"rendered {prometheus.get('kind') or 'Prometheus'} {md['namespace']}/{md['name']} -> {base}", file=sys.stderr)
 
 
 def decoded_config(result) -> str:

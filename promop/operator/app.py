@@ -46,6 +46,12 @@ def build_controllers(client: KubeClient, options: Options, registry: CollectorR
 
     thanos = start_thanos_ruler(client, options, registry, metrics, prometheus_kwargs.get("informer_kwargs"))
     controllers += [thanos] if thanos is not None else []
+
+    from promop.operator.agent.controller import start_if_served as start_agents  # PrometheusAgent (hook)
+
+    agents = start_agents(client, options, registry, informer_kwargs=prometheus_kwargs.get("informer_kwargs"))
+    if agents is not None:
+        controllers.append(agents)
     return controllers
 
 

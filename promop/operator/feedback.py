@@ -52,9 +52,14 @@ def verdicts(selection: Iterable[Any], rejected: Iterable[Problem]) -> dict[tupl
     return out
 
 
+def owner_resource(prometheus: Mapping[str, Any]) -> str:
+    """The bindings' `resource` of the selecting object: prometheuses, or prometheusagents for an agent."""
+    return "prometheusagents" if prometheus.get("kind") == "PrometheusAgent" else "prometheuses"
+
+
 def _is_for(binding: Mapping[str, Any], prometheus: Mapping[str, Any]) -> bool:
     md = prometheus["metadata"]
-    return (binding.get("resource") == "prometheuses" and binding.get("group") == MONITORING_GROUP
+    return (binding.get("resource") == owner_resource(prometheus) and binding.get("group") == MONITORING_GROUP
             and binding.get("namespace") == md.get("namespace") and binding.get("name") == md.get("name"))
 
 
@@ -81,7 +86,7 @@ def desired_bindings(obj: Mapping[str, Any], prometheus: Mapping[str, Any], verd
     }
     binding = {
         "group": MONITORING_GROUP,
-        "resource": "prometheuses",
+        "resource": owner_resource(prometheus),
         "name": md["name"],
         "namespace": md["namespace"],
         "conditions": keep_transition_times((ours or {}).get("conditions"), [cond]),

@@ -38,6 +38,10 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # the ThanosRuler controller (promop/operator/thanos)
     (MONITORING, "thanosrulers", ("get", "list", "watch")),
     (MONITORING, "thanosrulers/status", ("update",)),
+    # the PrometheusAgent controller (promop/operator/agent)
+    (MONITORING, "prometheusagents", ("list", "watch")),
+    (MONITORING, "prometheusagents/status", ("update",)),
+    ("apps", "daemonsets", ("list", "watch", "create", "update", "delete")),
     # fast reload: a Role per Prometheus letting its pods read their own config objects
     ("rbac.authorization.k8s.io", "roles", ("get", "create", "update", "delete")),
     ("rbac.authorization.k8s.io", "rolebindings", ("get", "create", "update", "delete")),

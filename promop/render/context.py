@@ -49,6 +49,7 @@ class GenContext:
     scrape_classes: dict[str, dict] = field(init=False)
     default_class: dict | None = field(init=False)
     apiserver_sd: dict = field(default_factory=dict)  # filled by the pipeline from spec.apiserverConfig
+    daemonset: bool = False  # a PrometheusAgent in DaemonSet mode: pods of the agent's own node, no sharding
 
     def __post_init__(self) -> None:
         self.spec = self.prometheus.get("spec") or {}
@@ -74,7 +75,7 @@ class GenContext:
         o = self.options
         blob = json.dumps(
             [self.namespace, self.name, relevant, self.apiserver_sd, o.endpointslice_supported, o.shard_retention_policy,
-             o.feature_gates.as_dict(), o.kubernetes_version],
+             o.feature_gates.as_dict(), o.kubernetes_version, self.daemonset],
             sort_keys=True, default=str,
         )
         return hashlib.sha256(blob.encode()).hexdigest()

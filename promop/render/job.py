@@ -220,7 +220,8 @@ def relabel_tail(
     rules += relabel.to_prometheus_list(cls.get("relabelings"))
     rules += relabel.to_prometheus_list(ep.get("relabelings"))
     rules += [dict(r) for r in enforced]
-    rules += relabel.sharding_relabels(ctx.shards, ctx.options.shard_retention_policy, topology.for_context(ctx))
+    if not ctx.daemonset:  # an agent DaemonSet scrapes its own node's pods: no shards
+        rules += relabel.sharding_relabels(ctx.shards, ctx.options.shard_retention_policy, topology.for_context(ctx))
     return rules
 
 

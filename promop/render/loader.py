@@ -23,9 +23,9 @@ import yaml
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 EXTENSIONS = (".yaml", ".yml", ".json")
 INPUT_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Secret", "ConfigMap", "Namespace",
-               "Alertmanager", "AlertmanagerConfig", "ThanosRuler")
+               "Alertmanager", "AlertmanagerConfig", "ThanosRuler", "PrometheusAgent")
 # monitoring.coreos.com kinds promop render does not read (others are handled by other parts).
-OTHER_MONITORING_KINDS = ("PrometheusAgent", "Probe", "ScrapeConfig")
+OTHER_MONITORING_KINDS = ("Probe", "ScrapeConfig")
 INPUT_KINDS += ("ScrapeConfig",)  # monitoring.coreos.com/v1alpha1 (promop/render/scrapeconfig)
 OTHER_MONITORING_KINDS = tuple(k for k in OTHER_MONITORING_KINDS if k not in INPUT_KINDS)
 MONITORING_GROUP = "monitoring.coreos.com"

@@ -13,17 +13,23 @@ MANAGED_BY_LABELS = {
 }
 
 
+AGENT_KIND = "PrometheusAgent"
+
+
 def prefixed_name(prometheus: Mapping[str, Any]) -> str:
-    """`prometheus-<name>`: the base name of the config Secret and shard-0 StatefulSet."""
-    return f"prometheus-{prometheus['metadata']['name']}"
+    """`prometheus-<name>` (`prom-agent-<name>` for a PrometheusAgent, as upstream): the base name of
+    the config Secret and shard-0 StatefulSet."""
+    prefix = "prom-agent" if prometheus.get("kind") == AGENT_KIND else "prometheus"
+    return f"{prefix}-{prometheus['metadata']['name']}"
 
 
 def owner_reference(prometheus: Mapping[str, Any]) -> dict:
     """The controller ownerReference that makes Kubernetes garbage-collect our objects."""
     md = prometheus["metadata"]
+    agent = prometheus.get("kind") == AGENT_KIND
     return {
-        "apiVersion": f"{MONITORING_GROUP}/{MONITORING_VERSION}",
-        "kind": "Prometheus",
+        "apiVersion": f"{MONITORING_GROUP}/{'v1alpha1' if agent else MONITORING_VERSION}",
+        "kind": AGENT_KIND if agent else "Prometheus",
         "name": md["name"],
         "uid": md.get("uid", ""),
         "controller": True,

@@ -13,6 +13,7 @@ from typing import Any, Iterable
 from promop.render.emit import emit_all
 from promop.render.loader import Loaded
 from promop.render.model import Problem, RenderInputs, RenderOptions, RenderResult, obj_meta
+from promop.render.agent import InvalidAgent, render_agent
 from promop.render.schema_check import InvalidPrometheus
 from promop.render.unsupported import unsupported_fields
 
@@ -81,6 +82,16 @@ def render_loaded(loaded: Loaded, options: RenderOptions | None = None) -> Rende
             _add_unique(out.rejected, [Problem("Prometheus", ns, name, field_, message)], seen)
             continue
         out.results.append((prometheus, result))
+        _add_unique(out.rejected, result.rejected, seen)
+        _add_unique(out.warnings, result.warnings, seen)
+    for agent in sorted(loaded.of("PrometheusAgent"), key=obj_meta):  # the same, through render_agent
+        try:
+            result = render_agent(inputs_for(agent, loaded, options))
+        except (InvalidAgent, ValueError) as exc:
+            out.failed.append((agent, str(exc)))
+            _add_unique(out.rejected, [Problem("PrometheusAgent", *obj_meta(agent), "spec", str(exc))], seen)
+            continue
+        out.results.append((agent, result))
         _add_unique(out.rejected, result.rejected, seen)
         _add_unique(out.warnings, result.warnings, seen)
     for kind in MONITORING_KINDS:

@@ -59,6 +59,13 @@ def k8s_sd_config(
         label = str(parse_selector(spec.get("selector") or {}, "spec.selector"))
         if label:
             sd["selectors"] = [{"role": r, "label": label} for r in role_selector_roles]
+    if ctx.daemonset and role == "pod":  # upstream: an agent DaemonSet pod discovers its own node's pods only
+        node = {"role": "pod", "field": "spec.nodeName=$(NODE_NAME)"}
+        pods = [s for s in sd.get("selectors", ()) if s["role"] == "pod"]
+        if pods:
+            pods[0]["field"] = node["field"]
+        else:
+            sd.setdefault("selectors", []).append(node)
     return sd
 
 

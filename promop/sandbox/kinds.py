@@ -508,6 +508,7 @@ RULES: dict[Key, KindRules] = {
     ("", "services"): KindRules(validate_service, validate_service_update,
                                 selectable=("spec.clusterIP", "spec.type")),
     ("apps", "statefulsets"): KindRules(validate_workload, None, default_statefulset),
+    ("apps", "daemonsets"): KindRules(validate_workload),
     ("apps", "deployments"): KindRules(validate_workload, validate_deployment_update,
                                        default_deployment),
     ("apps", "replicasets"): KindRules(selectable=("status.replicas",)),

@@ -75,6 +75,8 @@ def builtin_types() -> list[ResourceType]:
                      scale={"specReplicasPath": ".spec.replicas",
                             "statusReplicasPath": ".status.replicas",
                             "labelSelectorPath": ".status.selector"}),
+        ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, short_names=("ds",),
+                     status_subresource=True, categories=("all",), generation=True),
         ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",),
                      status_subresource=True, categories=("all",), generation=True),
         ResourceType("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",)),

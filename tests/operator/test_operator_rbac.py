@@ -19,6 +19,7 @@ from operator_testlib import NS, OPERATOR_AGENT, eventually, jobs, modify, names
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
                                    ROLEBINDINGS, ROLES, SECRETS, SERVICEMONITORS, SERVICES, STATEFULSETS)
 from promop.kube.resources import SCRAPECONFIGS
+from promop.featuregates import FeatureGates
 from promop.operator.bundle import render_bundle
 from promop.operator.rbac import granted
 
@@ -41,7 +42,8 @@ def owned(prom: dict, name: str, **md) -> dict:
 def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_operator):
     kube.create(NAMESPACES, {"metadata": {"name": NS}})
     op = start_operator(leader_elect=True, lease_name="promop", lease_namespace="default", identity="rbac",
-                        leader_kwargs=STEADY_LEASE)
+                        leader_kwargs=STEADY_LEASE,
+                        feature_gates=FeatureGates((("PrometheusAgentDaemonSet", True),)))
     eventually(op.operator.leading.is_set, 20, "leadership")
     prom = kube.create(PROMETHEUSES, prometheus(shards=2, podMonitorSelector={}, scrapeConfigSelector={}))
     kube.create(SERVICEMONITORS, service_monitor("good"))
@@ -95,6 +97,7 @@ def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_ope
     eventually(op.idle, 20)
     _alertmanager_scenario(kube)  # the Alertmanager controller's permissions
     _thanos_ruler_scenario(kube)  # the ThanosRuler controller's
+    _agent_scenario(kube)  # the PrometheusAgent controller's
 
     last_close = [0.0]
 
@@ -143,3 +146,23 @@ def _thanos_ruler_scenario(kube) -> None:
                                "spec": {"queryEndpoints": ["query:10902"], "ruleSelector": {}}})
     eventually(lambda: "thanos-ruler-tr" in names(kube, STATEFULSETS), 20, "the ThanosRuler StatefulSet")
     eventually(lambda: kube.get(THANOSRULERS, "tr", NS).get("status", {}).get("conditions"), 20, "ThanosRuler status")
+def _agent_scenario(kube) -> None:
+    """A PrometheusAgent in DaemonSet mode (created, a foreign edit undone), then in StatefulSet mode
+    (the DaemonSet deleted): workloads, status."""
+    from promop.operator.agent import DAEMONSETS, PROMETHEUSAGENTS
+
+    kube.create(PROMETHEUSAGENTS, {"apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "PrometheusAgent",
+                                   "metadata": {"name": "ag", "namespace": NS},
+                                   "spec": {"mode": "DaemonSet", "podMonitorSelector": {},
+                                            "remoteWrite": [{"url": "http://central/api/v1/write"}]}})
+    eventually(lambda: names(kube, DAEMONSETS) == ["prom-agent-ag"], 20, "the agent's DaemonSet")
+    def edit(ds: dict) -> None:
+        ds["spec"]["template"]["spec"]["containers"][0]["image"] = "example.org/other:1"
+
+    modify(kube, DAEMONSETS, "prom-agent-ag", NS, edit)
+    eventually(lambda: kube.get(DAEMONSETS, "prom-agent-ag", NS)["spec"]["template"]["spec"]["containers"][0][
+        "image"] != "example.org/other:1", 20, "DaemonSet restored")
+    kube.patch(PROMETHEUSAGENTS, "ag", {"spec": {"mode": None}}, NS)
+    eventually(lambda: names(kube, DAEMONSETS) == [], 20, "the DaemonSet deleted")
+    eventually(lambda: "prom-agent-ag" in names(kube, STATEFULSETS), 20, "the agent's StatefulSet")
+    eventually(lambda: kube.get(PROMETHEUSAGENTS, "ag", NS).get("status", {}).get("conditions"), 20, "agent status")

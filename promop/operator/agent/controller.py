@@ -1,0 +1,232 @@
+"""The PrometheusAgent controller: informers -> event mapping -> rate-limited queue -> workers -> AgentSyncer.
+
+Event mapping as for a Prometheus (promop.operator.mapping): an agent event enqueues itself; a
+ServiceMonitor/PodMonitor event enqueues every agent whose selectors may pick it; a Secret or
+ConfigMap event the agents whose last sync read it; a StatefulSet/DaemonSet event its owner
+(a status refresh); a Namespace label change the agents with namespace selectors.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from promop.host.logs import fields
+from promop.kube.client import KubeClient
+from promop.kube.errors import ApiError, NotFound
+from promop.kube.informer import Informer
+from promop.kube.informer_group import InformerGroup
+from promop.kube.resources import CONFIGMAPS, NAMESPACES, PODMONITORS, SECRETS, SERVICEMONITORS, STATEFULSETS, Resource
+from promop.kube.store import Tombstone
+from promop.kube.workqueue import RateLimitingQueue
+from promop.operator import mapping
+from promop.operator.agent import CONTROLLER, DAEMONSETS, PROMETHEUSAGENTS
+from promop.operator.agent.sync import KIND, AgentStores, AgentSyncer
+from promop.operator.apply import RetryLater
+
+log = logging.getLogger("promop.operator.agent")
+
+# Only the workloads we manage for agents (upstream's selector with mode agent).
+WORKLOAD_SELECTOR = "managed-by in (prometheus-operator),operator.prometheus.io/name,operator.prometheus.io/mode in (agent)"
+
+
+def _obj(obj: Any) -> dict:
+    return obj.obj if isinstance(obj, Tombstone) else obj
+
+
+def _md(obj: Any) -> dict:
+    return _obj(obj).get("metadata") or {}
+
+
+class AgentController(InformerGroup):
+    """Owns the informers, queue and workers for PrometheusAgent objects (the Controller interface)."""
+
+    def __init__(self, client: KubeClient, options: Any, registry: CollectorRegistry | None = None,
+                 informer_kwargs: dict | None = None) -> None:
+        self.client = client
+        self.options = options
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.queue = RateLimitingQueue(name=CONTROLLER, registry=self.registry)
+        kw = {"resync_period": 0, "registry": self.registry, **(informer_kwargs or {})}
+        deny = options.namespace_field_selector()
+        scope: dict[str, Any] = {"namespaces": list(options.namespaces)} if options.namespaces else {}
+
+        def informer(res: Resource, **extra: Any) -> Informer:
+            sel = ",".join(p for p in (extra.pop("field_selector", ""), deny) if p) or None
+            return Informer(client, res, field_selector=sel, **scope, **{**kw, **extra})
+
+        self.agents = informer(PROMETHEUSAGENTS, resync_period=options.resync_period)
+        self.servicemonitors = informer(SERVICEMONITORS)
+        self.podmonitors = informer(PODMONITORS)
+        self.secrets = informer(SECRETS, metadata_only=True, field_selector=options.secret_field_selector)
+        self.configmaps = informer(CONFIGMAPS, metadata_only=True)
+        self.statefulsets = informer(STATEFULSETS, label_selector=WORKLOAD_SELECTOR)
+        # always watched: an agent switched back to StatefulSet mode (or the gate turned off) loses its DaemonSet
+        self.daemonsets = informer(DAEMONSETS, label_selector=WORKLOAD_SELECTOR)
+        self.namespaces = Informer(client, NAMESPACES, **kw)
+        self.informers = [i for i in (self.agents, self.servicemonitors, self.podmonitors, self.secrets,
+                                      self.configmaps, self.statefulsets, self.daemonsets, self.namespaces) if i]
+        stores = AgentStores(self.agents.store, self.servicemonitors.store, self.podmonitors.store,
+                             self.namespaces.store, self.statefulsets.store,
+                             self.daemonsets.store if self.daemonsets else None)
+        self.syncer = AgentSyncer(client, stores, options.render_options(), namespace_allowed=options.namespace_allowed)
+        self._full: set[str] = set()  # keys queued for a full sync (others: a status refresh)
+        self._lock = threading.Lock()
+        self._workers: list[threading.Thread] = []
+        self._stopping = threading.Event()
+        self.synced_keys: set[str] = set()
+        self._register_handlers()
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def start_workers(self) -> None:
+        if self._workers:
+            return
+        for i in range(max(1, min(2, self.options.workers))):
+            t = threading.Thread(target=self._worker, name=f"promop-agent-worker-{i}", daemon=True)
+            t.start()
+            self._workers.append(t)
+
+    def stop_taking_work(self) -> None:
+        self._stopping.set()
+
+    def stop(self, timeout: float = 8.0) -> None:
+        self._stopping.set()
+        self.queue.shutdown()
+        for t in self._workers:
+            t.join(timeout)
+        for inf in self.informers:
+            inf.stop(timeout)
+
+    def idle(self) -> bool:
+        """Every known agent synced at least once, nothing queued or in flight."""
+        done = all(k in self.synced_keys for k in self.agents.store.keys())
+        return done and len(self.queue) == 0 and self.queue.processing() == 0 and self.queue.waiting() == 0
+
+    # ---- workers ------------------------------------------------------------------------
+
+    def _worker(self) -> None:
+        q = self.queue
+        while True:
+            key, shutdown = q.get()
+            if shutdown:
+                return
+            if key is None:
+                continue
+            if self._stopping.is_set():
+                q.done(key)
+                continue
+            with self._lock:
+                status_only = key not in self._full
+                self._full.discard(key)
+            try:
+                if status_only and key in self.synced_keys:
+                    self.syncer.refresh_status(key)
+                else:
+                    self.syncer.sync(key)
+                    self.synced_keys.add(key)
+            except RetryLater as exc:
+                log.debug("sync deferred; retrying", **fields(key=key, reason=str(exc)))
+                q.add_rate_limited(key)
+            except Exception as exc:  # noqa: BLE001 - every failure is retried with backoff
+                log.warning("sync failed; retrying with backoff",
+                            **fields(key=key, kind=KIND, error=str(exc), retries=q.num_requeues(key)))
+                self.synced_keys.add(key)
+                q.add_rate_limited(key)
+            else:
+                q.forget(key)
+            finally:
+                q.done(key)
+
+    # ---- events -------------------------------------------------------------------------
+
+    def _enqueue(self, keys: list[str], status_only: bool = False) -> None:
+        """Queue `keys`; a key queued only for workload status changes gets a status refresh, not a sync."""
+        for key in keys:
+            if not status_only:
+                with self._lock:
+                    self._full.add(key)
+            self.queue.add(key)
+
+    def _agents(self) -> list[dict]:
+        return self.agents.store.list()
+
+    def _ns_labels(self, namespace: str) -> dict | None:
+        ns = self.namespaces.store.get(namespace)
+        return ((ns or {}).get("metadata") or {}).get("labels") or {}
+
+    def _register_handlers(self) -> None:
+        e = self._enqueue
+
+        def agent_key(obj: Any) -> list[str]:
+            return [obj.key] if isinstance(obj, Tombstone) else [mapping.key_of(obj)]
+
+        self.agents.add_handler(
+            on_add=lambda o, initial: e(agent_key(o)),
+            on_update=lambda old, new: e(agent_key(new)) if mapping.prometheus_update_matters(old, new)
+            or not mapping.resource_version_changed(old, new) else None,
+            on_delete=lambda o: e(agent_key(o)))
+        for kind, inf in (("ServiceMonitor", self.servicemonitors), ("PodMonitor", self.podmonitors)):
+            def monitor_keys(obj: Any, kind: str = kind) -> list[str]:
+                return mapping.for_monitor(kind, _md(obj).get("namespace", ""), self._agents(), self._ns_labels)
+
+            inf.add_handler(
+                on_add=lambda o, initial, f=monitor_keys: None if initial else e(f(o)),
+                on_update=lambda old, new, f=monitor_keys: e(f(new)) if mapping.monitor_update_matters(old, new)
+                else None,
+                on_delete=lambda o, f=monitor_keys: e(f(o)))
+        for kind, inf in (("Secret", self.secrets), ("ConfigMap", self.configmaps)):
+            def ref_keys(obj: Any, kind: str = kind) -> list[str]:
+                md = _md(obj)
+                me = (kind, md.get("namespace", ""), md.get("name", ""))
+                return [k for k, refs in list(self.syncer.references.items()) if me in refs]
+
+            inf.add_handler(
+                on_add=lambda o, initial, f=ref_keys: None if initial else e(f(o)),
+                on_update=lambda old, new, f=ref_keys: e(f(new)) if mapping.resource_version_changed(old, new)
+                else None,
+                on_delete=lambda o, f=ref_keys: e(f(o)))
+        for inf in (self.statefulsets, self.daemonsets):
+            if inf is None:
+                continue
+
+            def owner(obj: Any) -> list[str]:
+                md = _md(obj)
+                return [f"{md.get('namespace')}/{r.get('name')}" for r in md.get("ownerReferences") or ()
+                        if r.get("kind") == KIND]
+
+            inf.add_handler(
+                on_add=lambda o, initial: e(owner(o), status_only=True),
+                on_update=lambda old, new: e(owner(new), status_only=mapping.statefulset_status_only(old, new))
+                if mapping.resource_version_changed(old, new) else None,
+                on_delete=lambda o: e(owner(o)))
+
+        def ns_change(old: Any, new: Any) -> None:
+            old_labels = (_md(old).get("labels") or {}) if old is not None else None
+            new_labels = (_md(new).get("labels") or {}) if new is not None else None
+            name = _md(new if new is not None else old).get("name", "")
+            e(mapping.for_namespace_change(old_labels, new_labels, name, self._agents()))
+
+        self.namespaces.add_handler(
+            on_add=lambda o, initial: None if initial else ns_change(None, o),
+            on_update=ns_change,
+            on_delete=lambda o: ns_change(o, None))
+
+
+def start_if_served(client: KubeClient, options: Any, registry: CollectorRegistry,
+                    informer_kwargs: dict | None = None) -> AgentController | None:
+    """The controller, or None (with a warning) when the PrometheusAgent CRD is not installed."""
+    try:
+        client.list(PROMETHEUSAGENTS, limit=1)
+    except NotFound:
+        log.warning("the PrometheusAgent CRD is not installed; the PrometheusAgent controller is not started "
+                    "(install crds/ or run with --manage-crds)")
+        return None
+    except ApiError as exc:
+        log.warning("cannot check the PrometheusAgent CRD; the PrometheusAgent controller is not started",
+                    **fields(error=str(exc)))
+        return None
+    return AgentController(client, options, registry, informer_kwargs=informer_kwargs)

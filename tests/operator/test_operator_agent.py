@@ -1,0 +1,118 @@
+"""The PrometheusAgent controller on the sandbox: applying an agent creates its StatefulSet (or, with the
+PrometheusAgentDaemonSet gate, its DaemonSet), config Secret and Service; status, bindings and refusals."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+
+import yaml
+from operator_testlib import eventually
+
+from promop.kube.errors import NotFound
+from promop.kube.resources import EVENTS, PODMONITORS, SECRETS, SERVICES, STATEFULSETS
+from promop.operator.agent import DAEMONSETS, PROMETHEUSAGENTS
+
+NS = "default"
+
+
+def agent(name: str = "edge", **spec) -> dict:
+    return {"apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "PrometheusAgent",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"podMonitorSelector": {}, "remoteWrite": [{"url": "http://central:9090/api/v1/write"}], **spec}}
+
+
+def pod_monitor(name: str = "app") -> dict:
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor", "metadata": {"name": name, "namespace": NS},
+            "spec": {"selector": {"matchLabels": {"app": name}}, "podMetricsEndpoints": [{"port": "web"}]}}
+
+
+def _get(kube, res, name):
+    try:
+        return kube.get(res, name, NS)
+    except NotFound:
+        return None
+
+
+def _config(kube, name: str) -> dict:
+    secret = kube.get(SECRETS, name, NS)
+    return yaml.safe_load(gzip.decompress(base64.b64decode(secret["data"]["prometheus.yaml.gz"])))
+
+
+def test_statefulset_mode(kube, start_operator):
+    start_operator()
+    kube.create(PODMONITORS, pod_monitor(), NS)
+    kube.create(PROMETHEUSAGENTS, agent(shards=2), NS)
+    sts = eventually(lambda: _get(kube, STATEFULSETS, "prom-agent-edge"), 30, "the agent's StatefulSet")
+    assert sts["metadata"]["labels"]["operator.prometheus.io/mode"] == "agent"
+    assert "--agent" in sts["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert sts["spec"]["serviceName"] == "prometheus-agent-operated"
+    eventually(lambda: _get(kube, STATEFULSETS, "prom-agent-edge-shard-1"), 30, "shard 1")
+    assert _get(kube, SERVICES, "prometheus-agent-operated") is not None
+    cfg = _config(kube, "prom-agent-edge")
+    assert [j["job_name"] for j in cfg["scrape_configs"]] == ["podMonitor/default/app/0"]
+    assert cfg["remote_write"][0]["url"] == "http://central:9090/api/v1/write"
+    assert "alerting" not in cfg and "rule_files" not in cfg
+
+    def available():
+        st = kube.get(PROMETHEUSAGENTS, "edge", NS).get("status") or {}
+        conds = {c["type"]: c["status"] for c in st.get("conditions") or ()}
+        return st if conds.get("Reconciled") == "True" and conds.get("Available") == "True" else None
+    st = eventually(available, 30, "the agent's status Available and Reconciled")
+    assert st["shards"] == 2 and st["availableReplicas"] == 2
+
+    def bound():
+        bindings = (kube.get(PODMONITORS, "app", NS).get("status") or {}).get("bindings") or []
+        return [b for b in bindings if b["resource"] == "prometheusagents" and b["name"] == "edge"]
+    binding = eventually(bound, 30, "the PodMonitor's binding to the agent")[0]
+    assert binding["conditions"][0]["status"] == "True"
+
+    # scale down to one shard: the stale shard goes; then the agent goes, and its binding with it
+    current = kube.get(PROMETHEUSAGENTS, "edge", NS)
+    current["spec"]["shards"] = 1
+    kube.update(PROMETHEUSAGENTS, current, NS)
+    eventually(lambda: _get(kube, STATEFULSETS, "prom-agent-edge-shard-1") is None, 30, "shard 1 deleted")
+    kube.delete(PROMETHEUSAGENTS, "edge", NS)
+    eventually(lambda: not bound(), 30, "the PodMonitor's binding removed")
+
+
+def test_daemonset_mode_with_the_gate(kube, start_operator):
+    from promop.featuregates import FeatureGates
+
+    start_operator(feature_gates=FeatureGates((("PrometheusAgentDaemonSet", True),)))
+    kube.create(PODMONITORS, pod_monitor(), NS)
+    kube.create(PROMETHEUSAGENTS, agent("node", mode="DaemonSet"), NS)
+    ds = eventually(lambda: _get(kube, DAEMONSETS, "prom-agent-node"), 30, "the agent's DaemonSet")
+    assert "operator.prometheus.io/shard" not in ds["spec"]["selector"]["matchLabels"]
+    assert _get(kube, STATEFULSETS, "prom-agent-node") is None
+    sd = _config(kube, "prom-agent-node")["scrape_configs"][0]["kubernetes_sd_configs"][0]
+    assert sd["selectors"] == [{"role": "pod", "field": "spec.nodeName=$(NODE_NAME)"}]
+
+
+def test_daemonset_mode_without_the_gate_is_reported(kube, start_operator):
+    start_operator()
+    kube.create(PROMETHEUSAGENTS, agent("nogate", mode="DaemonSet"), NS)
+
+    def refused():
+        st = kube.get(PROMETHEUSAGENTS, "nogate", NS).get("status") or {}
+        return next((c for c in st.get("conditions") or () if c["type"] == "Reconciled" and c["status"] == "False"),
+                    None)
+    cond = eventually(refused, 30, "Reconciled=False on the agent")
+    assert "PrometheusAgentDaemonSet feature gate" in cond["message"]
+    assert _get(kube, DAEMONSETS, "prom-agent-nogate") is None
+    assert _get(kube, STATEFULSETS, "prom-agent-nogate") is None
+    events = eventually(lambda: [e for e in kube.list(EVENTS, NS)["items"]
+                                 if e["involvedObject"].get("name") == "nogate"], 30, "a Warning Event")
+    assert events[0]["involvedObject"]["kind"] == "PrometheusAgent"
+
+
+def test_daemonset_restrictions_refused_by_the_apiserver(kube):
+    """The CRD's rules: fields DaemonSet mode does not allow are refused at apply, with upstream's message."""
+    from promop.kube.errors import ApiError
+
+    try:
+        kube.create(PROMETHEUSAGENTS, agent("bad", mode="DaemonSet", replicas=2), NS)
+    except ApiError as exc:
+        assert "replicas cannot be set when mode is DaemonSet" in str(exc)
+    else:
+        raise AssertionError("the apiserver accepted replicas in DaemonSet mode")
