@@ -28,6 +28,11 @@ SCHEMES = {"legacy": Version("v2.55.1"), "utf8": Version("v3.0.0")}
 _RULE_PATH = re.compile(r"^spec\.groups\[(\d+)\](?:\.rules\[(\d+)\])?")
 
 
+def _quote(value: Any) -> str:
+    """Go's %q (rulefmt words its errors with it)."""
+    return json.dumps(str(value), ensure_ascii=False)
+
+
 def _where(spec: Any, path: str) -> str:
     """`group "g", rule 1, "Alert"` for a path inside spec.groups (upstream rulefmt's wording)."""
     m = _RULE_PATH.match(path)
@@ -36,14 +41,14 @@ def _where(spec: Any, path: str) -> str:
     groups = spec.get("groups") or []
     gi = int(m.group(1))
     group = groups[gi] if isinstance(groups, list) and gi < len(groups) and isinstance(groups[gi], Mapping) else {}
-    text = f"group {group.get('name', '')!r}"
+    text = f"group {_quote(group.get('name', ''))}"
     if m.group(2) is None:
         return text
     ri = int(m.group(2))
     rules = group.get("rules") or []
     rule = rules[ri] if isinstance(rules, list) and ri < len(rules) and isinstance(rules[ri], Mapping) else {}
     name = rule.get("alert") or rule.get("record") or ""
-    return f"{text}, rule {ri + 1}, {name!r}"
+    return f"{text}, rule {ri + 1}, {_quote(name)}"
 
 
 def validate(request: Mapping[str, Any], scheme: str = "utf8") -> dict:
