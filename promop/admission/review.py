@@ -42,9 +42,13 @@ def allowed(request: Mapping[str, Any], warnings: Sequence[str] = (), patch: Seq
 
 
 def denied(request: Mapping[str, Any], message: str, causes: Sequence[tuple[str, str]] = (), code: int = 400,
-           reason: str = "Invalid", warnings: Sequence[str] = ()) -> dict:
-    """A refusing response: `message` is what kubectl shows after `denied the request: `."""
-    status: dict[str, Any] = {"status": "Failure", "message": message, "reason": reason, "code": code}
+           reason: str = "", warnings: Sequence[str] = ()) -> dict:
+    """A refusing response: `message` is what kubectl shows after `denied the request: `. Like upstream's,
+    it gives no reason by default: kubectl then prints the message whole (with reason Invalid it would
+    print only the causes)."""
+    status: dict[str, Any] = {"status": "Failure", "message": message, "code": code}
+    if reason:
+        status["reason"] = reason
     if causes:
         status["details"] = {"causes": [{"field": f, "message": m} for f, m in causes]}
     response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": False, "status": status}

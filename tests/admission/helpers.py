@@ -57,3 +57,23 @@ def post(url: str, body: bytes, cafile: str | None = None) -> tuple[int, dict]:
         return resp.status, json.loads(resp.read())
 
 
+
+
+def kubectl_runner(sandbox, tmp_path: Path):
+    """kubectl(*args, input=None, check=True) against the sandbox (skips when kubectl is missing)."""
+    import shutil
+    import subprocess
+
+    binary = shutil.which("kubectl")
+    if binary is None:
+        pytest.skip("kubectl is not installed")
+    kubeconfig = sandbox.write_kubeconfig(tmp_path / "kubeconfig")
+
+    def run(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run([binary, "--kubeconfig", kubeconfig, "--cache-dir", str(tmp_path / "kcache"), *args],
+                              capture_output=True, text=True, timeout=60, input=input, cwd=ROOT)
+        if check:
+            assert proc.returncode == 0, f"kubectl {' '.join(args)}: {proc.stderr}"
+        return proc
+
+    return run
