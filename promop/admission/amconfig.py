@@ -46,8 +46,11 @@ class _GlobalDefaults(ReceiverContext):
         return True
 
 
-def problems(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(field, message) of the first problem the renderer would reject this AlertmanagerConfig for; [] if none."""
+def problems(obj: Mapping[str, Any], warnings: list[str] | None = None) -> list[tuple[str, str]]:
+    """(field, message) of the first problem the renderer would reject this AlertmanagerConfig for; [] if none.
+    What the renderer would only warn about (e.g. a field the default Alertmanager version drops) is
+    appended to `warnings`."""
+    warned: list[str] = [] if warnings is None else warnings
     version_name = conversion.version_of(obj.get("apiVersion") or f"{conversion.GROUP}/v1alpha1")
     alpha = conversion.convert(obj, f"{conversion.GROUP}/v1alpha1") if version_name == "v1beta1" else obj
     meta = alpha.get("metadata") or {}
@@ -56,7 +59,7 @@ def problems(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
     scope = _AdmissionScope(_AnyReference(), "AlertmanagerConfig", ns, name, version)
     try:
         frag = amconfig.convert(alpha, scope, _GlobalDefaults(None), ns)
-        amconfig.sanitize_fragment(frag, Sanitizer(version, lambda fld, msg: None, Reject))
+        amconfig.sanitize_fragment(frag, Sanitizer(version, lambda fld, msg: warned.append(f"{fld}: {msg}"), Reject))
     except Reject as exc:
         fld = exc.field
         if version_name == "v1beta1" and fld.startswith("spec.muteTimeIntervals"):
@@ -64,6 +67,7 @@ def problems(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
         return [(fld, exc.message)]
     except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
         return [("spec", f"malformed object ({type(exc).__name__}: {exc}); check it against the CRD schema")]
+    warned.extend(f"{p.field}: {p.message}" for p in scope.warnings)
     return []
 
 
@@ -71,13 +75,14 @@ def validate(request: Mapping[str, Any]) -> dict:
     obj = review.request_object(request)
     if not isinstance(obj, Mapping):
         return review.denied(request, "the request carries no AlertmanagerConfig object", reason="BadRequest")
+    warnings: list[str] = []
     try:
-        found = problems(obj)
+        found = problems(obj, warnings)
     except conversion.ConversionError as exc:
         return review.denied(request, str(exc), reason="BadRequest")
     if not found:
-        return review.allowed(request)
+        return review.allowed(request, warnings)
     meta = obj.get("metadata") or {}
     message = f"AlertmanagerConfig {meta.get('namespace', '')}/{meta.get('name', '')} is invalid: " + "; ".join(
         f"{f}: {m}" for f, m in found)
-    return review.denied(request, message, found)
+    return review.denied(request, message, found, warnings=warnings)

@@ -117,3 +117,20 @@ def test_bad_flags_are_one_line_and_exit_2(args, expected):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("promop admission-webhook: ") and expected in lines[0], lines
+
+
+@pytest.mark.parametrize("fmt,check", [
+    ("logfmt", lambda line: line.startswith("level=info ts=") and 'msg="admission webhook serving"' in line and "tls=false" in line),
+    ("json", lambda line: __import__("json").loads(line)["msg"] == "admission webhook serving"),
+])
+def test_logs_its_start_in_the_chosen_format(fmt, check):
+    proc = subprocess.Popen([sys.executable, "-m", "promop", "admission-webhook", "--web.enable-tls=false",
+                             "--web.listen-address=127.0.0.1:0", f"--log-format={fmt}"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=scaled(10))
+    assert check(line.strip()), line
+    assert proc.returncode == 0  # SIGTERM is a clean stop
