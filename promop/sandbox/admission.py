@@ -195,3 +195,86 @@ class Webhooks:
 
     def any_configured(self) -> bool:
         return bool(self._all(VALIDATING) or self._all(MUTATING))
+
+
+# -- the configurations themselves: defaults and validation as admissionregistration/v1 ----------------------
+
+def _default_configuration(obj: dict, old: dict | None, mutating: bool) -> None:
+    for hook in obj.get("webhooks") or []:
+        if not isinstance(hook, dict):
+            continue
+        hook.setdefault("failurePolicy", "Fail")
+        hook.setdefault("matchPolicy", "Equivalent")
+        hook.setdefault("namespaceSelector", {})
+        hook.setdefault("objectSelector", {})
+        hook.setdefault("timeoutSeconds", DEFAULT_TIMEOUT)
+        if mutating:
+            hook.setdefault("reinvocationPolicy", "Never")
+        for rule in hook.get("rules") or []:
+            if isinstance(rule, dict):
+                rule.setdefault("scope", "*")
+        service = (hook.get("clientConfig") or {}).get("service")
+        if isinstance(service, dict):
+            service.setdefault("port", 443)
+
+
+def _unsupported(value: Any, allowed: tuple[str, ...]) -> str:
+    return f"Unsupported value: {json.dumps(value)}: supported values: " + ", ".join(json.dumps(a) for a in allowed)
+
+
+def _hook_causes(hook: Any, at: str) -> list[tuple[str, str]]:
+    if not isinstance(hook, Mapping):
+        return [(at, "Invalid value: must be an object")]
+    out = []
+    name = hook.get("name") or ""
+    if len(str(name).split(".")) < 3:
+        out.append((f"{at}.name", f"Invalid value: {json.dumps(name)}: should be a domain with at least three "
+                                  "segments separated by dots"))
+    client = hook.get("clientConfig") or {}
+    if bool(client.get("url")) == bool(client.get("service")):
+        out.append((f"{at}.clientConfig", "Required value: exactly one of url or service is required"))
+    elif client.get("url") and not str(client["url"]).startswith("https://"):
+        out.append((f"{at}.clientConfig.url", f"Invalid value: {json.dumps(client['url'])}: 'https' is the only "
+                                              "allowed URL scheme"))
+    if hook.get("sideEffects") is None:
+        out.append((f"{at}.sideEffects", "Required value: must specify one of None, NoneOnDryRun"))
+    elif hook["sideEffects"] not in ("None", "NoneOnDryRun"):
+        out.append((f"{at}.sideEffects", _unsupported(hook["sideEffects"], ("None", "NoneOnDryRun"))))
+    versions = hook.get("admissionReviewVersions")
+    if not versions:
+        out.append((f"{at}.admissionReviewVersions", "Required value: must specify one of v1, v1beta1"))
+    elif not set(versions) & {"v1", "v1beta1"}:
+        out.append((f"{at}.admissionReviewVersions", f"Invalid value: {json.dumps(versions)}: must include at "
+                                                     "least one of v1, v1beta1"))
+    if hook.get("failurePolicy") not in (None, "Fail", "Ignore"):
+        out.append((f"{at}.failurePolicy", _unsupported(hook["failurePolicy"], ("Fail", "Ignore"))))
+    timeout = hook.get("timeoutSeconds")
+    if timeout is not None and not (isinstance(timeout, int) and 1 <= timeout <= 30):
+        out.append((f"{at}.timeoutSeconds", f"Invalid value: {timeout}: the timeout value must be between 1 and "
+                                            "30 seconds"))
+    return out
+
+
+def validate_configuration(obj: dict) -> list[tuple[str, str]]:
+    """The causes kube-apiserver gives for a bad Validating/MutatingWebhookConfiguration."""
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for i, hook in enumerate(obj.get("webhooks") or []):
+        out += _hook_causes(hook, f"webhooks[{i}]")
+        name = hook.get("name") if isinstance(hook, Mapping) else None
+        if name in seen:
+            out.append((f"webhooks[{i}].name", f"Duplicate value: {json.dumps(name)}"))
+        seen.add(name)
+    return out
+
+
+def _register_kinds() -> None:
+    from promop.sandbox import kinds
+
+    kinds.RULES[VALIDATING] = kinds.KindRules(
+        validate_configuration, None, lambda obj, old: _default_configuration(obj, old, mutating=False))
+    kinds.RULES[MUTATING] = kinds.KindRules(
+        validate_configuration, None, lambda obj, old: _default_configuration(obj, old, mutating=True))
+
+
+_register_kinds()

@@ -119,14 +119,45 @@ def test_a_webhook_only_sees_the_operations_it_asked_for(sandbox, hook):
     assert hook.seen == []
 
 
-def test_dry_run_needs_side_effect_free_webhooks(sandbox, hook):
-    _register(sandbox, hook, sideEffects="Some")
+def test_v1_refuses_side_effects_and_dry_run_skips_such_webhooks(sandbox, hook):
+    with pytest.raises(ApiError) as err:
+        _register(sandbox, hook, sideEffects="Some")
+    assert err.value.code == 422 and 'webhooks[0].sideEffects: Unsupported value: "Some"' in err.value.message
+    # a configuration stored through admissionregistration v1beta1 may still say Some: dry runs refuse it
+    _register(sandbox, hook)
+    key = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
+    stored = json.loads(json.dumps(sandbox.store.get(key, "", "cfg")))
+    stored["webhooks"][0]["sideEffects"] = "Some"
+    sandbox.store.put(key, stored, sandbox.store.get(key, "", "cfg"))
     with pytest.raises(ApiError) as err:
         _cm(sandbox, dry_run=True)
     assert err.value.message == 'admission webhook "check.example.com" does not support dry run'
     assert hook.seen == []
     _cm(sandbox)  # not a dry run: called and allowed
     assert len(hook.seen) == 1 and hook.seen[0]["request"]["dryRun"] is False
+
+
+@pytest.mark.parametrize("change,cause", [
+    ({"name": "short.name"}, 'webhooks[0].name: Invalid value: "short.name": should be a domain with at least three'),
+    ({"clientConfig": {"url": "http://127.0.0.1:1/x"}}, "webhooks[0].clientConfig.url: Invalid value"),
+    ({"clientConfig": {}}, "webhooks[0].clientConfig: Required value: exactly one of url or service"),
+    ({"admissionReviewVersions": []}, "webhooks[0].admissionReviewVersions: Required value"),
+    ({"timeoutSeconds": 31}, "webhooks[0].timeoutSeconds: Invalid value: 31"),
+    ({"failurePolicy": "Sometimes"}, 'webhooks[0].failurePolicy: Unsupported value: "Sometimes"'),
+])
+def test_a_bad_configuration_is_refused(sandbox, hook, change, cause):
+    with pytest.raises(ApiError) as err:
+        _register(sandbox, hook, **change)
+    assert err.value.code == 422 and cause in err.value.message, err.value.message
+
+
+def test_configuration_defaults(sandbox, hook):
+    _register(sandbox, hook, kind="MutatingWebhookConfiguration")
+    rt = sandbox.registry.lookup("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations")
+    [stored] = sandbox.api.get(rt, "", "cfg")["webhooks"]
+    assert (stored["failurePolicy"], stored["timeoutSeconds"], stored["reinvocationPolicy"],
+            stored["matchPolicy"]) == ("Fail", 10, "Never", "Equivalent")
+    assert stored["rules"][0]["scope"] == "*" and stored["namespaceSelector"] == {}
 
 
 def test_timeout_with_fail_and_with_ignore(sandbox, hook):

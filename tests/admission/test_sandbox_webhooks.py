@@ -80,7 +80,7 @@ def test_a_promql_syntax_error_is_refused_naming_group_rule_and_error(sandbox, t
 def test_selectors_scope_the_webhook(sandbox, tmp_path, served):
     server, bundle = served
     url = f"https://127.0.0.1:{server.port}/admission-prometheusrules/validate"
-    config = _config("ValidatingWebhookConfiguration", "v.example", {"url": url, "caBundle": bundle}, RULE_RULES,
+    config = _config("ValidatingWebhookConfiguration", "v.promop.example", {"url": url, "caBundle": bundle}, RULE_RULES,
                      namespaceSelector={"matchLabels": {"checked": "yes"}},
                      objectSelector={"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]})
     kubectl = _setup(sandbox, tmp_path, config)
@@ -95,13 +95,13 @@ def test_failure_policy_and_ca_bundle(sandbox, tmp_path, served):
     server, bundle = served
     wrong_ca = base64.b64encode(CA.create("someone-else").cert_pem).decode()
     url = f"https://127.0.0.1:{server.port}/admission-prometheusrules/validate"
-    fail = _config("ValidatingWebhookConfiguration", "a.fail", {"url": url, "caBundle": wrong_ca}, RULE_RULES)
+    fail = _config("ValidatingWebhookConfiguration", "a.fail.example", {"url": url, "caBundle": wrong_ca}, RULE_RULES)
     kubectl = _setup(sandbox, tmp_path, fail)
     out = kubectl("apply", "-f", "-", input=json.dumps(_rule("x", "vector(1)")), check=False)
     assert out.returncode != 0
-    assert 'Internal error occurred: failed calling webhook "a.fail"' in out.stderr, out.stderr
-    kubectl("delete", "validatingwebhookconfiguration", "a.fail")
-    ignore = _config("ValidatingWebhookConfiguration", "b.ignore", {"url": url, "caBundle": wrong_ca}, RULE_RULES,
+    assert 'Internal error occurred: failed calling webhook "a.fail.example"' in out.stderr, out.stderr
+    kubectl("delete", "validatingwebhookconfiguration", "a.fail.example")
+    ignore = _config("ValidatingWebhookConfiguration", "b.ignore.example", {"url": url, "caBundle": wrong_ca}, RULE_RULES,
                      failurePolicy="Ignore")
     kubectl("apply", "-f", "-", input=json.dumps(ignore))
     kubectl("apply", "-f", "-", input=json.dumps(_rule("x", "vector(1))")))  # not checked: the call failed
@@ -112,7 +112,7 @@ def test_mutation_by_service_reference(sandbox, tmp_path, served):
     sandbox.api.webhook_services.register("promop", "promop-admission-webhook", 443, f"127.0.0.1:{server.port}")
     client = {"service": {"namespace": "promop", "name": "promop-admission-webhook",
                           "path": "/admission-prometheusrules/mutate"}, "caBundle": bundle}
-    kubectl = _setup(sandbox, tmp_path, _config("MutatingWebhookConfiguration", "m.example", client, RULE_RULES))
+    kubectl = _setup(sandbox, tmp_path, _config("MutatingWebhookConfiguration", "m.promop.example", client, RULE_RULES))
     rule = _rule("m", "vector(1)")
     rule["spec"]["groups"][0]["rules"][0]["labels"]["count"] = 3  # upstream's mutation makes it a string
     kubectl("create", "-f", "-", input=json.dumps(rule))
