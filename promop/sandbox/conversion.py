@@ -7,7 +7,8 @@ by a ConversionReview (apiextensions.k8s.io/v1) to the CRD's
 `spec.conversion.webhook.clientConfig`, and a read in another version (get, list)
 is converted back the same way. A failed conversion answers 500 with the
 apiserver's wording (`conversion webhook for <group>/<version>, Kind=<kind> failed: ...`).
-Not simulated: converting watch events (they keep the stored version's fields).
+Watch events are converted too; an event whose conversion fails is sent with only its
+apiVersion changed (the apiserver would end the stream with an error).
 """
 
 from __future__ import annotations
@@ -95,3 +96,10 @@ class Conversion:
         if obj.get("apiVersion") == rt.api_version or obj.get("kind") != rt.kind:
             return obj
         return self.to_served(rt, obj) if self.uses_webhook(rt) else dict(obj, apiVersion=rt.api_version)
+
+    def watched(self, rt: ResourceType, obj: dict) -> dict:
+        """A watch event's object in rt's version (called with the store's lock held: never raises)."""
+        try:
+            return self.to_served(rt, obj)
+        except ApiError:
+            return dict(obj, apiVersion=rt.api_version)

@@ -562,6 +562,8 @@ class Handler(BaseHTTPRequestHandler):
         shape = negotiate.response_format(self.headers.get("Accept"))
         watcher = Watcher(rt.key, route.namespace, predicate, shape == negotiate.PARTIAL,
                           rt.api_version, rt.kind)
+        if sandbox.api.conversion.uses_webhook(rt):
+            watcher.convert = lambda obj: sandbox.api.conversion.watched(rt, obj)
         rv_param = _first(params, "resourceVersion") or ""
         since: int | None = None
         if rv_param not in ("", "0"):

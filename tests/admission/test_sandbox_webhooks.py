@@ -164,3 +164,11 @@ def test_v1alpha1_applied_reads_back_as_v1beta1(sandbox, tmp_path, served):
     assert beta["apiVersion"] == "monitoring.coreos.com/v1beta1"
     assert beta["spec"]["timeIntervals"] == INTERVALS
     assert beta["spec"]["route"]["matchers"] == [{"name": "team", "value": "a.*", "matchType": "=~"}]
+    # a watch in v1beta1 sees the object converted too (the initial ADDED event, then a change)
+    kubectl("label", "alertmanagerconfigs.v1alpha1.monitoring.coreos.com", "oncall", "-n", "team", "x=y")
+    raw = kubectl("get", "--raw", "/apis/monitoring.coreos.com/v1beta1/namespaces/team/alertmanagerconfigs"
+                  "?watch=true&timeoutSeconds=1").stdout
+    events = [json.loads(line) for line in raw.splitlines() if line.strip()]
+    assert events and all(e["object"]["apiVersion"] == "monitoring.coreos.com/v1beta1" for e in events)
+    assert all(e["object"]["spec"]["timeIntervals"] == INTERVALS for e in events), events
+
