@@ -127,6 +127,7 @@ def _make_handler(web: WebhookServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "promop-admission"
         protocol_version = "HTTP/1.1"
+        timeout = 60  # an idle or stalled connection (TLS handshake included) does not hold a thread forever
 
         def do_GET(self) -> None:  # noqa: N802 (stdlib name)
             path = self.path.split("?", 1)[0]
