@@ -134,3 +134,27 @@ def test_logs_its_start_in_the_chosen_format(fmt, check):
         proc.wait(timeout=scaled(10))
     assert check(line.strip()), line
     assert proc.returncode == 0  # SIGTERM is a clean stop
+
+
+def test_client_ca_file_requires_a_client_certificate(tmp_path):
+    from promop.admission.server import WebhookServer
+    from promop.admission.tls import ReloadingContext
+
+    ca = CA.create("both-ca")
+    _write_pair(ca, tmp_path, "server")
+    (tmp_path / "ca.crt").write_bytes(ca.cert_pem)
+    tls = ReloadingContext(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"), str(tmp_path / "ca.crt"))
+    server = WebhookServer("127.0.0.1", 0, tls).start()
+    try:
+        anonymous = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
+        with pytest.raises((ssl.SSLError, ConnectionError, urllib.error.URLError)):
+            urllib.request.urlopen(f"https://127.0.0.1:{server.port}/healthz", context=anonymous, timeout=10).read()
+        cert, key = ca.issue("kube-apiserver", client=True)
+        (tmp_path / "client.crt").write_bytes(cert)
+        (tmp_path / "client.key").write_bytes(key)
+        known = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
+        known.load_cert_chain(str(tmp_path / "client.crt"), str(tmp_path / "client.key"))
+        assert urllib.request.urlopen(f"https://127.0.0.1:{server.port}/healthz", context=known,
+                                      timeout=10).status == 200
+    finally:
+        server.stop()
