@@ -31,6 +31,11 @@ class _AnyReference(Store):
         return None
 
 
+# What a referenced key "holds" for the webhook: its value is the operator's to check (it reads the Secret),
+# so it must pass every value check (a URL, a non-empty token). TLS material is left unread (None).
+PLACEHOLDER = "https://referenced-secret.invalid/"
+
+
 class _AdmissionScope(AMScope):
     def read(self, kind: str, ref: Any, field: str) -> str | None:
         if not isinstance(ref, Mapping) or not ref.get("key"):
@@ -38,7 +43,7 @@ class _AdmissionScope(AMScope):
         if not ref.get("name"):
             raise Reject(f"{field}.name", f"the {kind} name is empty; set the name of a {kind} in namespace "
                                           f"{self.namespace!r}")
-        return None
+        return None if "tlsConfig" in field else PLACEHOLDER
 
 
 class _GlobalDefaults(ReceiverContext):
