@@ -19,11 +19,13 @@ from typing import Any
 
 from promop.admission import review
 from promop.render.rule_validation import validate_rule_spec
+from promop.render.model import DEFAULT_PROMETHEUS_VERSION
 from promop.render.versions import Version
 
 VALIDATED_ANNOTATION = "prometheus-operator-validated"
-# Name validation scheme -> the Prometheus version whose name rules apply (legacy = before 3.0).
-SCHEMES = {"legacy": Version("v2.55.1"), "utf8": Version("v3.0.0")}
+# Name validation scheme -> the Prometheus version whose rules apply: legacy names are Prometheus 2's
+# (its last release), UTF-8 names the default Prometheus' (3.x), PromQL functions likewise.
+SCHEMES = {"legacy": Version("v2.55.1"), "utf8": Version(DEFAULT_PROMETHEUS_VERSION)}
 
 _RULE_PATH = re.compile(r"^spec\.groups\[(\d+)\](?:\.rules\[(\d+)\])?")
 
