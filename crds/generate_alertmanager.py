@@ -81,8 +81,13 @@ def _preserve_receiver_http_subtrees(spec: dict) -> None:
                 http["properties"][name] = base._preserved(http["properties"][name])
 
 
+# Our file -> upstream's source: AlertmanagerConfig comes from the `-full` variant, which also serves
+# v1beta1 (storage stays v1alpha1); `promop admission-webhook` converts between them (docs/admission.md).
+SOURCES = {"monitoring.coreos.com_alertmanagerconfigs.yaml": "monitoring.coreos.com_alertmanagerconfigs-full.yaml"}
+
+
 def generate(source: Path) -> dict[str, str]:
-    return {name: base.render(trim(load(source / name))) for name in FILES}
+    return {name: base.render(trim(load(source / SOURCES.get(name, name)))) for name in FILES}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "promop"
-CONTROLLERS = ("operator", "adapter", "autoscaler", "recommender")
+CONTROLLERS = ("operator", "adapter", "autoscaler", "recommender", "admission")
 TOP = ("commands", "demos", "cli", "__main__")
 
 

@@ -27,7 +27,29 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the operator with --manage-crds (and grant it the CRD permissions that needs)")
     p.add_argument("--kubelet-service", default="", metavar="NAMESPACE/NAME",
                    help="run the kubelet endpoints sync for this Service (and grant what it needs)")
+    p.add_argument("--ca-bundle", type=Path, metavar="FILE",
+                   help="admission-webhook: PEM file of the CA that signed the webhook's serving certificate, "
+                        "put into the webhook configurations and the CRD conversion (default: left to "
+                        "cert-manager's cainjector; see docs/admission.md)")
     p.set_defaults(func=run)
+
+
+def _ca_bundle(path: Path | None) -> str:
+    """The base64 of a PEM CA file, as clientConfig.caBundle wants it ("" without --ca-bundle)."""
+    import base64
+
+    from promop.errors import UserError
+
+    if path is None:
+        return ""
+    try:
+        pem = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"--ca-bundle {path}: cannot read it ({exc.strerror}); pass the CA's PEM file") from None
+    if b"-----BEGIN CERTIFICATE-----" not in pem:
+        raise UserError(f"--ca-bundle {path}: no PEM certificate in it; pass the CA certificate (ca.crt), "
+                        "not its key or a base64 string")
+    return base64.b64encode(pem).decode()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--image {args.image!r}: not an image reference; pass e.g. "
                         "--image registry.example.com/promop:0.1.0 (build and push it first: see the README)")
     files = render_bundle(args.namespace, args.image, args.component, manage_crds=args.manage_crds,
-                          kubelet_service=args.kubelet_service)
+                          kubelet_service=args.kubelet_service, ca_bundle=_ca_bundle(args.ca_bundle))
     if args.output_dir is None:
         sys.stdout.write(as_stream(files))
         return 0

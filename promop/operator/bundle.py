@@ -53,7 +53,8 @@ def component_rules(component: str) -> list[dict]:
 
 
 def render_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_RELOADER_IMAGE,
-                  component: str = OPERATOR, manage_crds: bool = False, kubelet_service: str = "") -> list[BundleFile]:
+                  component: str = OPERATOR, manage_crds: bool = False, kubelet_service: str = "",
+                  ca_bundle: str = "") -> list[BundleFile]:
     """One file per template of the component, in apply order (the Namespace first).
 
     The operator's templates are the top-level files of promop/templates; another
@@ -76,6 +77,8 @@ def render_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_RELOA
         else component_rules(component),
         "manage_crds": manage_crds,  # hook (Alertmanager issue): --manage-crds, --kubelet-service
         "kubelet_service": kubelet_service,
+        "ca_bundle": ca_bundle,  # hook (admission webhook): base64 PEM for the webhook clientConfigs
+        "load_crd": _load_crd,
     }
     prefix = "" if component == OPERATOR else f"{component}/"
 
@@ -91,6 +94,13 @@ def render_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_RELOA
         bundle_file.documents()  # raises yaml.YAMLError on a broken template
         files.append(bundle_file)
     return files
+
+
+def _load_crd(file_name: str) -> dict:
+    """A shipped CRD (crds/<file_name>), parsed, for a template that wires it (a fresh copy each call)."""
+    from promop.packaged import crds_dir
+
+    return yaml.safe_load((crds_dir() / file_name).read_text(encoding="utf-8"))
 
 
 def as_stream(files: list[BundleFile]) -> str:

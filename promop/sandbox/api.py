@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from promop.sandbox import apply as applying
 from promop.sandbox import builtin_schema, fields, kinds, structural
 from promop.sandbox import patch as patching
+from promop.sandbox.admission import Webhooks
+from promop.sandbox.conversion import Conversion
 from promop.sandbox.discovery import Registry
+from promop.sandbox.webhook_call import ServiceAddresses
 from promop.sandbox.errors import (ApiError, already_exists, bad_request, conflict, expired,
                                    invalid, not_found, success_status)
 from promop.sandbox.background import Background
@@ -115,6 +118,9 @@ class Api:
         self.collector = Collector(store, self._removed, self.background, gc_delay)
         self.cluster_ips = kinds.ClusterIPs()
         self._request = threading.local()  # per HTTP request: fieldValidation and warnings
+        self.webhook_services = ServiceAddresses()  # Service -> address, for webhooks by `service`
+        self.webhooks = Webhooks(store, self.webhook_services)
+        self.conversion = Conversion(store, self.webhook_services)
 
     # -- per-request options -------------------------------------------------------------------
     def begin_request(self, field_validation: str = "Warn") -> None:
@@ -155,6 +161,17 @@ class Api:
         structural.admit(rt.kind, rt.group, obj, rt.extra.get("schema"),
                          getattr(self._request, "field_validation", "Warn"),
                          self._request.warnings, old)
+
+    def _webhooks(self, rt: ResourceType, operation: str, obj: dict, old: dict | None,
+                  dry_run: bool, mutating: bool) -> dict:
+        """Admission webhooks (promop.sandbox.admission): the mutating ones before schema and
+        kind validation, the validating ones after, as in the apiserver's chain."""
+        if not hasattr(self._request, "warnings"):
+            self.begin_request()
+        if mutating:
+            return self.webhooks.mutate(rt, operation, obj, old, dry_run, self._request.warnings)
+        self.webhooks.validate(rt, operation, obj, old, dry_run, self._request.warnings)
+        return obj
 
     # -- helpers -------------------------------------------------------------------------------
     def _existing(self, rt: ResourceType, namespace: str, name: str) -> dict:
@@ -323,9 +340,11 @@ class Api:
                 check_crd(obj)
                 if not dry_run:
                     self._serve_crd(obj)
+            obj = self._webhooks(rt, "CREATE", obj, None, dry_run, mutating=True)
             self._admit_custom(rt, obj)
             self._normalise(rt, obj)
             self._validate(rt, obj, None)
+            self._webhooks(rt, "CREATE", obj, None, dry_run, mutating=False)
             if rt.key == SERVICES and not dry_run:
                 causes = kinds.allocate_service_ip(obj, self.cluster_ips)
                 if causes:
@@ -333,7 +352,7 @@ class Api:
             self._track(rt, None, obj, manager, body if applied else None, "")
             if dry_run:
                 return obj
-            stored = self.store.put(rt.key, obj, None)
+            stored = self.store.put(rt.key, self.conversion.to_storage(rt, obj), None)
             self.collector.written(rt.key, stored, None)
             self._simulate(rt, stored)
             return stored
@@ -475,7 +494,7 @@ class Api:
                                   "must set apiVersion and kind")
         with self.store.lock:
             try:
-                old = self._existing(rt, namespace, name)
+                old = self.conversion.to_served(rt, self._existing(rt, namespace, name))
             except ApiError:
                 if applying and not subresource:  # apply creates: 201
                     created = self.create(rt, namespace, body, dry_run, manager, applied=True)
@@ -520,6 +539,7 @@ class Api:
         """The common end of update and patch: the status/main split, server-owned metadata,
         generation, immutability, field managers, no-op detection and finalizer release.
         `tracked_as` names the subresource in managedFields when it is not `subresource`."""
+        stored_old, old = old, self.conversion.to_served(rt, old)
         uid = (new.get("metadata") or {}).get("uid")
         if uid and uid != old["metadata"]["uid"]:
             raise ApiError(409, f"Precondition failed: UID in precondition: {uid}, UID in "
@@ -548,6 +568,7 @@ class Api:
                     new["status"] = copy.deepcopy(old["status"])
                 else:
                     new.pop("status", None)
+            new = self._webhooks(rt, "UPDATE", new, old, dry_run, mutating=True)
             self._admit_custom(rt, new, old)
             meta = new["metadata"]
             for field in SERVER_METADATA:
@@ -571,6 +592,7 @@ class Api:
             if rt.key == STATEFULSETS:
                 check_statefulset_update(old, new)
             self._validate(rt, new, old)
+            self._webhooks(rt, "UPDATE", new, old, dry_run, mutating=False)
             if rt.generation and _spec_part(rt, new) != _spec_part(rt, old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
             if rt.key == NAMESPACES:  # spec.finalizers change only through /finalize
@@ -588,10 +610,10 @@ class Api:
         if dry_run:
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             return new
-        stored = self.store.put(rt.key, new, old)
+        stored = self.store.put(rt.key, self.conversion.to_storage(rt, new), stored_old)
         if self.collector.finish_if_released(rt.key, stored):  # finalizers gone: now it goes
             return stored
-        self.collector.written(rt.key, stored, old)
+        self.collector.written(rt.key, stored, stored_old)
         if not subresource:
             self._simulate(rt, stored)
         return stored

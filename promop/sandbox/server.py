@@ -491,7 +491,7 @@ class Handler(BaseHTTPRequestHandler):
         if shape == negotiate.PARTIAL and obj.get("kind") != "Status":
             return partial_metadata(obj)
         if obj.get("apiVersion") != rt.api_version and obj.get("kind") == rt.kind:
-            return dict(obj, apiVersion=rt.api_version)
+            return self.server.sandbox.api.conversion.present(rt, obj)
         return obj
 
     def _answer(self, route: Route, code: int, result, headers: list | None = None) -> None:
@@ -522,8 +522,8 @@ class Handler(BaseHTTPRequestHandler):
             if set(map(_api_version, result.objects)) <= {rt.api_version}:  # the usual case: as stored
                 items = result.raws
             else:
-                items = [raw if obj.get("apiVersion") == rt.api_version else
-                         encode(dict(obj, apiVersion=rt.api_version))
+                present = self.server.sandbox.api.conversion.present
+                items = [raw if obj.get("apiVersion") == rt.api_version else encode(present(rt, obj))
                          for obj, raw in zip(result.objects, result.raws)]
         head["metadata"] = metadata
         self._send_list(code, encode(head)[:-1] + b',"items":[', items)
@@ -562,6 +562,8 @@ class Handler(BaseHTTPRequestHandler):
         shape = negotiate.response_format(self.headers.get("Accept"))
         watcher = Watcher(rt.key, route.namespace, predicate, shape == negotiate.PARTIAL,
                           rt.api_version, rt.kind)
+        if sandbox.api.conversion.uses_webhook(rt):
+            watcher.convert = lambda obj: sandbox.api.conversion.watched(rt, obj)
         rv_param = _first(params, "resourceVersion") or ""
         since: int | None = None
         if rv_param not in ("", "0"):

@@ -33,7 +33,8 @@ class Event:
     old: dict | None = None
     _lines: dict = field(default_factory=dict, repr=False)
 
-    def line(self, type_: str, partial: bool, api_version: str | None) -> bytes:
+    def line(self, type_: str, partial: bool, api_version: str | None,
+             convert: Callable[[dict], dict] | None = None) -> bytes:
         """The `{"type","object"}` line for one kind of watcher, cached per event."""
         cache_key = (type_, partial, api_version)
         cached = self._lines.get(cache_key)
@@ -52,6 +53,8 @@ class Event:
             body = self.raw
         else:
             source = dict(source)
+            if convert is not None and api_version and source.get("apiVersion") != api_version:
+                source = convert(source)  # a CRD conversion webhook (promop.sandbox.conversion)
             if api_version:
                 source["apiVersion"] = api_version
             body = encode(source)
@@ -78,6 +81,7 @@ class Watcher:
         # the newest resourceVersion this stream has been told (by an event or a bookmark):
         # a periodic bookmark is due only when the store has moved past it
         self.told_rv = 0
+        self.convert: Callable[[dict], dict] | None = None  # set for CRDs converted by a webhook
 
     def _visible(self, obj: dict | None) -> bool:
         if obj is None:
@@ -106,7 +110,7 @@ class Watcher:
         type_ = self.event_type(event)
         if type_ is None:
             return
-        line = event.line(type_, self.partial, self.api_version)
+        line = event.line(type_, self.partial, self.api_version, self.convert)
         with self.cond:
             if not self.closed:
                 self.queue.append(line)

@@ -8,6 +8,7 @@ config points at /etc/alertmanager/certs/<src>_<ns>_<name>_<key>.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
@@ -15,12 +16,17 @@ from urllib.parse import urlparse
 from promop.render.alertmanager.common import AMScope, Reject
 
 TLS_VERSIONS = ("TLS10", "TLS11", "TLS12", "TLS13")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2}).{0,2}")  # Go's url.Parse: "%" must start a %XX escape
 
 
 def valid_url(value: Any, field: str) -> str:
     """An absolute http(s) URL, as Alertmanager's config.URL requires."""
     if not isinstance(value, str):
         raise Reject(field, f"{value!r} is not a URL")
+    bad_escape = _BAD_ESCAPE.search(value)
+    if bad_escape or any(ord(c) < 0x20 or ord(c) == 0x7f for c in value):
+        what = f"invalid URL escape {bad_escape.group(0)!r}" if bad_escape else "a control character"
+        raise Reject(field, f"{value!r} is not a valid URL ({what}, as Go's url.Parse refuses)")
     parsed = urlparse(value.strip())
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise Reject(field, f"{value!r} is not a valid URL; use an absolute http:// or https:// URL")
