@@ -21,7 +21,7 @@ from promop.render.schema_check import InvalidPrometheus, schema_problems
 from promop.render.selection import SELECTOR_FIELDS, select
 from promop.render.shape import sanitized_prometheus
 from promop.render.service import build_service, build_web_config_secret
-from promop.render import fast_reload
+from promop.render import fast_reload, split
 from promop.render.statefulset import build_statefulsets, compute_input_hash
 from promop.render.store import Store
 from promop.render.tls_assets import tls_secrets
@@ -124,12 +124,17 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
             "the config Secret is left to you (unmanaged); set serviceMonitorSelector: {} to let promop generate it",
         ))
     gz = None if unmanaged else (cache.compressed(generated.text, compress) if cache else compress(generated.text))
+    parts = split.plan(prometheus, generated, gz, options, inputs.config_parts) if gz else None
+    if parts is not None:
+        gz = parts.main_gz
     secret = config_secret(prometheus, options, gz)
     tls = tls_secrets(prometheus, options, generated.assets)
     tls_names = [s["metadata"]["name"] for s in tls]
     cm_names = list(rules_result.names)
     input_hash = compute_input_hash(prometheus, options, cm_names, tls_names)
     statefulsets = build_statefulsets(prometheus, options, cm_names, tls_names, input_hash)
+    if parts is not None:
+        statefulsets = [split.adapt_statefulset(s, parts.names) for s in statefulsets]
     fast = fast_reload.mode(prometheus, options).fast
     if fast:
         statefulsets = [fast_reload.adapt_statefulset(s, prometheus, cm_names) for s in statefulsets]
@@ -147,9 +152,10 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
         rule_files=dict(rules_result.rule_files),
         input_hash=input_hash,
         web_config_secret=build_web_config_secret(prometheus, options),
-        config_text="" if unmanaged else generated.text,
+        config_text="" if unmanaged else parts.main_text if parts is not None else generated.text,
         config_unmanaged=unmanaged,
         reloader_rbac=fast_reload.rbac_objects(prometheus, options, cm_names) if fast else [],
+        config_parts=parts.secrets if parts is not None else [],
     )
     return result
 
