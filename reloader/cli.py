@@ -30,8 +30,12 @@ def _reloader(opts: Options) -> Reloader:
 def _usage_problem(opts: Options) -> str | None:
     if opts.config_envsubst_file and not opts.config_file and not opts.watch_secret:
         return "--config-envsubst-file needs --config-file or --watch-secret"
-    if not opts.config_file and not opts.watched_dirs and not opts.watch_secret and not opts.watch_configmaps:
-        return "nothing to do: give --config-file, --watch-secret, --watch-configmap and/or --watched-dir"
+    if bool(opts.config_parts_dir) != bool(opts.config_parts_out_dir):
+        return "--config-parts-dir and --config-parts-out-dir go together: give both or neither"
+    if (not opts.config_file and not opts.watched_dirs and not opts.watch_secret and not opts.watch_configmaps
+            and not opts.config_parts_dir):
+        return ("nothing to do: give --config-file, --watch-secret, --watch-configmap, --config-parts-dir "
+                "and/or --watched-dir")
     try:
         apiinputs.parse_specs(opts.watch_secret, opts.watch_configmaps, opts.config_file, opts.config_envsubst_file)
     except ValueError as exc:
