@@ -132,6 +132,8 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     tls_names = [s["metadata"]["name"] for s in tls]
     cm_names = list(rules_result.names)
     input_hash = compute_input_hash(prometheus, options, cm_names, tls_names)
+    if parts is not None:
+        input_hash = split.input_hash(input_hash, parts.names)
     statefulsets = build_statefulsets(prometheus, options, cm_names, tls_names, input_hash)
     if parts is not None:
         statefulsets = [split.adapt_statefulset(s, parts.names) for s in statefulsets]

@@ -173,6 +173,13 @@ def part_secrets(prometheus: Mapping[str, Any], options: RenderOptions, parts: S
     } for i, gz in enumerate(parts)]
 
 
+def input_hash(base: str, secret_names: Sequence[str]) -> str:
+    """The StatefulSet's input-hash annotation with the part Secrets folded in: the operator updates a
+    StatefulSet only when that annotation changes, and the parts volume lists them."""
+    digest = hashlib.sha256(f"{base}|{','.join(secret_names)}".encode()).digest()
+    return str(int.from_bytes(digest[:8], "big"))
+
+
 def adapt_statefulset(statefulset: dict, secret_names: Sequence[str]) -> dict:
     """Mount the part Secrets (one projected volume) into the reloaders, and point them at it (in place).
 

@@ -176,3 +176,15 @@ def test_every_part_is_a_config_promtool_accepts(tmp_path):
         path.write_text(without_kubernetes_sd(gzip.decompress(gz).decode().replace("$(SHARD)", "0")))
         done = run_promtool("check", "config", "--syntax-only", str(path))
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_statefulset_input_hash_follows_the_part_secrets():
+    """The operator rewrites a StatefulSet only when its input-hash annotation changes: the parts
+    volume must change it, or a grown or shrunk split would keep mounting the old Secrets."""
+    def annotation(result) -> str:
+        return result.statefulsets[0]["metadata"]["annotations"]["prometheus-operator-input-hash"]
+
+    unsplit, few, many = small(15, split.DEFAULT_MAX_BYTES), small(15, 6000), small(15, 6000, previous=16)
+    assert len(few.config_parts) != len(many.config_parts)
+    assert len({annotation(unsplit), annotation(few), annotation(many)}) == 3
+    assert annotation(small(15, 6000)) == annotation(few)
