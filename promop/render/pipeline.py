@@ -135,9 +135,9 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     if parts is not None:
         input_hash = split.input_hash(input_hash, parts.names)
     statefulsets = build_statefulsets(prometheus, options, cm_names, tls_names, input_hash)
-    if parts is not None:
-        statefulsets = [split.adapt_statefulset(s, parts.names) for s in statefulsets]
     fast = fast_reload.mode(prometheus, options).fast
+    if parts is not None:
+        statefulsets = [split.adapt_statefulset(s, parts.names, prom_ns, fast) for s in statefulsets]
     if fast:
         statefulsets = [fast_reload.adapt_statefulset(s, prometheus, cm_names) for s in statefulsets]
     result = RenderResult(
@@ -156,7 +156,8 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
         web_config_secret=build_web_config_secret(prometheus, options),
         config_text="" if unmanaged else parts.main_text if parts is not None else generated.text,
         config_unmanaged=unmanaged,
-        reloader_rbac=fast_reload.rbac_objects(prometheus, options, cm_names) if fast else [],
+        reloader_rbac=split.adapt_rbac(fast_reload.rbac_objects(prometheus, options, cm_names),
+                                       parts.names if parts is not None else []) if fast else [],
         config_parts=parts.secrets if parts is not None else [],
     )
     return result

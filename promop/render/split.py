@@ -35,6 +35,7 @@ MIN_VERSION = "2.43.0"  # scrape_config_files
 MAX_PARTS = 256
 PARTS_MOUNT = "/etc/prometheus/config-parts"  # the part Secrets, projected (the reloader reads them)
 PARTS_OUT = "/etc/prometheus/config_out/scrape-configs"  # plain YAML the reloader writes (Prometheus reads)
+PARTS_STAGED = "/etc/prometheus/config_out/scrape-configs-staged"  # fast reload: the parts read through the API
 VOLUME = "config-parts"
 RELOADER_CONTAINERS = ("config-reloader", "init-config-reloader")
 REASON = "ConfigTooLarge"
@@ -180,20 +181,37 @@ def input_hash(base: str, secret_names: Sequence[str]) -> str:
     return str(int.from_bytes(digest[:8], "big"))
 
 
-def adapt_statefulset(statefulset: dict, secret_names: Sequence[str]) -> dict:
+def adapt_statefulset(statefulset: dict, secret_names: Sequence[str], namespace: str, fast: bool) -> dict:
     """Mount the part Secrets (one projected volume) into the reloaders, and point them at it (in place).
 
-    Prometheus already mounts config_out, where the reloader writes the gunzipped parts."""
+    Prometheus already mounts config_out, where the reloader writes the gunzipped parts. In fast-reload
+    mode the reloaders also read each part through the API into PARTS_STAGED (the mount is the fallback)."""
     pod = statefulset["spec"]["template"]["spec"]
     pod["volumes"].append({"name": VOLUME, "projected": {"sources": [
         {"secret": {"name": n}} for n in secret_names]}})
+    if fast:
+        args = [f"--config-parts-dir={PARTS_STAGED}"] + [
+            f"--watch-secret-file={namespace}/{name}:{part_key(i)}={PARTS_STAGED},mount={PARTS_MOUNT}"
+            for i, name in enumerate(secret_names)]
+    else:
+        args = [f"--config-parts-dir={PARTS_MOUNT}"]
     for container in pod.get("containers", []) + pod.get("initContainers", []):
         if container.get("name") not in RELOADER_CONTAINERS:
             continue
         container.setdefault("volumeMounts", []).append({"mountPath": PARTS_MOUNT, "name": VOLUME, "readOnly": True})
-        container["args"] = [*(container.get("args") or []), f"--config-parts-dir={PARTS_MOUNT}",
-                             f"--config-parts-out-dir={PARTS_OUT}"]
+        container["args"] = [*(container.get("args") or []), *args, f"--config-parts-out-dir={PARTS_OUT}"]
     return statefulset
+
+
+def adapt_rbac(objects: list[dict], secret_names: Sequence[str]) -> list[dict]:
+    """Fast reload's Role (promop.render.fast_reload) may also get and watch the part Secrets (in place)."""
+    for obj in objects:
+        if obj.get("kind") != "Role":
+            continue
+        for rule in obj.get("rules") or []:
+            if rule.get("resources") == ["secrets"]:
+                rule["resourceNames"] = [*rule["resourceNames"], *secret_names]
+    return objects
 
 
 @dataclass

@@ -5,9 +5,11 @@ counting stand-in; tests/operator/test_split_e2e.py checks the files with promto
 """
 from __future__ import annotations
 
+import base64
 import gzip
 from pathlib import Path
 
+import requests
 import yaml
 
 from reloader_testlib import KubeletDir, wait_for
@@ -102,3 +104,57 @@ def test_parts_dir_without_out_dir_is_a_usage_error(tmp_path, reloader_factory):
     assert proc.wait_exit() == 2
     entry = proc.find_log("invalid flags")
     assert entry is not None and "--config-parts-out-dir" in entry["err"]
+
+
+# ---- fast reload: the part Secrets read through the API (--watch-secret-file) ----------------------------------
+
+class Secrets:
+    """The sandbox's part Secrets, written as the operator does."""
+
+    def __init__(self, url: str):
+        self.base = f"{url}/api/v1/namespaces/default/secrets"
+
+    def put(self, name: str, key: str, data: bytes) -> None:
+        body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "default"},
+                "data": {key: base64.b64encode(data).decode()}}
+        current = requests.get(f"{self.base}/{name}", timeout=5)
+        if current.status_code == 404:
+            resp = requests.post(self.base, json=body, timeout=5)
+        else:
+            body["metadata"]["resourceVersion"] = current.json()["metadata"]["resourceVersion"]
+            resp = requests.put(f"{self.base}/{name}", json=body, timeout=5)
+        assert resp.status_code in (200, 201), resp.text
+
+    def delete(self, name: str) -> None:
+        assert requests.delete(f"{self.base}/{name}", timeout=5).status_code == 200
+
+
+def test_parts_through_the_api_reach_the_output_before_kubelet(tmp_path, sandbox, sandbox_kubeconfig, reloader_factory,
+                                                               reload_server, fast_flags):
+    config, out, parts_out = _layout(tmp_path)
+    mounted = KubeletDir(tmp_path / "parts-mounted")
+    staged = tmp_path / "config_out" / "scrape-configs-staged"
+    secrets = Secrets(sandbox.url)
+    secrets.put("p-config-part-0", "scrape-configs-0.yaml.gz", gz(_part("a")))
+    secrets.put("p-config-part-1", "scrape-configs-1.yaml.gz", gz(_part("b")))
+    # kubelet's projection lags: part 1 still holds an older job list
+    mounted.publish_bytes({"scrape-configs-0.yaml.gz": gz(_part("a")), "scrape-configs-1.yaml.gz": gz(_part("old"))})
+    srv = reload_server()
+    watch = [f"--watch-secret-file=default/p-config-part-{i}:scrape-configs-{i}.yaml.gz={staged},mount={mounted.root}"
+             for i in range(2)]
+    proc = reloader_factory([f"--kubeconfig={sandbox_kubeconfig}", f"--config-file={config.root / 'prometheus.yaml.gz'}",
+                             f"--config-envsubst-file={out}", f"--config-parts-dir={staged}",
+                             f"--config-parts-out-dir={parts_out}", f"--reload-url={srv.url}", *watch, *fast_flags])
+    wait_for(lambda: _jobs(parts_out) == {"scrape-configs-0.yaml": ["a"], "scrape-configs-1.yaml": ["b"]},
+             what="the API's parts, not kubelet's older one")
+    proc.wait_reloaded(1)
+    reloads = proc.count_logs("reload triggered")
+
+    # an edit through the API, never mounted: written and reloaded
+    secrets.put("p-config-part-1", "scrape-configs-1.yaml.gz", gz(_part("b", "c")))
+    wait_for(lambda: _jobs(parts_out).get("scrape-configs-1.yaml") == ["b", "c"], what="the edited part")
+    proc.wait_reloaded(reloads + 1)
+
+    # the operator deletes a stale part: its file goes
+    secrets.delete("p-config-part-1")
+    wait_for(lambda: list(_jobs(parts_out)) == ["scrape-configs-0.yaml"], what="the deleted part's file removed")

@@ -188,3 +188,26 @@ def test_the_statefulset_input_hash_follows_the_part_secrets():
     assert len(few.config_parts) != len(many.config_parts)
     assert len({annotation(unsplit), annotation(few), annotation(many)}) == 3
     assert annotation(small(15, 6000)) == annotation(few)
+
+
+def test_fast_reload_reads_the_parts_through_the_api_with_the_mount_as_fallback():
+    prom = prometheus_obj(version="v2.45.0")
+    prom["metadata"]["annotations"] = {"promop.dev/fast-reload": "true"}
+    result = render(RenderInputs(prom, service_monitors=[long_monitor(i) for i in range(15)],
+                                 options=RenderOptions(config_secret_max_bytes=6000)))
+    names = [s["metadata"]["name"] for s in result.config_parts]
+    assert len(names) >= 2
+    pod = result.statefulsets[0]["spec"]["template"]["spec"]
+    for c in pod["containers"] + pod["initContainers"]:
+        if c["name"] not in split.RELOADER_CONTAINERS:
+            continue
+        assert f"--config-parts-dir={split.PARTS_STAGED}" in c["args"]
+        assert f"--config-parts-dir={split.PARTS_MOUNT}" not in c["args"]
+        for i, name in enumerate(names):
+            assert (f"--watch-secret-file=monitoring/{name}:scrape-configs-{i}.yaml.gz={split.PARTS_STAGED},"
+                    f"mount={split.PARTS_MOUNT}") in c["args"]
+        assert {"mountPath": split.PARTS_MOUNT, "name": split.VOLUME, "readOnly": True} in c["volumeMounts"]
+    (role,) = [o for o in result.reloader_rbac if o["kind"] == "Role"]
+    (secrets_rule,) = [r for r in role["rules"] if r["resources"] == ["secrets"]]
+    assert secrets_rule["resourceNames"] == ["prometheus-k8s", *names]
+    assert secrets_rule["verbs"] == ["get", "watch"]
