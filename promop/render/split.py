@@ -115,12 +115,6 @@ def _start_count(previous: int) -> int:
 
 def split_groups(groups: Sequence[Group], limit: int, previous: int) -> tuple[list[bytes], list[list[str]]]:
     """Parts (gzipped) under `limit` bytes each, starting from the `previous` part count."""
-    for g in groups:
-        size = len(compress(part_text(g.texts)))
-        if size > limit:
-            raise ConfigTooLarge(
-                f"the scrape jobs of {g.key} alone compress to {size} bytes, over the config Secret limit of "
-                f"{limit} bytes (--config-secret-max-bytes): split that object, or raise the limit (at most 1 MiB)")
     count = _start_count(previous)
     while count > 2:
         smaller, _ = _compressed(groups, count // 2)
@@ -129,8 +123,15 @@ def split_groups(groups: Sequence[Group], limit: int, previous: int) -> tuple[li
         count //= 2
     while True:
         parts, keys = _compressed(groups, count)
-        if max(len(p) for p in parts) <= limit:
+        over = [i for i, p in enumerate(parts) if len(p) > limit]
+        if not over:
             return parts, keys
+        alone = next((i for i in over if len(keys[i]) == 1), None)
+        if alone is not None:
+            raise ConfigTooLarge(
+                f"the scrape jobs of {keys[alone][0]} alone compress to {len(parts[alone])} bytes, over the config "
+                f"Secret limit of {limit} bytes (--config-secret-max-bytes): split that object, or raise the limit "
+                "(at most 1 MiB)")
         if count >= MAX_PARTS:
             raise ConfigTooLarge(f"the config does not fit {MAX_PARTS} part Secrets of {limit} bytes: shard it "
                                  "(spec.shards)")

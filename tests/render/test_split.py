@@ -155,7 +155,7 @@ def test_a_shrunk_config_halves_the_parts_only_with_room_to_spare():
 
 
 def test_one_monitor_larger_than_the_limit_is_refused():
-    with pytest.raises(split.ConfigTooLarge, match=r"ServiceMonitor/ns-0/sm-0000 alone compress"):
+    with pytest.raises(split.ConfigTooLarge, match=r"ServiceMonitor/ns-\d+/sm-\d+ alone compress to \d+ bytes, over the config Secret limit of 400 bytes"):
         small(3, 400)
 
 
