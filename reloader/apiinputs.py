@@ -195,6 +195,77 @@ class ConfigMapMirror(_Input):
                       keys=len(files), **fields)
 
 
+class SecretFileMirror(_Input):
+    """One key of a Secret written as `<directory>/<key>`: a config part (--watch-secret-file).
+
+    Several part Secrets share one directory, so each mirror touches only its own file; the fallback
+    is the same key in the mounted (projected) directory. A deleted Secret removes the file."""
+
+    def __init__(self, ref: ObjectRef, key: str, directory: str, mounted_dir: str, log: Log,
+                 trigger: Callable[[], None]):
+        super().__init__(ref, log, trigger)
+        self.key = key
+        self.path = os.path.join(directory, key)
+        self.mounted = os.path.join(mounted_dir, key) if mounted_dir else ""
+
+    def on_object(self, obj: dict) -> None:
+        encoded = (obj.get("data") or {}).get(self.key)
+        try:
+            raw = base64.b64decode(encoded, validate=True) if encoded is not None else None
+        except (binascii.Error, ValueError):
+            self.log.error("the Secret's key is not valid base64; keeping the current file", object=str(self.ref),
+                           key=self.key)
+            return
+        with self.lock:
+            if not self.freshness.offer_api(_rv(obj), _digest(raw) if raw is not None else ""):
+                return
+            self._write(raw, "api")
+        self.trigger()
+
+    def on_missing(self) -> None:
+        with self.lock:
+            if not self.freshness.offer_api("", ""):
+                return
+            self._write(None, "api")
+        self.trigger()
+
+    def refresh_from_mount(self) -> None:
+        raw = _content(self.mounted) if self.mounted else None
+        if raw is None:
+            return
+        with self.lock:
+            # while the API is watched, a missing file means the Secret is gone: kubelet's copy lags
+            if self._offer_mount(_digest(raw)) or (not os.path.exists(self.path) and not self.api_healthy()):
+                self._write(raw, "mounted file")
+
+    def _write(self, raw: bytes | None, source: str) -> None:
+        try:
+            if raw is None:
+                if os.path.exists(self.path):
+                    os.unlink(self.path)
+            elif _content(self.path) != raw:
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                write_atomically(self.path, [raw])
+        except (OSError, OutputError) as exc:
+            self.log.error("cannot write the Secret's file", object=str(self.ref), file=self.path, err=str(exc))
+            return
+        self.log.info("secret file source", source=source, object=str(self.ref), file=self.path,
+                      bytes=-1 if raw is None else len(raw))
+
+
+def parse_secret_files(specs: list[str]) -> list[tuple[ObjectRef, str, str, str]]:
+    """--watch-secret-file NAMESPACE/NAME:KEY=DIR[,mount=MOUNTED_DIR] -> (ref, key, dir, mounted dir)."""
+    out = []
+    for spec in specs:
+        ref, rest = parse_object_ref("secrets", spec, ":")
+        key, _, place = rest.partition("=")
+        directory, _, mounted = place.partition(",mount=")
+        if not key or not directory or "/" in key or key.startswith("."):
+            raise ValueError(f"--watch-secret-file {spec!r}: expected NAMESPACE/NAME:KEY=DIR[,mount=MOUNTED_DIR]")
+        out.append((ref, key, directory, mounted))
+    return out
+
+
 def _content(path: str) -> bytes | None:
     try:
         with open(path, "rb") as f:
@@ -285,8 +356,9 @@ def parse_specs(watch_secret: str, watch_configmaps: list[str], config_file: str
 
 def build(api: Api, secret: tuple[ObjectRef, str] | None, mirrors: list[tuple[ObjectRef, str, str]],
           mounted_config: str, output: str, log: Log, trigger: Callable[[], None],
-          on_event: Callable[[str], None], on_error: Callable[[str], None]) -> ApiInputs:
-    inputs: list[_Input] = []
+          on_event: Callable[[str], None], on_error: Callable[[str], None],
+          secret_files: list[tuple[ObjectRef, str, str, str]] | None = None) -> ApiInputs:
+    inputs: list[_Input] = [SecretFileMirror(ref, key, d, m, log, trigger) for ref, key, d, m in secret_files or ()]
     if secret is not None:
         inputs.append(SecretInput(secret[0], secret[1], mounted_config, stage_path(output), log, trigger))
     inputs += [ConfigMapMirror(ref, directory, mounted, log, trigger) for ref, directory, mounted in mirrors]

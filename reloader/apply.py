@@ -19,6 +19,7 @@ from .envsubst import Expansion, environment
 from .flags import Options
 from .hashing import add_stream, dirs_digest
 from .logs import Log
+from .parts import Parts
 from .metrics import Metrics
 from .reloaders import ReloadError, Reloader
 from .render import render
@@ -55,6 +56,10 @@ class Applier:
         # Called first in every pass: the API inputs take the mounted copies when those are newer.
         self.before_pass: Callable[[], None] | None = None
         self.hashed_dirs = list(opts.watched_dirs)
+        # a config split over several Secrets (--config-parts-dir): hashed like a watched directory
+        self.parts = Parts(opts.config_parts_dir, opts.config_parts_out_dir) if opts.config_parts_dir else None
+        if opts.config_parts_dir:
+            self.hashed_dirs.append(opts.config_parts_dir)
         self.hash_exclude = {os.path.abspath(p) for p in (opts.config_file, opts.config_envsubst_file) if p}
         if opts.config_envsubst_file:
             for name in remove_stale_temps(opts.config_envsubst_file):
@@ -88,7 +93,7 @@ class Applier:
         if self.before_pass is not None:
             self.before_pass()
             early = None  # the inputs may have just been restaged: render and hash afresh
-        rendered = early[1] if early is not None else self._render()
+        rendered = self._sync_parts(early[1] if early is not None else self._render())
         if rendered.error is not None:
             self.metrics.apply_operations_failed.inc()
             self._log_error(rendered.error)
@@ -106,6 +111,15 @@ class Applier:
         if not self._reload(stop, state):
             return Result.RETRY
         return outcome
+
+    def _sync_parts(self, rendered: _Rendered) -> _Rendered:
+        """Mirror the config parts after the main config, before any reload (which must see both)."""
+        if self.parts is None or rendered.error is not None:
+            return rendered
+        count, error = self.parts.sync(self.env)
+        if count:
+            self.log.info("config parts written", cfg_in=self.parts.src, cfg_out=self.parts.out, files=count)
+        return _Rendered(rendered.digest, error) if error else rendered
 
     def _log_error(self, message: str) -> None:
         # Logged at error level once per distinct problem; repeats go to debug.

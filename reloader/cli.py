@@ -30,10 +30,15 @@ def _reloader(opts: Options) -> Reloader:
 def _usage_problem(opts: Options) -> str | None:
     if opts.config_envsubst_file and not opts.config_file and not opts.watch_secret:
         return "--config-envsubst-file needs --config-file or --watch-secret"
-    if not opts.config_file and not opts.watched_dirs and not opts.watch_secret and not opts.watch_configmaps:
-        return "nothing to do: give --config-file, --watch-secret, --watch-configmap and/or --watched-dir"
+    if bool(opts.config_parts_dir) != bool(opts.config_parts_out_dir):
+        return "--config-parts-dir and --config-parts-out-dir go together: give both or neither"
+    if (not opts.config_file and not opts.watched_dirs and not opts.watch_secret and not opts.watch_configmaps
+            and not opts.config_parts_dir):
+        return ("nothing to do: give --config-file, --watch-secret, --watch-configmap, --config-parts-dir "
+                "and/or --watched-dir")
     try:
         apiinputs.parse_specs(opts.watch_secret, opts.watch_configmaps, opts.config_file, opts.config_envsubst_file)
+        apiinputs.parse_secret_files(opts.watch_secret_files)
     except ValueError as exc:
         return str(exc)
     if opts.listen_address:
@@ -60,9 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         opts.config_file = apiinputs.stage_path(opts.config_envsubst_file)
     applier = Applier(opts, _reloader(opts), metrics, log)
     applier.hashed_dirs += [directory for _, directory, _ in mirrors if directory not in applier.hashed_dirs]
-    runner = Runner(opts, applier, metrics, log, extra_dirs=tuple(m for _, _, m in mirrors if m))
+    secret_files = apiinputs.parse_secret_files(opts.watch_secret_files)
+    extra = [m for _, _, m in mirrors if m] + sorted({m for *_, m in secret_files if m})
+    runner = Runner(opts, applier, metrics, log, extra_dirs=tuple(extra))
     inputs = None
-    if secret is not None or mirrors:
+    if secret is not None or mirrors or secret_files:
         try:
             api = kubeapi.load_api(opts.kubeconfig)
         except kubeapi.ApiConfigError as exc:
@@ -71,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         inputs = apiinputs.build(
             api, secret, mirrors, opts.mounted_config_file, opts.config_envsubst_file, log, runner.request_pass,
             on_event=lambda kind: metrics.api_watch_events.labels(kind).inc(),
-            on_error=lambda kind: metrics.api_watch_errors.labels(kind).inc())
+            on_error=lambda kind: metrics.api_watch_errors.labels(kind).inc(), secret_files=secret_files)
         applier.before_pass = inputs.refresh_from_mounts
 
     def on_signal(signum: int, _frame: object) -> None:

@@ -32,6 +32,9 @@ class Options:
     watch_secret: str = ""
     watch_configmaps: list[str] = field(default_factory=list)
     kubeconfig: str = ""
+    config_parts_dir: str = ""
+    config_parts_out_dir: str = ""
+    watch_secret_files: list[str] = field(default_factory=list)
     # With --watch-secret, config_file becomes the staged copy and this keeps the mounted one.
     mounted_config_file: str = ""
 
@@ -86,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAMESPACE/NAME=DIR[,mount=MOUNTED_DIR]",
         help="write each key of this ConfigMap into DIR through the Kubernetes API (keys that went away are "
              "removed) and reload; MOUNTED_DIR, the ConfigMap's volume, is the fallback (repeatable)")
+    add("--config-parts-dir", default="",
+        help="directory of scrape config parts (*.yaml.gz or *.yaml, e.g. projected Secrets) to watch; each is "
+             "written gunzipped and $(VAR)-expanded into --config-parts-out-dir, for scrape_config_files")
+    add("--config-parts-out-dir", default="", help="where --config-parts-dir's parts are written as plain YAML")
+    add("--watch-secret-file", dest="watch_secret_files", action="append", default=[],
+        metavar="NAMESPACE/NAME:KEY=DIR[,mount=MOUNTED_DIR]",
+        help="write this Secret's KEY as DIR/KEY through the Kubernetes API (removed when the Secret is deleted) "
+             "and reload; MOUNTED_DIR/KEY is the fallback (repeatable; e.g. config parts for --config-parts-dir)")
     add("--kubeconfig", default="", help="kubeconfig for the API watches (default: in-cluster credentials)")
     add("--auto-gomemlimit-ratio", type=float, default=0.0, help=argparse.SUPPRESS)
     return p

@@ -43,6 +43,8 @@ class Runner:
         self.seq = 0  # counts events: a hash computed at one number is stale at the next
         self.urgent_at: float | None = None  # new content from the API: pass now, no debounce
         dirs = list(opts.watched_dirs) + list(extra_dirs)
+        if opts.config_parts_dir:
+            dirs.append(opts.config_parts_dir)
         source = opts.mounted_config_file or (opts.config_file if not opts.watch_secret else "")
         if source:
             dirs.insert(0, os.path.dirname(os.path.abspath(source)))

@@ -65,6 +65,7 @@ class Options:
     resync_period: float = DEFAULT_RESYNC_SECONDS
     gc_freeze: bool = False  # gc.freeze() once the caches have synced (a process of its own: promop run, demo)
     fast_reload: bool = False  # reloaders read config through the API (promop/render/fast_reload.py)
+    config_secret_max_bytes: int = 900 * 1024  # split the config past this (promop/render/split.py)
     full_secret_informers: bool = False  # benchmark only: cache whole Secrets/ConfigMaps, as before upstream #5424
     alertmanager: am_flags.AMOptions = field(default_factory=am_flags.AMOptions)  # hook: see that module
     feature_gates: FeatureGates = field(default_factory=FeatureGates)  # --feature-gates
@@ -84,6 +85,7 @@ class Options:
             config_reloader_image=self.config_reloader_image,
             prometheus_default_base_image=self.prometheus_default_base_image,
             fast_reload=self.fast_reload,
+            config_secret_max_bytes=self.config_secret_max_bytes,
             shard_retention_policy=self.feature_gates.enabled(SHARD_RETENTION_POLICY),
             feature_gates=self.feature_gates,
         )
@@ -105,6 +107,17 @@ class Options:
         if self.prometheus_instance_namespaces:
             return namespace in self.prometheus_instance_namespaces
         return self.namespace_allowed(namespace)
+
+
+def _positive_bytes(text: str) -> int:
+    """--config-secret-max-bytes: a byte count, above 0 and at most a Secret's 1 MiB."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
+    if not 0 < value <= 1024 * 1024:
+        raise argparse.ArgumentTypeError(f"{value} is not between 1 and 1048576 (a Secret holds at most 1 MiB)")
+    return value
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -131,6 +144,10 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                      help="every Prometheus's config reloader reads its config Secret and rule ConfigMaps through "
                           "the API (changes in about a second, not after kubelet's sync); a Role per Prometheus "
                           'allows exactly that; opt one out with the annotation promop.dev/fast-reload: "false"')
+    out.add_argument("--config-secret-max-bytes", type=_positive_bytes, default=900 * 1024, metavar="BYTES",
+                     help="when the gzipped config is larger, split its scrape jobs over several Secrets loaded with "
+                          "scrape_config_files (Prometheus 2.43 and later; default 921600, 900 KiB; a Secret holds "
+                          "at most 1 MiB)")
     run = parser.add_argument_group("runtime")
     run.add_argument("--workers", type=int, default=2, help="concurrent syncs (default 2)")
     run.add_argument("--feedback-workers", type=int, default=DEFAULT_FEEDBACK_WORKERS,
@@ -207,6 +224,7 @@ def from_args(args: argparse.Namespace) -> Options:
         listen_address=args.listen_address,
         resync_period=args.resync_period,
         fast_reload=args.fast_reload,
+        config_secret_max_bytes=args.config_secret_max_bytes,
         full_secret_informers=args.full_secret_informers,
         gc_freeze=True,
         alertmanager=alertmanager,

@@ -125,7 +125,7 @@ def prometheus_status(
             messages.append(message)
     available = condition(AVAILABLE, worst, "And".join(reasons), "; ".join(messages), generation, now)
     if error:
-        reconciled = condition(RECONCILED, "False", "ReconciliationFailed", error, generation, now)
+        reconciled = condition(RECONCILED, "False", reconciled_reason or "ReconciliationFailed", error, generation, now)
     else:
         reconciled = condition(RECONCILED, "True", reconciled_reason, reconciled_message, generation, now)
     conditions = [available, reconciled]

@@ -30,7 +30,7 @@ from promop.operator.reporter import Outcome, Reporter
 from promop.operator.status import now_rfc3339
 from promop.operator.writelog import WriteLog
 from promop.operator.writer import BY_KIND, ConfigWriter, OwnerGone, fingerprint, key_of
-from promop.render import fast_reload
+from promop.render import fast_reload, split
 from promop.render.model import RenderInputs, RenderOptions, RenderResult
 
 log = logging.getLogger("promop.operator.sync")
@@ -179,7 +179,7 @@ class Syncer:
         finally:
             self.metrics.reconcile_duration.labels("prometheus").observe(time.monotonic() - started)
         # feedback: handed over to the reporter's queue; this sync does not wait for it
-        reason = ""
+        reason = getattr(error, "reason", "") if error is not None else ""  # e.g. ConfigTooLarge
         if result is not None and not any(d.selected for d in result.selection):
             reason = "NoSelectedResources"
         mode = fast_reload.mode(prom, self.options) if fast_reload.requested(prom, self.options) else None
@@ -217,6 +217,7 @@ class Syncer:
             scrape_configs=self._candidates("ScrapeConfig"),
             namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(_key(n)[1])],
             options=self.options,
+            config_parts=self._config_parts(prom),
         )
         with self._lock:
             cache = self._render_caches.get(key)
@@ -241,6 +242,12 @@ class Syncer:
         with self._lock:
             self.last_result[key] = result
         return result
+
+    def _config_parts(self, prom: dict) -> int:
+        """How many config part Secrets this Prometheus has now (promop.render.split keeps that count)."""
+        ns, _ = _key(prom)
+        return len([o for o in self.stores.secrets.list() if _key(o)[0] == ns
+                    and split.part_index(prom, _key(o)[1]) is not None])
 
     def _candidates(self, kind: str) -> list[dict]:
         return self.stores.monitors[kind].list()

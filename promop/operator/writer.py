@@ -27,7 +27,7 @@ from promop.operator.apply import CREATED, DELETED, RECREATED, UNCHANGED, UPDATE
 from promop.operator import shard_retention
 from promop.operator.diff import input_hash
 from promop.operator.writelog import NOTHING, WriteLog
-from promop.render import fast_reload
+from promop.render import fast_reload, split
 from promop.render.model import RenderResult
 
 BY_KIND: dict[str, Resource] = {
@@ -107,6 +107,7 @@ class ConfigWriter:
                 continue
             self._apply_known(BY_KIND[kind], obj, writes, check)
         self._delete_stale_tls(prom, desired_secret_names, writes)
+        self._delete_stale_parts(prom, desired_secret_names, writes)
         was_fast = self._pods_read_through_api(prom)
         self._statefulsets(prom, result.statefulsets, writes, check)
         if was_fast and not result.reloader_rbac:
@@ -182,6 +183,16 @@ class ConfigWriter:
             match = _TLS_SHARD.search(o_name)
             if (o_ns == ns and match and o_name[: match.start()] == prefix
                     and o_name not in desired and owned_by(obj, prom)):
+                if self._delete(SECRETS, o_name, ns):
+                    writes.count(DELETED, "Secret", o_name)
+
+    def _delete_stale_parts(self, prom: dict, desired: set[str], writes: Writes) -> None:
+        """Config part Secrets (promop.render.split) no longer wanted: the config shrank, or fits one Secret."""
+        ns, _ = key_of(prom)
+        for obj in self.stores.secrets.list():
+            o_ns, o_name = key_of(obj)
+            if (o_ns == ns and o_name not in desired and split.part_index(prom, o_name) is not None
+                    and owned_by(obj, prom)):
                 if self._delete(SECRETS, o_name, ns):
                     writes.count(DELETED, "Secret", o_name)
 

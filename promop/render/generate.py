@@ -66,6 +66,11 @@ class ConfigResult:
     rejected: list[Problem]
     warnings: list[Problem]
     assets: dict[str, str]
+    # for the split past one Secret (promop.render.split): the sections around the jobs, and the
+    # jobs grouped by what moves together ((group key, job texts): a monitor's, or one additional job)
+    head: dict = field(default_factory=dict)
+    tail: dict = field(default_factory=dict)
+    groups: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 INTERNAL_ERROR = "promop could not process this object (a promop bug, please report it)"
@@ -169,6 +174,7 @@ def build_config(
     jobs: list[dict] = []
     texts: list[str] = []
     job_names: dict[tuple[str, str, str], list[str]] = {}
+    groups: list[tuple[str, list[str]]] = []
     rejected: list[Problem] = []
     warnings: list[Problem] = []
     assets: dict[str, str] = {}
@@ -181,10 +187,13 @@ def build_config(
         texts += frag.texts
         assets.update(frag.assets)
         job_names[(frag.kind, frag.namespace, frag.name)] = [j["job_name"] for j in frag.jobs]
+        groups.append((f"{frag.kind}/{frag.namespace}/{frag.name}", list(frag.texts)))
     taken = {j["job_name"] for j in jobs}
     extra = additional_scrape_configs(ctx, prom_scope, taken)
     jobs += extra
-    texts += [dump_job(j) for j in extra]
+    extra_texts = [dump_job(j) for j in extra]
+    texts += extra_texts
+    groups += [(f"additional/{j['job_name']}", [t]) for j, t in zip(extra, extra_texts)]
     tail: dict = {}
     storage = storage_section(ctx, prom_scope)
     if storage:
@@ -201,7 +210,8 @@ def build_config(
     assets.update(prom_scope.assets)
     warnings += prom_scope.warnings
     config = {**head, "scrape_configs": jobs, **tail}
-    return ConfigResult(config, assemble(head, texts, tail), job_names, rejected, warnings, assets)
+    return ConfigResult(config, assemble(head, texts, tail), job_names, rejected, warnings, assets,
+                        head=head, tail=tail, groups=groups)
 
 
 def sort_key(obj: Mapping[str, Any]) -> str:

@@ -83,6 +83,8 @@ class RenderOptions:
     kubernetes_version: str = ""  # the apiserver's version, vX.Y.Z ("" = unknown: assume a current one)
     operator_version: str = "0.1.0"
     fast_reload: bool = False  # --fast-reload: reloaders read through the API (see render/fast_reload.py)
+    # --config-secret-max-bytes: a gzipped config larger than this is split over several Secrets (render/split.py)
+    config_secret_max_bytes: int = 900 * 1024
 
 
 @dataclass
@@ -106,6 +108,8 @@ class RenderInputs:
     configmaps: Mapping[tuple[str, str], dict] = field(default_factory=dict)
     options: RenderOptions = field(default_factory=RenderOptions)
     scrape_configs: Sequence[dict] = ()  # ScrapeConfig candidates (monitoring.coreos.com/v1alpha1)
+    # how many config part Secrets exist now (render/split.py keeps their count unless it must change)
+    config_parts: int = 0
 
 
 @dataclass
@@ -141,10 +145,13 @@ class RenderResult:
     reloader_rbac: list[dict] = field(default_factory=list)
     # Secret prometheus-<name>-thanos-prometheus-http-client-file for the Thanos sidecar (None: no sidecar)
     thanos_secret: dict | None = None
+    # the config split past one Secret: prometheus-<name>-config-part-<i> (render/split.py)
+    config_parts: list[dict] = field(default_factory=list)
 
     def objects(self) -> list[dict]:
         return [
             *self.rule_configmaps,
+            *self.config_parts,  # before the main config that loads them
             self.config_secret,
             *self.tls_secrets,
             *([self.web_config_secret] if self.web_config_secret else []),

@@ -22,7 +22,7 @@ from promop.render.selection import SELECTOR_FIELDS, select
 from promop.render.shape import sanitized_prometheus
 from promop.render.service import build_service
 from promop.render import topology, webconfig
-from promop.render import fast_reload
+from promop.render import fast_reload, split
 from promop.render.statefulset import build_statefulsets, compute_input_hash, web_config_enabled
 from promop.render.store import Reject, Scope, Store
 from promop.render.thanos import sidecar as thanos_sidecar
@@ -130,16 +130,23 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
             "the config Secret is left to you (unmanaged); set serviceMonitorSelector: {} to let promop generate it",
         ))
     gz = None if unmanaged else (cache.compressed(generated.text, compress) if cache else compress(generated.text))
+    parts = split.plan(prometheus, generated, gz, options, inputs.config_parts) if gz else None
+    if parts is not None:
+        gz = parts.main_gz
     secret = config_secret(prometheus, options, gz)
     tls = tls_secrets(prometheus, options, generated.assets)
     tls_names = [s["metadata"]["name"] for s in tls]
     cm_names = list(rules_result.names)
     input_hash = compute_input_hash(prometheus, options, cm_names, tls_names)
+    if parts is not None:
+        input_hash = split.input_hash(input_hash, parts.names)
     statefulsets = build_statefulsets(prometheus, options, cm_names, tls_names, input_hash)
     statefulsets = [webconfig.adapt_statefulset(s, spec, web_tls) for s in statefulsets]
     zones = topology.for_context(ctx)
     statefulsets = [topology.adapt_statefulset(s, shard, zones) for shard, s in enumerate(statefulsets)]
     fast = fast_reload.mode(prometheus, options).fast
+    if parts is not None:
+        statefulsets = [split.adapt_statefulset(s, parts.names, prom_ns, fast) for s in statefulsets]
     if fast:
         statefulsets = [fast_reload.adapt_statefulset(s, prometheus, cm_names) for s in statefulsets]
     result = RenderResult(
@@ -156,10 +163,12 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
         rule_files=dict(rules_result.rule_files),
         input_hash=input_hash,
         web_config_secret=webconfig.build_web_config_secret(prometheus, options, web_tls),
-        config_text="" if unmanaged else generated.text,
+        config_text="" if unmanaged else parts.main_text if parts is not None else generated.text,
         config_unmanaged=unmanaged,
-        reloader_rbac=fast_reload.rbac_objects(prometheus, options, cm_names) if fast else [],
+        reloader_rbac=split.adapt_rbac(fast_reload.rbac_objects(prometheus, options, cm_names),
+                                       parts.names if parts is not None else []) if fast else [],
         thanos_secret=thanos_sidecar.http_client_secret(prometheus, options),
+        config_parts=parts.secrets if parts is not None else [],
     )
     return result
 
