@@ -33,6 +33,7 @@ FILES = (
     "monitoring.coreos.com_servicemonitors.yaml",
     "monitoring.coreos.com_podmonitors.yaml",
     "monitoring.coreos.com_prometheusrules.yaml",
+    "monitoring.coreos.com_probes.yaml",
 )
 MAX_BYTES = 256 * 1024
 UPSTREAM_VERSION = "0.93.0"

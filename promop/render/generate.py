@@ -19,6 +19,7 @@ from promop.render.context import GenContext
 from promop.render.globals import global_section, runtime_section, storage_section
 from promop.render.model import Problem, RenderOptions, obj_meta
 from promop.render.podmonitor import pod_monitor_jobs
+from promop.render.probe import probe_jobs, validate_probe
 from promop.render.remote_write import remote_read_section, remote_write_section
 from promop.render.schema_check import InvalidPrometheus, merge_problems, schema_problems
 from promop.render.scrape import service_monitor_jobs
@@ -35,6 +36,8 @@ class FragmentCache(Protocol):
 
 
 _GENERATORS = {"ServiceMonitor": service_monitor_jobs, "PodMonitor": pod_monitor_jobs}
+_GENERATORS["Probe"] = probe_jobs
+_VALIDATORS = {"Probe": validate_probe}
 
 
 @dataclass
@@ -83,7 +86,8 @@ def monitor_fragment(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> Frag
 def _monitor_fragment(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> Fragment:
     ns, name = obj_meta(obj)
     frag = Fragment(kind, ns, name)
-    frag.rejected = merge_problems(validate_monitor(ctx, kind, obj), schema_problems(kind, obj))
+    own = _VALIDATORS[kind](ctx, obj) if kind in _VALIDATORS else validate_monitor(ctx, kind, obj)
+    frag.rejected = merge_problems(own, schema_problems(kind, obj))
     if frag.rejected:
         return frag
     scope = Scope(ctx.store, kind, ns, name, ctx.version)
@@ -204,6 +208,7 @@ def generate_config(
     options: RenderOptions | None = None,
     rule_configmap_names: Sequence[str] | None = None,
     cache: "FragmentCache | None" = None,
+    probes: Sequence[Mapping[str, Any]] = (),
 ) -> ConfigResult:
     """The Prometheus config for monitors taken as given, with no selection step.
 
@@ -217,7 +222,7 @@ def generate_config(
     ctx, prom_scope = new_context(prometheus, options, Store(secrets, configmaps))
     for f, m in malformed:
         prom_scope.warn(f, m)
-    fragments = monitor_fragments(ctx, service_monitors, pod_monitors, cache)
+    fragments = monitor_fragments(ctx, service_monitors, pod_monitors, cache, probes=probes)
     return build_config(ctx, prom_scope, fragments, rule_configmap_names)
 
 
@@ -226,11 +231,14 @@ def monitor_fragments(
     service_monitors: Sequence[Mapping[str, Any]],
     pod_monitors: Sequence[Mapping[str, Any]],
     cache: "FragmentCache | None",
+    probes: Sequence[Mapping[str, Any]] = (),
 ) -> list[Fragment]:
-    """Fragments for ServiceMonitors then PodMonitors, each sorted by `<ns>/<name>`."""
+    """Fragments for ServiceMonitors, PodMonitors then Probes (upstream's order), each sorted by `<ns>/<name>`."""
     out = []
     monitor_key = ctx.monitor_key() if cache is not None else ""
-    for kind, objs in (("ServiceMonitor", service_monitors), ("PodMonitor", pod_monitors)):
+    kinds: list[tuple[str, Sequence[Mapping[str, Any]]]] = [("ServiceMonitor", service_monitors), ("PodMonitor", pod_monitors)]
+    kinds.append(("Probe", probes))
+    for kind, objs in kinds:
         for obj in sorted(objs, key=sort_key):
             if cache is None:
                 out.append(monitor_fragment(ctx, kind, obj))

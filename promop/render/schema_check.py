@@ -15,7 +15,7 @@ from typing import Any
 from promop.render.model import MONITORING_GROUP, MONITORING_VERSION, Problem, obj_meta
 from promop.schema import SchemaNotFound, crd_schema, validate
 
-SCHEMA_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule")
+SCHEMA_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Probe")
 
 
 class InvalidPrometheus(ValueError):
