@@ -23,9 +23,9 @@ import yaml
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 EXTENSIONS = (".yaml", ".yml", ".json")
 INPUT_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Secret", "ConfigMap", "Namespace",
-               "Alertmanager", "AlertmanagerConfig")
+               "Alertmanager", "AlertmanagerConfig", "Probe")
 # monitoring.coreos.com kinds promop render does not read (others are handled by other parts).
-OTHER_MONITORING_KINDS = ("PrometheusAgent", "Probe", "ScrapeConfig", "ThanosRuler")
+OTHER_MONITORING_KINDS = ("PrometheusAgent", "ScrapeConfig", "ThanosRuler")
 MONITORING_GROUP = "monitoring.coreos.com"
 CLUSTER_SCOPED = ("Namespace",)
 DEFAULT_NAMESPACE = "default"

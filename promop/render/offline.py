@@ -13,11 +13,12 @@ from typing import Any, Iterable
 from promop.render.emit import emit_all
 from promop.render.loader import Loaded
 from promop.render.model import Problem, RenderInputs, RenderOptions, RenderResult, obj_meta
+from promop.render.probe import with_crd_defaults
 from promop.render.schema_check import InvalidPrometheus
 from promop.render.unsupported import unsupported_fields
 
 _FIELD_PREFIX = re.compile(r"^((?:spec|metadata)[\w.\[\]-]*): (.+)$", re.S)  # "spec.version: ..." messages
-MONITORING_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule")
+MONITORING_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Probe")
 
 
 def dump_all(objects: Iterable[Any]) -> str:
@@ -41,6 +42,7 @@ def inputs_for(prometheus: dict, loaded: Loaded, options: RenderOptions) -> Rend
         service_monitors=loaded.of("ServiceMonitor"),
         pod_monitors=loaded.of("PodMonitor"),
         prometheus_rules=loaded.of("PrometheusRule"),
+        probes=[with_crd_defaults(p) for p in loaded.of("Probe")],
         namespaces=loaded.of("Namespace"),
         secrets={obj_meta(s): s for s in loaded.of("Secret")},
         configmaps={obj_meta(c): c for c in loaded.of("ConfigMap")},

@@ -49,6 +49,7 @@ def select_all(
         ("ServiceMonitor", inputs.service_monitors),
         ("PodMonitor", inputs.pod_monitors),
         ("PrometheusRule", inputs.prometheus_rules),
+        ("Probe", inputs.probes),
     )
 
     def compute() -> tuple[dict[str, list[Decision]], list[Problem]]:
@@ -76,7 +77,8 @@ def select_all(
 
 
 def _inferred_namespaces(inputs: RenderInputs) -> list[dict]:
-    names = {obj_meta(o)[0] for objs in (inputs.service_monitors, inputs.pod_monitors, inputs.prometheus_rules) for o in objs}
+    candidates = (inputs.service_monitors, inputs.pod_monitors, inputs.prometheus_rules, inputs.probes)
+    names = {obj_meta(o)[0] for objs in candidates for o in objs}
     names.add(obj_meta(inputs.prometheus)[0])
     return [{"metadata": {"name": n}} for n in sorted(names)]
 
@@ -99,6 +101,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     sms = _selected(decisions["ServiceMonitor"], inputs.service_monitors)
     pms = _selected(decisions["PodMonitor"], inputs.pod_monitors)
     rules = sorted(_selected(decisions["PrometheusRule"], inputs.prometheus_rules), key=obj_meta)
+    probes = _selected(decisions["Probe"], inputs.probes)
     for obj in (*sms, *pms, *rules):
         if cache is None:
             warnings += unsupported_fields(dict(obj))
@@ -106,7 +109,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
             warnings += cache.per_object("unsupported", obj, lambda o=obj: unsupported_fields(dict(o)))
 
     ctx, prom_scope = new_context(prometheus, options, Store(inputs.secrets, inputs.configmaps))
-    fragments = monitor_fragments(ctx, sms, pms, cache)
+    fragments = monitor_fragments(ctx, sms, pms, cache, probes=probes)
 
     def build_rules() -> RulesResult:
         memo = cache.rule_files if cache is not None else None
@@ -140,7 +143,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
         rule_configmaps=rules_result.configmaps,
         service=build_service(prometheus, options),
         statefulsets=statefulsets,
-        selection=[d for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule") for d in decisions[kind]],
+        selection=[d for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule", "Probe") for d in decisions[kind]],
         rejected=[*generated.rejected, *rules_result.rejected],
         warnings=[*warnings, *generated.warnings, *rules_result.warnings],
         jobs=generated.jobs,
@@ -200,7 +203,9 @@ def references(inputs: RenderInputs, cache: RenderCache | None = None) -> set[Ob
     prom_ns, _ = obj_meta(prometheus)
     _walk_refs(prometheus["spec"], prom_ns, out)
     decisions = select_all(inputs, None, prometheus, cache)
-    for kind, objs in (("ServiceMonitor", inputs.service_monitors), ("PodMonitor", inputs.pod_monitors)):
+    monitors = [("ServiceMonitor", inputs.service_monitors), ("PodMonitor", inputs.pod_monitors)]
+    monitors.append(("Probe", inputs.probes))
+    for kind, objs in monitors:
         for obj in _selected(decisions[kind], objs):
             if cache is None:
                 out |= _object_refs(obj)

@@ -10,6 +10,7 @@ not `__address__` (which is always the prober).
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -24,6 +25,8 @@ from promop.render.job import enforced_namespace_rules, http_part, job_tail, scr
 from promop.render.model import Problem, obj_meta
 from promop.render.scrape import k8s_sd_config
 from promop.render.store import Scope
+from promop.schema import SchemaNotFound, crd_schema
+from promop.schema.walk import apply_defaults
 
 KIND = "Probe"
 KIND_PLURAL = "probes"
@@ -34,6 +37,18 @@ _INT_LIMITS = (
 _DNS_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 # the Go net/url host characters (RFC 3986 reg-name plus ':' and brackets for ports and IPv6)
 _URL_HOST = re.compile(r"^[A-Za-z0-9.\-_~!$&'()*+,;=:\[\]%]*$")
+
+
+def with_crd_defaults(obj: Mapping[str, Any]) -> dict:
+    """A copy of a Probe read from a file with its CRD's defaults set, as the apiserver stores it on
+    `kubectl apply` (e.g. `spec.prober.path: /probe`); the generator itself takes objects as given."""
+    out = copy.deepcopy(dict(obj))
+    try:
+        schema = crd_schema(KIND, "v1", "monitoring.coreos.com")
+    except SchemaNotFound:
+        return out
+    apply_defaults(out, schema)
+    return out
 
 
 # --- validation -------------------------------------------------------------------------

@@ -88,7 +88,7 @@ def test_unknown_monitoring_kind_is_rejected_other_kinds_are_skipped(tmp_path):
     [line] = loaded.rejected
     assert line.startswith(f"ServiceMonitr {path}#1: unknown kind in monitoring.coreos.com/v1; the kinds are "
                            "Prometheus, ServiceMonitor, PodMonitor, PrometheusRule, Alertmanager, "
-                           "AlertmanagerConfig, PrometheusAgent")
+                           "AlertmanagerConfig, Probe, PrometheusAgent")
     assert loaded.skipped == [f"ThanosRuler /b in {path}", f"Deployment /c in {path}"]
 
 

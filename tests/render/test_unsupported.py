@@ -25,7 +25,7 @@ def test_unsupported_prometheus_fields_are_named_with_a_reason():
         "thanos": {"image": "thanos"}, "tracingConfig": {"endpoint": "x"}, "scrapeInterval": "30s",
         "remoteRead": [{"url": "http://x"}], "probeSelector": {}}))
     by_field = {p.field: p.message for p in problems}
-    assert set(by_field) == {"spec.thanos", "spec.tracingConfig", "spec.probeSelector"}
+    assert set(by_field) == {"spec.thanos", "spec.tracingConfig"}  # Probes are implemented (render/probe.py)
     assert by_field["spec.thanos"] == "the Thanos sidecar is not supported; the field is ignored"
     assert by_field["spec.tracingConfig"] == "not supported by promop; the field is ignored"
     assert all((p.kind, p.namespace, p.name) == ("Prometheus", "ns", "x") for p in problems)
@@ -57,8 +57,7 @@ def test_kube_prometheus_fixtures_only_warn_about_probes_and_scrape_configs():
     for path in FIXTURES.glob("*.yaml"):
         for doc in yaml.safe_load_all(path.read_text()):
             found.update(f"{doc['kind']} {p.field}" for p in unsupported_fields(doc))
-    assert found == {"Prometheus spec.probeSelector", "Prometheus spec.probeNamespaceSelector",
-                     "Prometheus spec.scrapeConfigSelector", "Prometheus spec.scrapeConfigNamespaceSelector"}
+    assert found == {"Prometheus spec.scrapeConfigSelector", "Prometheus spec.scrapeConfigNamespaceSelector"}
 
 
 def test_additional_args_the_operator_manages_are_reported():
@@ -81,8 +80,8 @@ NOT_IMPLEMENTED = {
     "PodMonitor": set(),
     "PrometheusRule": set(),
     "Prometheus": {
-        "alerting.alertmanagers.sigv4", "otlp", "probeNamespaceSelector",
-        "probeSelector", "remoteWrite.azureAd", "remoteWrite.sigv4",
+        "alerting.alertmanagers.sigv4", "otlp",
+        "remoteWrite.azureAd", "remoteWrite.sigv4",
         "remoteWriteReceiverMessageVersions", "scrapeConfigNamespaceSelector", "scrapeConfigSelector",
         "shardRetentionPolicy", "shardingStrategy", "thanos", "tracingConfig",
         "tsdb.chunkEncoding", "tsdb.staleSeriesCompactionThreshold", "web.httpConfig", "web.tlsConfig",
