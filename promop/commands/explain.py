@@ -18,6 +18,7 @@ KIND_ALIASES = {
     "ServiceMonitor": ("servicemonitor", "servicemonitors", "smon"),
     "PodMonitor": ("podmonitor", "podmonitors", "pmon"),
     "PrometheusRule": ("prometheusrule", "prometheusrules", "promrule"),
+    "Probe": ("probe", "probes", "prb"),
 }
 RULES_DIR = "/etc/prometheus/rules"
 
@@ -27,7 +28,7 @@ def register(subparsers) -> None:
         "explain", help="say which Prometheus objects use a monitor or rule, and why (not)",
         description="Explain whether each Prometheus in the files selects the object, what it becomes "
                     "(scrape jobs or a rule file) or exactly why not.")
-    parser.add_argument("kind", help="ServiceMonitor (smon), PodMonitor (pmon), PrometheusRule (promrule), or "
+    parser.add_argument("kind", help="ServiceMonitor (smon), PodMonitor (pmon), PrometheusRule (promrule), Probe, or "
                                      "Prometheus (prom) for everything one Prometheus selects and why")
     parser.add_argument("name", metavar="NAMESPACE/NAME", help="the object; the namespace defaults to 'default'")
     add_file_argument(parser)
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     kind = canonical_kind(args.kind)
     if kind is None:
         print(f"error: unknown kind {args.kind!r}; use ServiceMonitor (smon), PodMonitor (pmon), "
-              "PrometheusRule (promrule) or Prometheus (prom)", file=sys.stderr)
+              "PrometheusRule (promrule), Probe or Prometheus (prom)", file=sys.stderr)
         return EXIT_INPUT
     namespace, _, name = args.name.rpartition("/")
     namespace = namespace or "default"
