@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from promop.kube.client import KubeClient
 from promop.kube.informer import Informer
 from promop.kube.informer_group import InformerGroup
+from promop.kube.resources import PROBES
 from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
                                    SERVICEMONITORS, STATEFULSETS, Resource)
 from promop.kube.store import Tombstone
@@ -81,6 +82,7 @@ class Controller(InformerGroup):
         self.servicemonitors = informer(SERVICEMONITORS)
         self.podmonitors = informer(PODMONITORS)
         self.rules = informer(PROMETHEUSRULES)
+        self.probes = informer(PROBES)
         meta = not options.full_secret_informers
         self.secrets = informer(SECRETS, metadata_only=meta, field_selector=options.secret_field_selector)
         self.configmaps = informer(CONFIGMAPS, metadata_only=meta)
@@ -88,9 +90,10 @@ class Controller(InformerGroup):
         self.namespaces = Informer(client, NAMESPACES, **kw)
         self.informers = [self.prometheuses, self.servicemonitors, self.podmonitors, self.rules, self.secrets,
                           self.configmaps, self.statefulsets, self.namespaces]
+        self.informers.append(self.probes)
         stores = Stores(self.prometheuses.store, self.servicemonitors.store, self.podmonitors.store,
                         self.rules.store, self.namespaces.store, self.statefulsets.store, self.secrets.store,
-                        self.configmaps.store)
+                        self.configmaps.store, probes=self.probes.store)
         self.syncer = Syncer(client, stores, options.render_options(), self.metrics, render, references,
                              namespace_allowed=options.namespace_allowed, registry=self.registry)
         self.syncer.reporter.workers = options.feedback_workers
@@ -292,7 +295,7 @@ class Controller(InformerGroup):
 
 
         for kind, inf in (("ServiceMonitor", self.servicemonitors), ("PodMonitor", self.podmonitors),
-                          ("PrometheusRule", self.rules)):
+                          ("PrometheusRule", self.rules), ("Probe", self.probes)):
             def monitor_keys(obj: Any, kind: str = kind) -> list[str]:
                 ns = (_obj(obj).get("metadata") or {}).get("namespace", "")
                 return mapping.for_monitor(kind, ns, self._proms(), self._ns_labels)

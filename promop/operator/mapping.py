@@ -17,6 +17,7 @@ NAMESPACE_SELECTOR_FIELD = {
     "ServiceMonitor": "serviceMonitorNamespaceSelector",
     "PodMonitor": "podMonitorNamespaceSelector",
     "PrometheusRule": "ruleNamespaceSelector",
+    "Probe": "probeNamespaceSelector",
 }
 
 NamespaceLabels = Callable[[str], "Mapping[str, str] | None"]

@@ -24,7 +24,7 @@ from typing import Any, Callable, Hashable, Mapping
 
 from promop.kube.errors import ApiError, Conflict, NotFound
 from promop.kube.rate_limiter import ItemExponentialFailureRateLimiter
-from promop.kube.resources import EVENTS, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SERVICEMONITORS, Resource
+from promop.kube.resources import EVENTS, PODMONITORS, PROBES, PROMETHEUSES, PROMETHEUSRULES, SERVICEMONITORS, Resource
 from promop.kube.workqueue import RateLimitingQueue
 from promop.operator import feedback
 from promop.host.logs import fields
@@ -36,6 +36,7 @@ log = logging.getLogger("promop.operator.feedback")
 
 MONITOR_RESOURCES: dict[str, Resource] = {
     "ServiceMonitor": SERVICEMONITORS, "PodMonitor": PODMONITORS, "PrometheusRule": PROMETHEUSRULES,
+    "Probe": PROBES,
 }
 BINDINGS, STATUS, EVENT, JUDGED = "bindings", "status", "event", "judged"
 DEFAULT_WORKERS = 4
