@@ -42,7 +42,7 @@ def _objects(case: dict, key: str, kind: str) -> list[dict]:
 
 
 def render_case(case: dict):
-    prometheus = copy.deepcopy(SPEC["defaults"]["prometheus"])
+    prometheus = copy.deepcopy(case.get("prometheus_object") or SPEC["defaults"]["prometheus"])
     prometheus["spec"].update(copy.deepcopy(case.get("prometheus") or {}))
     options = RenderOptions(**{**SPEC["defaults"]["options"], **(case.get("options") or {})})
     return generate_config(
