@@ -36,6 +36,7 @@ FILES = (
     "monitoring.coreos.com_scrapeconfigs.yaml",
     "monitoring.coreos.com_thanosrulers.yaml",
     "monitoring.coreos.com_prometheusagents.yaml",
+    "monitoring.coreos.com_probes.yaml",
 )
 MAX_BYTES = 256 * 1024
 UPSTREAM_VERSION = "0.93.0"

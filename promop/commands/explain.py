@@ -19,6 +19,7 @@ KIND_ALIASES = {
     "ServiceMonitor": ("servicemonitor", "servicemonitors", "smon"),
     "PodMonitor": ("podmonitor", "podmonitors", "pmon"),
     "PrometheusRule": ("prometheusrule", "prometheusrules", "promrule"),
+    "Probe": ("probe", "probes", "prb"),
 }
 KIND_ALIASES["ScrapeConfig"] = ("scrapeconfig", "scrapeconfigs", "scfg")
 RULES_DIR = "/etc/prometheus/rules"
@@ -29,9 +30,9 @@ def register(subparsers) -> None:
         "explain", help="say which Prometheus objects use a monitor or rule, and why (not)",
         description="Explain whether each Prometheus in the files selects the object, what it becomes "
                     "(scrape jobs or a rule file) or exactly why not.")
-    parser.add_argument("kind", help="ServiceMonitor (smon), PodMonitor (pmon), PrometheusRule (promrule), or "
-                                     "Prometheus (prom) for everything one Prometheus selects and why, or ThanosRuler (ruler) for "
-                                     "the PrometheusRules one ThanosRuler selects")
+    parser.add_argument("kind", help="ServiceMonitor (smon), PodMonitor (pmon), PrometheusRule (promrule), Probe, "
+                                     "ScrapeConfig (scfg), or Prometheus (prom) for everything one Prometheus selects "
+                                     "and why, or ThanosRuler (ruler) for the PrometheusRules one ThanosRuler selects")
     parser.add_argument("name", metavar="NAMESPACE/NAME", help="the object; the namespace defaults to 'default'")
     add_file_argument(parser)
     parser.set_defaults(func=run)
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     kind = canonical_kind(args.kind)
     if kind is None:
         print(f"error: unknown kind {args.kind!r}; use ServiceMonitor (smon), PodMonitor (pmon), "
-              "PrometheusRule (promrule) or Prometheus (prom)", file=sys.stderr)
+              "PrometheusRule (promrule), Probe or Prometheus (prom)", file=sys.stderr)
         return EXIT_INPUT
     namespace, _, name = args.name.rpartition("/")
     namespace = namespace or "default"

@@ -82,4 +82,5 @@ PROMETHEUSES = Resource(MONITORING_GROUP, "v1", "prometheuses", kind="Prometheus
 SERVICEMONITORS = Resource(MONITORING_GROUP, "v1", "servicemonitors", kind="ServiceMonitor")
 PODMONITORS = Resource(MONITORING_GROUP, "v1", "podmonitors", kind="PodMonitor")
 PROMETHEUSRULES = Resource(MONITORING_GROUP, "v1", "prometheusrules", kind="PrometheusRule")
+PROBES = Resource(MONITORING_GROUP, "v1", "probes", kind="Probe")
 SCRAPECONFIGS = Resource(MONITORING_GROUP, "v1alpha1", "scrapeconfigs", kind="ScrapeConfig")

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from promop.kube.client import KubeClient
 from promop.kube.informer import Informer
 from promop.kube.informer_group import InformerGroup
+from promop.kube.resources import PROBES
 from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
                                    SERVICEMONITORS, STATEFULSETS, Resource)
 from promop.kube.resources import SCRAPECONFIGS
@@ -92,6 +93,7 @@ class Controller(InformerGroup):
         self.servicemonitors = informer(SERVICEMONITORS)
         self.podmonitors = informer(PODMONITORS)
         self.rules = informer(PROMETHEUSRULES)
+        self.probes = informer(PROBES)
         self.scrapeconfigs = informer(SCRAPECONFIGS)
         meta = not options.full_secret_informers
         self.secrets = informer(SECRETS, True, metadata_only=meta, field_selector=options.secret_field_selector)
@@ -100,10 +102,11 @@ class Controller(InformerGroup):
         self.namespaces = Informer(client, NAMESPACES, **kw)
         self.informers = [self.prometheuses, self.servicemonitors, self.podmonitors, self.rules, self.secrets,
                           self.configmaps, self.statefulsets, self.namespaces]
+        self.informers.append(self.probes)
         self.informers.append(self.scrapeconfigs)
         stores = Stores(self.prometheuses.store, self.servicemonitors.store, self.podmonitors.store,
                         self.rules.store, self.namespaces.store, self.statefulsets.store, self.secrets.store,
-                        self.configmaps.store, scrapeconfigs=self.scrapeconfigs.store)
+                        self.configmaps.store, probes=self.probes.store, scrapeconfigs=self.scrapeconfigs.store)
         self.syncer = Syncer(client, stores, options.render_options(), self.metrics, render, references,
                              namespace_allowed=options.namespace_allowed, registry=self.registry)
         self.syncer.reporter.workers = options.feedback_workers
@@ -323,7 +326,7 @@ class Controller(InformerGroup):
 
 
         for kind, inf in (("ServiceMonitor", self.servicemonitors), ("PodMonitor", self.podmonitors),
-                          ("PrometheusRule", self.rules), ("ScrapeConfig", self.scrapeconfigs)):
+                          ("PrometheusRule", self.rules), ("Probe", self.probes), ("ScrapeConfig", self.scrapeconfigs)):
             def monitor_keys(obj: Any, kind: str = kind) -> list[str]:
                 ns = (_obj(obj).get("metadata") or {}).get("namespace", "")
                 return mapping.for_monitor(kind, ns, self._proms(), self._ns_labels)

@@ -13,13 +13,14 @@ from promop.kube.client import KubeClient
 from promop.kube.errors import AlreadyExists, ApiError, Invalid, NotFound
 from promop.kube.resources import (CONFIGMAPS, CRDS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
                                    SECRETS, SERVICEMONITORS, SERVICES, Resource)
+from promop.kube.resources import PROBES
 from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS
 from promop.kube.resources import SCRAPECONFIGS
 
 # The kinds `apply_document` writes, built once here and changed nowhere else.
 KINDS: dict[str, Resource] = {r.kind: r for r in (
     NAMESPACES, CONFIGMAPS, SECRETS, SERVICES, PROMETHEUSES, SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, CRDS,
-    ALERTMANAGERS, ALERTMANAGERCONFIGS)}
+    ALERTMANAGERS, ALERTMANAGERCONFIGS, PROBES)}
 KINDS[SCRAPECONFIGS.kind] = SCRAPECONFIGS
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -17,6 +17,7 @@ NAMESPACE_SELECTOR_FIELD = {
     "ServiceMonitor": "serviceMonitorNamespaceSelector",
     "PodMonitor": "podMonitorNamespaceSelector",
     "PrometheusRule": "ruleNamespaceSelector",
+    "Probe": "probeNamespaceSelector",
 }
 NAMESPACE_SELECTOR_FIELD["ScrapeConfig"] = "scrapeConfigNamespaceSelector"
 

@@ -17,8 +17,9 @@ from promop import __version__
 
 CONTROLLER = "prometheus"
 PREFIX = "prometheus_operator"
-MANAGED_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
-_RESOURCE_NAMES = {"ServiceMonitor": "servicemonitors", "PodMonitor": "podmonitors", "PrometheusRule": "prometheusrules"}
+MANAGED_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule", "Probe")
+_RESOURCE_NAMES = {"ServiceMonitor": "servicemonitors", "PodMonitor": "podmonitors", "PrometheusRule": "prometheusrules",
+                   "Probe": "probes"}
 MANAGED_KINDS += ("ScrapeConfig",)
 _RESOURCE_NAMES["ScrapeConfig"] = "scrapeconfigs"
 

@@ -21,6 +21,8 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (MONITORING, "podmonitors/status", ("update",)),
     (MONITORING, "prometheusrules", ("list", "watch")),
     (MONITORING, "prometheusrules/status", ("update",)),
+    (MONITORING, "probes", ("list", "watch")),
+    (MONITORING, "probes/status", ("update",)),
     (MONITORING, "scrapeconfigs", ("list", "watch")),
     (MONITORING, "scrapeconfigs/status", ("update",)),
     ("", "secrets", OWN),

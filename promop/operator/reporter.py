@@ -24,7 +24,7 @@ from typing import Any, Callable, Hashable, Mapping
 
 from promop.kube.errors import ApiError, Conflict, NotFound
 from promop.kube.rate_limiter import ItemExponentialFailureRateLimiter
-from promop.kube.resources import EVENTS, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SERVICEMONITORS, Resource
+from promop.kube.resources import EVENTS, PODMONITORS, PROBES, PROMETHEUSES, PROMETHEUSRULES, SERVICEMONITORS, Resource
 from promop.kube.resources import SCRAPECONFIGS
 from promop.kube.workqueue import RateLimitingQueue
 from promop.operator import feedback
@@ -37,6 +37,7 @@ log = logging.getLogger("promop.operator.feedback")
 
 MONITOR_RESOURCES: dict[str, Resource] = {
     "ServiceMonitor": SERVICEMONITORS, "PodMonitor": PODMONITORS, "PrometheusRule": PROMETHEUSRULES,
+    "Probe": PROBES,
 }
 MONITOR_RESOURCES["ScrapeConfig"] = SCRAPECONFIGS
 BINDINGS, STATUS, EVENT, JUDGED = "bindings", "status", "event", "judged"

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 from promop.kube.client import KubeClient
 from promop.kube.errors import Forbidden, NotFound
-from promop.kube.resources import SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, Resource
+from promop.kube.resources import SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, PROBES, Resource
 from promop.kube.resources import SCRAPECONFIGS
 from promop.operator import feedback
 from promop.operator.apply import RetryLater
@@ -37,6 +37,7 @@ log = logging.getLogger("promop.operator.sync")
 
 MONITOR_RESOURCES: dict[str, Resource] = {
     "ServiceMonitor": SERVICEMONITORS, "PodMonitor": PODMONITORS, "PrometheusRule": PROMETHEUSRULES,
+    "Probe": PROBES,
 }
 MONITOR_RESOURCES["ScrapeConfig"] = SCRAPECONFIGS
 _key = key_of
@@ -46,11 +47,12 @@ class Stores:
     """The informer caches sync reads (each a promop.kube.store.Store or anything with get/list)."""
 
     def __init__(self, prometheuses: Any, servicemonitors: Any, podmonitors: Any, prometheusrules: Any,
-                 namespaces: Any, statefulsets: Any, secrets: Any, configmaps: Any,
+                 namespaces: Any, statefulsets: Any, secrets: Any, configmaps: Any, probes: Any = None,
                  scrapeconfigs: Any = None) -> None:
         self.prometheuses = prometheuses
         self.monitors = {"ServiceMonitor": servicemonitors, "PodMonitor": podmonitors,
                          "PrometheusRule": prometheusrules}
+        self.monitors["Probe"] = probes if probes is not None else _EmptyStore()
         self.monitors["ScrapeConfig"] = scrapeconfigs if scrapeconfigs is not None else _EmptyStore()
         self.namespaces = namespaces
         self.statefulsets = statefulsets
@@ -214,6 +216,7 @@ class Syncer:
             service_monitors=self._candidates("ServiceMonitor"),
             pod_monitors=self._candidates("PodMonitor"),
             prometheus_rules=self._candidates("PrometheusRule"),
+            probes=self._candidates("Probe"),
             scrape_configs=self._candidates("ScrapeConfig"),
             namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(_key(n)[1])],
             options=self.options,
@@ -250,7 +253,8 @@ class Syncer:
                     and split.part_index(prom, _key(o)[1]) is not None])
 
     def _candidates(self, kind: str) -> list[dict]:
-        return self.stores.monitors[kind].list()
+        store = self.stores.monitors.get(kind)
+        return store.list() if store is not None else []
 
     # ---- feedback (queued, written by the reporter's workers) -------------------------------
 

@@ -68,11 +68,13 @@ def _alertmanager(ctx: GenContext, scope: Scope, am: Mapping[str, Any], field: s
     sd.update(copy.deepcopy(ctx.apiserver_sd))
     out["kubernetes_sd_configs"] = [sd]
     auth.credentials(scope, am, out, field)
+    if "basic_auth" in out:  # upstream: Alertmanager basic auth needs 2.26 (AlertmanagerBasicAuth_Invalid_Prom_Version.golden)
+        scope.put(out, "basic_auth", out.pop("basic_auth"), "2.26.0", f"{field}.basicAuth")
     version = am.get("apiVersion")
     if version and str(version).lower() not in ("v1", "v2"):
         raise Reject(f"{field}.apiVersion", f"{version!r} is not an Alertmanager API version; use v2")
     if version:
-        if str(version).lower() == "v1" and ctx.version.at_least("3.0.0"):
+        if str(version).lower() == "v1" and ctx.version.major >= 3:
             scope.warn(f"{field}.apiVersion", "Alertmanager API v1 is not supported by Prometheus 3; using v2")
         else:
             out["api_version"] = str(version).lower()

@@ -19,6 +19,7 @@ from promop.render.context import GenContext
 from promop.render.globals import global_section, runtime_section, storage_section
 from promop.render.model import Problem, RenderOptions, obj_meta
 from promop.render.podmonitor import pod_monitor_jobs
+from promop.render.probe import probe_jobs, validate_probe
 from promop.render.remote_write import remote_read_section, remote_write_section
 from promop.render.schema_check import InvalidPrometheus, merge_problems, schema_problems
 from promop.render.scrape import service_monitor_jobs
@@ -37,8 +38,9 @@ class FragmentCache(Protocol):
 
 
 _GENERATORS = {"ServiceMonitor": service_monitor_jobs, "PodMonitor": pod_monitor_jobs}
+_GENERATORS["Probe"] = probe_jobs
 _GENERATORS["ScrapeConfig"] = scrape_config_jobs
-_VALIDATORS = {"ScrapeConfig": validate_scrape_config}  # kinds not checked by validate_monitor
+_VALIDATORS = {"Probe": validate_probe, "ScrapeConfig": validate_scrape_config}  # kinds not checked by validate_monitor
 
 
 @dataclass
@@ -230,6 +232,7 @@ def generate_config(
     options: RenderOptions | None = None,
     rule_configmap_names: Sequence[str] | None = None,
     cache: "FragmentCache | None" = None,
+    probes: Sequence[Mapping[str, Any]] = (),
     scrape_configs: Sequence[Mapping[str, Any]] = (),
 ) -> ConfigResult:
     """The Prometheus config for monitors taken as given, with no selection step.
@@ -244,7 +247,7 @@ def generate_config(
     ctx, prom_scope = new_context(prometheus, options, Store(secrets, configmaps))
     for f, m in malformed:
         prom_scope.warn(f, m)
-    fragments = monitor_fragments(ctx, service_monitors, pod_monitors, cache, scrape_configs=scrape_configs)
+    fragments = monitor_fragments(ctx, service_monitors, pod_monitors, cache, probes=probes, scrape_configs=scrape_configs)
     return build_config(ctx, prom_scope, fragments, rule_configmap_names)
 
 
@@ -253,12 +256,14 @@ def monitor_fragments(
     service_monitors: Sequence[Mapping[str, Any]],
     pod_monitors: Sequence[Mapping[str, Any]],
     cache: "FragmentCache | None",
+    probes: Sequence[Mapping[str, Any]] = (),
     scrape_configs: Sequence[Mapping[str, Any]] = (),
 ) -> list[Fragment]:
-    """Fragments for ServiceMonitors, PodMonitors, then ScrapeConfigs, each sorted by `<ns>/<name>`."""
+    """Fragments for ServiceMonitors, PodMonitors, Probes, then ScrapeConfigs (upstream's order), each sorted by `<ns>/<name>`."""
     out = []
     monitor_key = ctx.monitor_key() if cache is not None else ""
-    kinds = [("ServiceMonitor", service_monitors), ("PodMonitor", pod_monitors)]
+    kinds: list[tuple[str, Sequence[Mapping[str, Any]]]] = [("ServiceMonitor", service_monitors), ("PodMonitor", pod_monitors)]
+    kinds.append(("Probe", probes))
     kinds.append(("ScrapeConfig", scrape_configs))
     for kind, objs in kinds:
         for obj in sorted(objs, key=sort_key):

@@ -67,7 +67,7 @@ def global_section(ctx: GenContext, scope: Scope) -> dict:
     if spec.get("nameValidationScheme"):
         value = {"UTF8": "utf8", "Legacy": "legacy"}.get(spec["nameValidationScheme"])
         if value:
-            scope.put(out, "metric_name_validation_scheme", value, "2.55.0", "spec.nameValidationScheme")
+            scope.put(out, "metric_name_validation_scheme", value, "3.0.0", "spec.nameValidationScheme")
     if spec.get("nameEscapingScheme"):
         value = NAME_ESCAPING.get(spec["nameEscapingScheme"])
         if value:

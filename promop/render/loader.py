@@ -23,11 +23,7 @@ import yaml
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 EXTENSIONS = (".yaml", ".yml", ".json")
 INPUT_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Secret", "ConfigMap", "Namespace",
-               "Alertmanager", "AlertmanagerConfig", "ThanosRuler", "PrometheusAgent")
-# monitoring.coreos.com kinds promop render does not read (others are handled by other parts).
-OTHER_MONITORING_KINDS = ("Probe", "ScrapeConfig")
-INPUT_KINDS += ("ScrapeConfig",)  # monitoring.coreos.com/v1alpha1 (promop/render/scrapeconfig)
-OTHER_MONITORING_KINDS = tuple(k for k in OTHER_MONITORING_KINDS if k not in INPUT_KINDS)
+               "Alertmanager", "AlertmanagerConfig", "ThanosRuler", "PrometheusAgent", "Probe", "ScrapeConfig")
 MONITORING_GROUP = "monitoring.coreos.com"
 CLUSTER_SCOPED = ("Namespace",)
 DEFAULT_NAMESPACE = "default"
@@ -128,7 +124,7 @@ def _problem(obj: Any) -> str | None:
 
 def _unknown_monitoring_kind(obj: dict) -> bool:
     group = str(obj.get("apiVersion") or "").rpartition("/")[0]
-    return group == MONITORING_GROUP and obj["kind"] not in INPUT_KINDS + OTHER_MONITORING_KINDS
+    return group == MONITORING_GROUP and obj["kind"] not in INPUT_KINDS
 
 
 def load(paths: Iterable[str | Path], exclude: Iterable[str | Path] = ()) -> Loaded:
@@ -154,7 +150,7 @@ def load(paths: Iterable[str | Path], exclude: Iterable[str | Path] = ()) -> Loa
                         continue
                     if kind not in INPUT_KINDS:
                         if _unknown_monitoring_kind(obj):
-                            known = ", ".join(INPUT_KINDS[:4] + INPUT_KINDS[7:] + OTHER_MONITORING_KINDS)
+                            known = ", ".join(INPUT_KINDS[:4] + INPUT_KINDS[7:])
                             loaded.rejected.append(
                                 f"{kind} {where}: unknown kind in {obj['apiVersion']}; the kinds are {known}")
                         else:

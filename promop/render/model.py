@@ -103,6 +103,7 @@ class RenderInputs:
     service_monitors: Sequence[dict] = ()
     pod_monitors: Sequence[dict] = ()
     prometheus_rules: Sequence[dict] = ()
+    probes: Sequence[dict] = ()
     namespaces: Sequence[dict] = ()
     secrets: Mapping[tuple[str, str], dict] = field(default_factory=dict)
     configmaps: Mapping[tuple[str, str], dict] = field(default_factory=dict)

@@ -14,11 +14,12 @@ from promop.render.emit import emit_all
 from promop.render.loader import Loaded
 from promop.render.model import Problem, RenderInputs, RenderOptions, RenderResult, obj_meta
 from promop.render.agent import InvalidAgent, render_agent
+from promop.render.probe import with_crd_defaults
 from promop.render.schema_check import InvalidPrometheus
 from promop.render.unsupported import unsupported_fields
 
 _FIELD_PREFIX = re.compile(r"^((?:spec|metadata)[\w.\[\]-]*): (.+)$", re.S)  # "spec.version: ..." messages
-MONITORING_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule")
+MONITORING_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Probe")
 
 
 def dump_all(objects: Iterable[Any]) -> str:
@@ -43,6 +44,7 @@ def inputs_for(prometheus: dict, loaded: Loaded, options: RenderOptions) -> Rend
         pod_monitors=loaded.of("PodMonitor"),
         scrape_configs=loaded.of("ScrapeConfig"),
         prometheus_rules=loaded.of("PrometheusRule"),
+        probes=[with_crd_defaults(p) for p in loaded.of("Probe")],
         namespaces=loaded.of("Namespace"),
         secrets={obj_meta(s): s for s in loaded.of("Secret")},
         configmaps={obj_meta(c): c for c in loaded.of("ConfigMap")},

@@ -51,6 +51,7 @@ def select_all(
         ("ServiceMonitor", inputs.service_monitors),
         ("PodMonitor", inputs.pod_monitors),
         ("PrometheusRule", inputs.prometheus_rules),
+        ("Probe", inputs.probes),
         ("ScrapeConfig", inputs.scrape_configs),
     )
 
@@ -79,7 +80,7 @@ def select_all(
 
 
 def _inferred_namespaces(inputs: RenderInputs) -> list[dict]:
-    kinds = (inputs.service_monitors, inputs.pod_monitors, inputs.prometheus_rules, inputs.scrape_configs)
+    kinds = (inputs.service_monitors, inputs.pod_monitors, inputs.prometheus_rules, inputs.probes, inputs.scrape_configs)
     names = {obj_meta(o)[0] for objs in kinds for o in objs}
     names.add(obj_meta(inputs.prometheus)[0])
     return [{"metadata": {"name": n}} for n in sorted(names)]
@@ -103,6 +104,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     sms = _selected(decisions["ServiceMonitor"], inputs.service_monitors)
     pms = _selected(decisions["PodMonitor"], inputs.pod_monitors)
     rules = sorted(_selected(decisions["PrometheusRule"], inputs.prometheus_rules), key=obj_meta)
+    probes = _selected(decisions["Probe"], inputs.probes)
     scs = _selected(decisions["ScrapeConfig"], inputs.scrape_configs)
     for obj in (*sms, *pms, *rules):
         if cache is None:
@@ -112,7 +114,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
 
     ctx, prom_scope = new_context(prometheus, options, Store(inputs.secrets, inputs.configmaps))
     web_tls = _web_tls(prometheus, prom_scope)
-    fragments = monitor_fragments(ctx, sms, pms, cache, scrape_configs=scs)
+    fragments = monitor_fragments(ctx, sms, pms, cache, probes=probes, scrape_configs=scs)
 
     def build_rules() -> RulesResult:
         memo = cache.rule_files if cache is not None else None
@@ -156,7 +158,8 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
         rule_configmaps=rules_result.configmaps,
         service=build_service(prometheus, options),
         statefulsets=statefulsets,
-        selection=[d for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule", "ScrapeConfig") for d in decisions[kind]],
+        selection=[d for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule", "Probe", "ScrapeConfig")
+                   for d in decisions[kind]],
         rejected=[*generated.rejected, *rules_result.rejected],
         warnings=[*warnings, *generated.warnings, *rules_result.warnings],
         jobs=generated.jobs,
@@ -240,7 +243,7 @@ def references(inputs: RenderInputs, cache: RenderCache | None = None) -> set[Ob
     _walk_refs(prometheus["spec"], prom_ns, out)
     decisions = select_all(inputs, None, prometheus, cache)
     scrape_objects = [("ServiceMonitor", inputs.service_monitors), ("PodMonitor", inputs.pod_monitors)]
-    scrape_objects.append(("ScrapeConfig", inputs.scrape_configs))
+    scrape_objects += [("Probe", inputs.probes), ("ScrapeConfig", inputs.scrape_configs)]
     for kind, objs in scrape_objects:
         for obj in _selected(decisions[kind], objs):
             if cache is None:

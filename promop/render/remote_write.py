@@ -105,7 +105,7 @@ def _remote_write(ctx: GenContext, scope: Scope, rw: Mapping[str, Any], field: s
             scope.put(q, key, value, minimum, f"{field}.queueConfig.{crd_key}")
         out["queue_config"] = q
     meta = rw.get("metadataConfig")
-    if meta:
+    if meta is not None:  # upstream writes metadata_config even for an empty metadataConfig: {}
         # upstream always writes send, and false for v2 messages (they carry the metadata themselves)
         v2 = out.get("protobuf_message") == "io.prometheus.write.v2.Request"
         m: dict = {"send": bool(meta.get("send", False)) and not v2}

@@ -15,7 +15,7 @@ from typing import Any
 from promop.render.model import MONITORING_GROUP, MONITORING_VERSION, Problem, obj_meta
 from promop.schema import SchemaNotFound, crd_schema, validate
 
-SCHEMA_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule")
+SCHEMA_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Probe")
 KIND_VERSIONS = {"ScrapeConfig": "v1alpha1"}  # kinds not served as monitoring.coreos.com/v1
 
 

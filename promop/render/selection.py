@@ -17,6 +17,7 @@ SELECTOR_FIELDS = {
     "ServiceMonitor": ("serviceMonitorSelector", "serviceMonitorNamespaceSelector"),
     "PodMonitor": ("podMonitorSelector", "podMonitorNamespaceSelector"),
     "PrometheusRule": ("ruleSelector", "ruleNamespaceSelector"),
+    "Probe": ("probeSelector", "probeNamespaceSelector"),
 }
 SELECTOR_FIELDS["ScrapeConfig"] = ("scrapeConfigSelector", "scrapeConfigNamespaceSelector")
 

@@ -75,6 +75,7 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         # selection and config (promop/render/config.py, globals.py, scrape.py, ...)
         "serviceMonitorSelector": ALL, "serviceMonitorNamespaceSelector": ALL, "podMonitorSelector": ALL,
         "podMonitorNamespaceSelector": ALL, "ruleSelector": ALL, "ruleNamespaceSelector": ALL,
+        "probeSelector": ALL, "probeNamespaceSelector": ALL,  # Probes: promop/render/probe.py
         "scrapeInterval": ALL, "scrapeTimeout": ALL, "evaluationInterval": ALL, "externalLabels": ALL,
         "prometheusExternalLabelName": ALL, "replicaExternalLabelName": ALL, "scrapeProtocols": ALL,
         "ignoreNamespaceSelectors": ALL, "overrideHonorLabels": ALL, "overrideHonorTimestamps": ALL,
@@ -122,8 +123,6 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
 
 # Why some well-known fields are ignored, to make the warning actionable.
 REASONS = {
-    ("Prometheus", "probeSelector"): "Probe objects are not supported",
-    ("Prometheus", "probeNamespaceSelector"): "Probe objects are not supported",
     ("Prometheus", "scrapeConfigSelector"): "ScrapeConfig objects are not supported",
     ("Prometheus", "scrapeConfigNamespaceSelector"): "ScrapeConfig objects are not supported",
 }

@@ -16,6 +16,7 @@ import time
 
 from operator_testlib import NS, OPERATOR_AGENT, eventually, jobs, modify, names, prometheus, rule, service_monitor
 
+from promop.kube.resources import PROBES
 from promop.kube.resources import (CONFIGMAPS, EVENTS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES,
                                    ROLEBINDINGS, ROLES, SECRETS, SERVICEMONITORS, SERVICES, STATEFULSETS)
 from promop.kube.resources import SCRAPECONFIGS
@@ -45,7 +46,8 @@ def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_ope
                         leader_kwargs=STEADY_LEASE,
                         feature_gates=FeatureGates((("PrometheusAgentDaemonSet", True),)))
     eventually(op.operator.leading.is_set, 20, "leadership")
-    prom = kube.create(PROMETHEUSES, prometheus(shards=2, podMonitorSelector={}, scrapeConfigSelector={}))
+    prom = kube.create(PROMETHEUSES, prometheus(shards=2, podMonitorSelector={}, probeSelector={},
+                                                scrapeConfigSelector={}))
     kube.create(SERVICEMONITORS, service_monitor("good"))
     bad = service_monitor("needs-ca")  # references a missing ConfigMap: GET, rejection, Event
     bad["spec"]["endpoints"][0]["tlsConfig"] = {"ca": {"configMap": {"name": "missing-ca", "key": "ca.crt"}}}
@@ -63,6 +65,9 @@ def test_cluster_role_is_exactly_what_the_operator_uses(cluster, kube, start_ope
     eventually(lambda: kube.get(PODMONITORS, "pm", NS).get("status", {}).get("bindings"), 20, "PodMonitor binding")
     eventually(lambda: kube.get(PROMETHEUSRULES, "r", NS).get("status", {}).get("bindings"), 20, "rule binding")
     eventually(lambda: kube.get(SCRAPECONFIGS, "sc", NS).get("status", {}).get("bindings"), 20, "ScrapeConfig binding")
+    kube.create(PROBES, {"apiVersion": "monitoring.coreos.com/v1", "kind": "Probe", "metadata": {"name": "pr", "namespace": NS},
+                         "spec": {"prober": {"url": "bb:9115"}, "targets": {"staticConfig": {"static": ["a"]}}}})
+    eventually(lambda: kube.get(PROBES, "pr", NS).get("status", {}).get("bindings"), 20, "Probe binding")
 
     # stale objects to delete, foreign edits to restore, an update of every managed kind
     kube.create(SECRETS, {**owned(prom, "prometheus-p-tls-assets-5"), "data": {}})

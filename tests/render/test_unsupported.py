@@ -25,7 +25,7 @@ def test_unsupported_prometheus_fields_are_named_with_a_reason():
         "thanos": {"image": "thanos"}, "tracingConfig": {"endpoint": "x"}, "scrapeInterval": "30s",
         "remoteRead": [{"url": "http://x"}], "probeSelector": {}}))
     by_field = {p.field: p.message for p in problems}
-    assert set(by_field) == {"spec.tracingConfig", "spec.probeSelector"}  # spec.thanos: the sidecar
+    assert set(by_field) == {"spec.tracingConfig"}  # Probes, ScrapeConfigs and the Thanos sidecar are implemented
     assert by_field["spec.tracingConfig"] == "not supported by promop; the field is ignored"
     assert all((p.kind, p.namespace, p.name) == ("Prometheus", "ns", "x") for p in problems)
 
@@ -49,14 +49,14 @@ def test_prometheus_rule_groups_are_fully_supported():
     assert fields(obj("PrometheusRule", {"groups": [{"name": "g", "rules": [], "interval": "1m"}]})) == []
 
 
-def test_kube_prometheus_fixtures_only_warn_about_probes():
+def test_kube_prometheus_fixtures_warn_about_nothing():
     if not FIXTURES.exists():
         pytest.skip("../shared/fixtures not present")
     found = set()
     for path in FIXTURES.glob("*.yaml"):
         for doc in yaml.safe_load_all(path.read_text()):
             found.update(f"{doc['kind']} {p.field}" for p in unsupported_fields(doc))
-    assert found == {"Prometheus spec.probeSelector", "Prometheus spec.probeNamespaceSelector"}
+    assert found == set()  # Probes and ScrapeConfigs are implemented
 
 
 def test_additional_args_the_operator_manages_are_reported():
@@ -79,8 +79,7 @@ NOT_IMPLEMENTED = {
     "PodMonitor": set(),
     "PrometheusRule": set(),
     "Prometheus": {
-        "alerting.alertmanagers.sigv4", "otlp", "probeNamespaceSelector",
-        "probeSelector", "remoteWrite.azureAd", "remoteWrite.sigv4",
+        "alerting.alertmanagers.sigv4", "otlp", "remoteWrite.azureAd", "remoteWrite.sigv4",
         "remoteWriteReceiverMessageVersions",
         "tracingConfig",
         # upstream's sidecar reads only minVersion, the *File fields, cipherSuites and curves
