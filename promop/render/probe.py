@@ -92,7 +92,7 @@ def _is_dns_name(text: str) -> bool:
     return bool(text) and len(text) <= 253 and all(_DNS_LABEL.match(label) for label in labels)
 
 
-def validate_probe(ctx: GenContext, obj: Mapping[str, Any]) -> list[Problem]:
+def validate_probe(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> list[Problem]:
     """Every problem found in a Probe without reading Secrets (empty when it is valid)."""
     ns, name = obj_meta(obj)
     out: list[Problem] = []
