@@ -1,9 +1,13 @@
 """The PrometheusAgent controller: informers -> event mapping -> rate-limited queue -> workers -> AgentSyncer.
 
 Event mapping as for a Prometheus (promop.operator.mapping): an agent event enqueues itself; a
-ServiceMonitor/PodMonitor event enqueues every agent whose selectors may pick it; a Secret or
-ConfigMap event the agents whose last sync read it; a StatefulSet/DaemonSet event its owner
-(a status refresh); a Namespace label change the agents with namespace selectors.
+ServiceMonitor/PodMonitor/ScrapeConfig event enqueues every agent whose selectors may pick it; a
+Secret or ConfigMap event the agents whose last sync read it; a StatefulSet/DaemonSet event its
+owner (a status refresh); a Namespace label change the agents with namespace selectors.
+
+Beside other operators as the Prometheus controller: only agents `ownership.manages` (--controller-id),
+informers scoped by `scope.informer_factory` with the Prometheus instance flags (as upstream), and
+`repair.repair` on the agent's StatefulSets after each sync (--repair-policy-for-statefulsets).
 """
 
 from __future__ import annotations

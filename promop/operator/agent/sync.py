@@ -3,7 +3,7 @@
 Render (render_agent) from the informer caches plus direct GETs of the referenced Secrets and
 ConfigMaps; write each object through the Applier (which compares before it writes); delete the
 StatefulSets/DaemonSet of a mode or shard no longer wanted; then the agent's status, an Event for
-each problem, and status.bindings on the ServiceMonitors/PodMonitors it selects or rejects.
+each problem, and status.bindings on the ServiceMonitors/PodMonitors/ScrapeConfigs it selects or rejects.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Event mapping: a ThanosRuler event enqueues itself; a PrometheusRule add/delete,
 spec or labels, enqueues every ThanosRuler that may select it (same namespace, or a namespace
 selector matching its namespace); a StatefulSet or rule ConfigMap change enqueues its owner; a
 Namespace label change enqueues the ThanosRulers with a namespace selector.
+
+Beside other operators as the Prometheus controller: only ThanosRulers `ownership.manages`
+(--controller-id), informers scoped by `scope.informer_factory` with --thanos-ruler-instance-namespaces/
+-selector, and `repair.repair` on the StatefulSets after each sync (--repair-policy-for-statefulsets).
 """
 
 from __future__ import annotations
