@@ -76,7 +76,8 @@ def test_a_stuck_agent_rollout_is_repaired(cluster, kube, start_operator):
     kube.create(PROMETHEUSAGENTS, {
         "apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "PrometheusAgent",
         "metadata": {"name": "edge", "namespace": NS},
-        "spec": {"replicas": 2, "podMonitorSelector": {}, "remoteWrite": [{"url": "http://central:9090/api/v1/write"}]}},
+        "spec": {"replicas": 2, "podMonitorSelector": {},
+                 "remoteWrite": [{"url": "http://central:9090/api/v1/write"}]}},
         NS)
     eventually(lambda: _get(kube, STATEFULSETS, "prom-agent-edge"), 30, "the agent's StatefulSet")
     make_stuck(kube, "prom-agent-edge")
