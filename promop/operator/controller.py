@@ -19,11 +19,11 @@ from promop.kube.informer import Informer
 from promop.kube.informer_group import InformerGroup
 from promop.kube.resources import PROBES
 from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
-                                   SERVICEMONITORS, STATEFULSETS, Resource)
+                                   SERVICEMONITORS, STATEFULSETS)
 from promop.kube.resources import SCRAPECONFIGS
 from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
-from promop.operator import mapping, ownership, repair
+from promop.operator import mapping, ownership, repair, scope
 from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.options import Options
@@ -49,11 +49,6 @@ def _describe(obj: Any) -> str:
     return f"{md.get('namespace')}/{md.get('name')}" if md.get("namespace") else str(md.get("name"))
 
 
-def _join_selectors(*parts: str) -> str | None:
-    joined = ",".join(p for p in parts if p)
-    return joined or None
-
-
 class Controller(InformerGroup):
     """Owns the informers, the queue and the workers for Prometheus objects."""
 
@@ -74,19 +69,9 @@ class Controller(InformerGroup):
         self.metrics = metrics or OperatorMetrics(self.registry)
         self.queue = RateLimitingQueue(name="prometheus", registry=self.registry)
         kw = {"resync_period": 0, "registry": self.registry, **(informer_kwargs or {})}
-        deny = options.namespace_field_selector()
-        scope: dict[str, Any] = {"namespaces": list(options.namespaces)} if options.namespaces else {}
-
         # --prometheus-instance-namespaces: where Prometheus objects and what we create for them are watched
         # (the allow-list wins over --namespaces/--deny-namespaces); monitors keep following --namespaces
-        instances = options.prometheus_instance_namespaces
-
-        def informer(res: Resource, instance: bool = False, **extra: Any) -> Informer:
-            if instance and instances:
-                sel, where = _join_selectors(extra.pop("field_selector", "")), {"namespaces": list(instances)}
-            else:
-                sel, where = _join_selectors(extra.pop("field_selector", ""), deny), scope
-            return Informer(client, res, field_selector=sel, **where, **{**kw, **extra})
+        informer = scope.informer_factory(client, options, options.prometheus_instance_namespaces, kw)
 
         self.prometheuses = informer(PROMETHEUSES, True, resync_period=options.resync_period,
                                      label_selector=options.prometheus_instance_selector or None)

@@ -1,9 +1,13 @@
 """The PrometheusAgent controller: informers -> event mapping -> rate-limited queue -> workers -> AgentSyncer.
 
 Event mapping as for a Prometheus (promop.operator.mapping): an agent event enqueues itself; a
-ServiceMonitor/PodMonitor event enqueues every agent whose selectors may pick it; a Secret or
-ConfigMap event the agents whose last sync read it; a StatefulSet/DaemonSet event its owner
-(a status refresh); a Namespace label change the agents with namespace selectors.
+ServiceMonitor/PodMonitor/ScrapeConfig event enqueues every agent whose selectors may pick it; a
+Secret or ConfigMap event the agents whose last sync read it; a StatefulSet/DaemonSet event its
+owner (a status refresh); a Namespace label change the agents with namespace selectors.
+
+Beside other operators as the Prometheus controller: only agents `ownership.manages` (--controller-id),
+informers scoped by `scope.informer_factory` with the Prometheus instance flags (as upstream), and
+`repair.repair` on the agent's StatefulSets after each sync (--repair-policy-for-statefulsets).
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, NotFound
 from promop.kube.informer import Informer
 from promop.kube.informer_group import InformerGroup
-from promop.kube.resources import CONFIGMAPS, NAMESPACES, PODMONITORS, SECRETS, SERVICEMONITORS, STATEFULSETS, Resource
+from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, SCRAPECONFIGS, SECRETS, SERVICEMONITORS,
+                                   STATEFULSETS)
 from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
-from promop.operator import mapping
+from promop.operator import mapping, ownership, repair, scope
 from promop.operator.agent import CONTROLLER, DAEMONSETS, PROMETHEUSAGENTS
 from promop.operator.agent.sync import KIND, AgentStores, AgentSyncer
 from promop.operator.apply import RetryLater
@@ -51,27 +56,26 @@ class AgentController(InformerGroup):
         self.registry = registry if registry is not None else CollectorRegistry()
         self.queue = RateLimitingQueue(name=CONTROLLER, registry=self.registry)
         kw = {"resync_period": 0, "registry": self.registry, **(informer_kwargs or {})}
-        deny = options.namespace_field_selector()
-        scope: dict[str, Any] = {"namespaces": list(options.namespaces)} if options.namespaces else {}
-
-        def informer(res: Resource, **extra: Any) -> Informer:
-            sel = ",".join(p for p in (extra.pop("field_selector", ""), deny) if p) or None
-            return Informer(client, res, field_selector=sel, **scope, **{**kw, **extra})
-
-        self.agents = informer(PROMETHEUSAGENTS, resync_period=options.resync_period)
+        # upstream: agents share the Prometheus instance flags (--prometheus-instance-namespaces/-selector)
+        informer = scope.informer_factory(client, options, options.prometheus_instance_namespaces, kw)
+        self.agents = informer(PROMETHEUSAGENTS, True, resync_period=options.resync_period,
+                               label_selector=options.prometheus_instance_selector or None)
         self.servicemonitors = informer(SERVICEMONITORS)
         self.podmonitors = informer(PODMONITORS)
-        self.secrets = informer(SECRETS, metadata_only=True, field_selector=options.secret_field_selector)
-        self.configmaps = informer(CONFIGMAPS, metadata_only=True)
-        self.statefulsets = informer(STATEFULSETS, label_selector=WORKLOAD_SELECTOR)
+        self.scrapeconfigs = informer(SCRAPECONFIGS)
+        self.secrets = informer(SECRETS, True, metadata_only=True, field_selector=options.secret_field_selector)
+        self.configmaps = informer(CONFIGMAPS, True, metadata_only=True)
+        self.statefulsets = informer(STATEFULSETS, True, label_selector=WORKLOAD_SELECTOR)
         # always watched: an agent switched back to StatefulSet mode (or the gate turned off) loses its DaemonSet
-        self.daemonsets = informer(DAEMONSETS, label_selector=WORKLOAD_SELECTOR)
+        self.daemonsets = informer(DAEMONSETS, True, label_selector=WORKLOAD_SELECTOR)
         self.namespaces = Informer(client, NAMESPACES, **kw)
-        self.informers = [i for i in (self.agents, self.servicemonitors, self.podmonitors, self.secrets,
-                                      self.configmaps, self.statefulsets, self.daemonsets, self.namespaces) if i]
+        self.informers = [i for i in (self.agents, self.servicemonitors, self.podmonitors, self.scrapeconfigs,
+                                      self.secrets, self.configmaps, self.statefulsets, self.daemonsets,
+                                      self.namespaces) if i]
         stores = AgentStores(self.agents.store, self.servicemonitors.store, self.podmonitors.store,
                              self.namespaces.store, self.statefulsets.store,
-                             self.daemonsets.store if self.daemonsets else None)
+                             self.daemonsets.store if self.daemonsets else None,
+                             scrapeconfigs=self.scrapeconfigs.store)
         self.syncer = AgentSyncer(client, stores, options.render_options(), namespace_allowed=options.namespace_allowed)
         self._full: set[str] = set()  # keys queued for a full sync (others: a status refresh)
         self._lock = threading.Lock()
@@ -101,9 +105,12 @@ class AgentController(InformerGroup):
         for inf in self.informers:
             inf.stop(timeout)
 
+    repair_recheck = 60.0  # seconds: a rollout still unfinished is looked at again (--repair-policy-for-statefulsets)
+
     def idle(self) -> bool:
-        """Every known agent synced at least once, nothing queued or in flight."""
-        done = all(k in self.synced_keys for k in self.agents.store.keys())
+        """Every known agent of ours synced at least once, nothing queued or in flight."""
+        done = all(k in self.synced_keys for k in self.agents.store.keys()
+                   if ownership.key_managed(self.agents.store, k, self.options.controller_id))
         return done and len(self.queue) == 0 and self.queue.processing() == 0 and self.queue.waiting() == 0
 
     # ---- workers ------------------------------------------------------------------------
@@ -122,6 +129,10 @@ class AgentController(InformerGroup):
             with self._lock:
                 status_only = key not in self._full
                 self._full.discard(key)
+            if not ownership.key_managed(self.agents.store, key, self.options.controller_id):
+                q.forget(key)  # another operator's (--controller-id): neither reconciled nor its status written
+                q.done(key)
+                continue
             try:
                 if status_only and key in self.synced_keys:
                     self.syncer.refresh_status(key)
@@ -138,21 +149,41 @@ class AgentController(InformerGroup):
                 q.add_rate_limited(key)
             else:
                 q.forget(key)
+                self._repair(key)
             finally:
                 q.done(key)
+
+    def _repair(self, key: str) -> None:
+        """--repair-policy-for-statefulsets: after a sync, unstick the agent's StatefulSets (repair.py)."""
+        agent = self.agents.store.get(key)
+        if self.options.repair_policy == "none" or agent is None:
+            return
+        mine = [s for s in self.statefulsets.store.list() if key in self._owner_keys(s)]
+        repair.repair(self.client, mine, self.options.repair_policy,
+                      lambda note: self.syncer.tell({**agent, "kind": KIND}, repair.REASON, note))
+        if any(repair.rolling(s) for s in mine):  # a stuck pod changes nothing: look again later
+            self.queue.add_after(key, self.repair_recheck)
+
+    @staticmethod
+    def _owner_keys(obj: Any) -> list[str]:
+        """The agents owning a StatefulSet/DaemonSet (its ownerReferences)."""
+        md = _md(obj)
+        return [f"{md.get('namespace')}/{r.get('name')}" for r in md.get("ownerReferences") or ()
+                if r.get("kind") == KIND]
 
     # ---- events -------------------------------------------------------------------------
 
     def _enqueue(self, keys: list[str], status_only: bool = False) -> None:
-        """Queue `keys`; a key queued only for workload status changes gets a status refresh, not a sync."""
-        for key in keys:
+        """Queue `keys` (those of other operators' agents dropped, --controller-id); a key queued only for
+        workload status changes gets a status refresh, not a sync."""
+        for key in ownership.managed_keys(keys, self.agents.store, self.options.controller_id):
             if not status_only:
                 with self._lock:
                     self._full.add(key)
             self.queue.add(key)
 
     def _agents(self) -> list[dict]:
-        return self.agents.store.list()
+        return [a for a in self.agents.store.list() if ownership.manages(a, self.options.controller_id)]
 
     def _ns_labels(self, namespace: str) -> dict | None:
         ns = self.namespaces.store.get(namespace)
@@ -162,6 +193,8 @@ class AgentController(InformerGroup):
         e = self._enqueue
 
         def agent_key(obj: Any) -> list[str]:
+            if not ownership.manages(_obj(obj), self.options.controller_id):
+                return []  # another operator's, also when it is deleted
             return [obj.key] if isinstance(obj, Tombstone) else [mapping.key_of(obj)]
 
         self.agents.add_handler(
@@ -169,7 +202,8 @@ class AgentController(InformerGroup):
             on_update=lambda old, new: e(agent_key(new)) if mapping.prometheus_update_matters(old, new)
             or not mapping.resource_version_changed(old, new) else None,
             on_delete=lambda o: e(agent_key(o)))
-        for kind, inf in (("ServiceMonitor", self.servicemonitors), ("PodMonitor", self.podmonitors)):
+        for kind, inf in (("ServiceMonitor", self.servicemonitors), ("PodMonitor", self.podmonitors),
+                          ("ScrapeConfig", self.scrapeconfigs)):
             def monitor_keys(obj: Any, kind: str = kind) -> list[str]:
                 return mapping.for_monitor(kind, _md(obj).get("namespace", ""), self._agents(), self._ns_labels)
 
@@ -193,11 +227,7 @@ class AgentController(InformerGroup):
             if inf is None:
                 continue
 
-            def owner(obj: Any) -> list[str]:
-                md = _md(obj)
-                return [f"{md.get('namespace')}/{r.get('name')}" for r in md.get("ownerReferences") or ()
-                        if r.get("kind") == KIND]
-
+            owner = self._owner_keys
             inf.add_handler(
                 on_add=lambda o, initial: e(owner(o), status_only=True),
                 on_update=lambda old, new: e(owner(new), status_only=mapping.statefulset_status_only(old, new))

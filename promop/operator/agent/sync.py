@@ -3,7 +3,7 @@
 Render (render_agent) from the informer caches plus direct GETs of the referenced Secrets and
 ConfigMaps; write each object through the Applier (which compares before it writes); delete the
 StatefulSets/DaemonSet of a mode or shard no longer wanted; then the agent's status, an Event for
-each problem, and status.bindings on the ServiceMonitors/PodMonitors it selects or rejects.
+each problem, and status.bindings on the ServiceMonitors/PodMonitors/ScrapeConfigs it selects or rejects.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 from promop.host.logs import fields
 from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, Conflict, Forbidden, NotFound
-from promop.kube.resources import EVENTS, PODMONITORS, SECRETS, SERVICEMONITORS, SERVICES, STATEFULSETS
+from promop.kube.resources import (EVENTS, PODMONITORS, SCRAPECONFIGS, SECRETS, SERVICEMONITORS, SERVICES,
+                                   STATEFULSETS)
 from promop.operator import feedback
 from promop.operator.agent import DAEMONSETS, PROMETHEUSAGENTS
 from promop.operator.agent.status import agent_status
@@ -31,18 +32,21 @@ from promop.render.pipeline import references as render_references
 log = logging.getLogger("promop.operator.agent")
 
 WRITE_RESOURCES = {"Secret": SECRETS, "Service": SERVICES, "StatefulSet": STATEFULSETS, "DaemonSet": DAEMONSETS}
-MONITORS = {"ServiceMonitor": SERVICEMONITORS, "PodMonitor": PODMONITORS}
+MONITORS = {"ServiceMonitor": SERVICEMONITORS, "PodMonitor": PODMONITORS, "ScrapeConfig": SCRAPECONFIGS}
 KIND = "PrometheusAgent"
 API_VERSION = "monitoring.coreos.com/v1alpha1"
+V1ALPHA1_KINDS = (KIND, "ScrapeConfig")  # the others selected (ServiceMonitor, PodMonitor) are monitoring v1
 
 
 class AgentStores:
     """The informer caches the agent sync reads."""
 
     def __init__(self, agents: Any, servicemonitors: Any, podmonitors: Any, namespaces: Any,
-                 statefulsets: Any, daemonsets: Any | None) -> None:
+                 statefulsets: Any, daemonsets: Any | None, scrapeconfigs: Any = None) -> None:
         self.agents = agents
         self.monitors = {"ServiceMonitor": servicemonitors, "PodMonitor": podmonitors}
+        if scrapeconfigs is not None:  # ScrapeConfigs: rendered, their status.bindings written, like monitors
+            self.monitors["ScrapeConfig"] = scrapeconfigs
         self.namespaces = namespaces
         self.statefulsets = statefulsets
         self.daemonsets = daemonsets
@@ -120,6 +124,8 @@ class AgentSyncer:
             prometheus=agent,
             service_monitors=self.stores.monitors["ServiceMonitor"].list(),
             pod_monitors=self.stores.monitors["PodMonitor"].list(),
+            scrape_configs=self.stores.monitors["ScrapeConfig"].list() if "ScrapeConfig" in self.stores.monitors
+            else (),
             namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(_ns_name(n)[1])],
             options=self.options,
         )
@@ -205,11 +211,15 @@ class AgentSyncer:
         except (NotFound, Conflict):
             pass  # gone, or changed since: the next event syncs again
 
-    def _event(self, obj: Mapping[str, Any], kind: str, reason: str, note: str) -> None:
+    def tell(self, agent: Mapping[str, Any], reason: str, note: str) -> None:
+        """An Event on the agent (what --repair-policy-for-statefulsets did; Warning, as for a Prometheus)."""
+        self._event(agent, KIND, reason, note)
+
+    def _event(self, obj: Mapping[str, Any], kind: str, reason: str, note: str, event_type: str = "Warning") -> None:
         if not self.events.should_emit(obj, reason, note):
             return
-        api_version = API_VERSION if kind == KIND else "monitoring.coreos.com/v1"
-        ev = feedback.event_for(obj, api_version, kind, reason, note, "Warning", self.now())
+        api_version = API_VERSION if kind in V1ALPHA1_KINDS else "monitoring.coreos.com/v1"
+        ev = feedback.event_for(obj, api_version, kind, reason, note, event_type, self.now())
         try:
             self.client.create(EVENTS, ev, _ns_name(obj)[0])
         except ApiError as exc:

@@ -4,6 +4,10 @@ Event mapping: a ThanosRuler event enqueues itself; a PrometheusRule add/delete,
 spec or labels, enqueues every ThanosRuler that may select it (same namespace, or a namespace
 selector matching its namespace); a StatefulSet or rule ConfigMap change enqueues its owner; a
 Namespace label change enqueues the ThanosRulers with a namespace selector.
+
+Beside other operators as the Prometheus controller: only ThanosRulers `ownership.manages`
+(--controller-id), informers scoped by `scope.informer_factory` with --thanos-ruler-instance-namespaces/
+-selector, and `repair.repair` on the StatefulSets after each sync (--repair-policy-for-statefulsets).
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, NotFound
 from promop.kube.informer import Informer
 from promop.kube.informer_group import InformerGroup
-from promop.kube.resources import CONFIGMAPS, NAMESPACES, PROMETHEUSRULES, STATEFULSETS, Resource
+from promop.kube.resources import CONFIGMAPS, NAMESPACES, PROMETHEUSRULES, STATEFULSETS
 from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
 from promop.labelselector import SelectorError, parse_selector
-from promop.operator import mapping
+from promop.operator import mapping, ownership, repair, scope
 from promop.operator.apply import RetryLater
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.thanos import CONTROLLER, THANOSRULERS
@@ -39,6 +43,13 @@ def _md(obj: Any) -> dict:
     return (obj.obj if isinstance(obj, Tombstone) else obj).get("metadata") or {}
 
 
+def _owner_keys(obj: Any) -> list[str]:
+    """The ThanosRulers controlling a StatefulSet or rule ConfigMap (its ownerReferences)."""
+    md = _md(obj)
+    return [f"{md.get('namespace')}/{r['name']}" for r in md.get("ownerReferences") or []
+            if r.get("kind") == "ThanosRuler" and r.get("controller")]
+
+
 class ThanosRulerController(InformerGroup):
     """Owns the informers, queue and workers for ThanosRuler objects (same interface as Controller)."""
 
@@ -50,18 +61,14 @@ class ThanosRulerController(InformerGroup):
         self.metrics = metrics or OperatorMetrics(self.registry)
         self.queue = RateLimitingQueue(name=CONTROLLER, registry=self.registry)
         kw = {"resync_period": 0, "registry": self.registry, **(informer_kwargs or {})}
-        namespaces = tuple(options.namespaces)
-
-        def informer(res: Resource, **extra: Any) -> Informer:
-            deny = "" if namespaces else options.namespace_field_selector()
-            sel = ",".join(p for p in (extra.pop("field_selector", ""), deny) if p) or None
-            scope: dict[str, Any] = {"namespaces": list(namespaces)} if namespaces else {}
-            return Informer(client, res, field_selector=sel, **scope, **{**kw, **extra})
-
-        self.thanosrulers = informer(THANOSRULERS, resync_period=getattr(options, "resync_period", 0))
+        # --thanos-ruler-instance-namespaces/-selector: where ThanosRulers and what we create for them are
+        # watched (wins over --namespaces/--deny-namespaces); PrometheusRules keep following --namespaces
+        informer = scope.informer_factory(client, options, options.thanos_ruler_instance_namespaces, kw)
+        self.thanosrulers = informer(THANOSRULERS, True, resync_period=getattr(options, "resync_period", 0),
+                                     label_selector=options.thanos_ruler_instance_selector or None)
         self.prometheusrules = informer(PROMETHEUSRULES)
-        self.statefulsets = informer(STATEFULSETS, label_selector=OWNED_SELECTOR)
-        self.configmaps = informer(CONFIGMAPS, metadata_only=True, label_selector=RULE_CONFIGMAP_SELECTOR)
+        self.statefulsets = informer(STATEFULSETS, True, label_selector=OWNED_SELECTOR)
+        self.configmaps = informer(CONFIGMAPS, True, metadata_only=True, label_selector=RULE_CONFIGMAP_SELECTOR)
         self.namespaces = Informer(client, NAMESPACES, **kw)
         self.informers = [self.thanosrulers, self.prometheusrules, self.statefulsets, self.configmaps, self.namespaces]
         self.syncer = RulerSyncer(
@@ -98,8 +105,11 @@ class ThanosRulerController(InformerGroup):
         for inf in self.informers:
             inf.stop()
 
+    repair_recheck = 60.0  # seconds: a rollout still unfinished is looked at again (--repair-policy-for-statefulsets)
+
     def idle(self) -> bool:
-        done = all(k in self.syncer.last_report for k in self.thanosrulers.store.keys())
+        done = all(k in self.syncer.last_report for k in self.thanosrulers.store.keys()
+                   if ownership.key_managed(self.thanosrulers.store, k, self.options.controller_id))
         return (done and len(self.queue) == 0 and self.queue.processing() == 0 and self.queue.waiting() == 0
                 and all(inf.pending() == 0 for inf in self.informers))
 
@@ -114,6 +124,10 @@ class ThanosRulerController(InformerGroup):
             if self._stopping.is_set():
                 q.done(key)
                 continue
+            if not ownership.key_managed(self.thanosrulers.store, key, self.options.controller_id):
+                q.forget(key)  # another operator's (--controller-id): neither reconciled nor its status written
+                q.done(key)
+                continue
             try:
                 self.syncer.sync(key)
             except RetryLater as exc:
@@ -125,12 +139,25 @@ class ThanosRulerController(InformerGroup):
                 q.add_rate_limited(key)
             else:
                 q.forget(key)
+                self._repair(key)
             finally:
                 q.done(key)
+
+    def _repair(self, key: str) -> None:
+        """--repair-policy-for-statefulsets: after a sync, unstick the ThanosRuler's StatefulSets (repair.py)."""
+        ruler = self.thanosrulers.store.get(key)
+        if self.options.repair_policy == "none" or ruler is None:
+            return
+        mine = [s for s in self.statefulsets.store.list() if key in _owner_keys(s)]
+        repair.repair(self.client, mine, self.options.repair_policy,
+                      lambda note: self.syncer.tell({**ruler, "kind": "ThanosRuler"}, repair.REASON, note))
+        if any(repair.rolling(s) for s in mine):  # a stuck pod changes nothing: look again later
+            self.queue.add_after(key, self.repair_recheck)
 
     # ---- event mapping --------------------------------------------------------------------
 
     def _enqueue(self, keys: list[str], triggered_by: str, action: str) -> None:
+        keys = ownership.managed_keys(keys, self.thanosrulers.store, self.options.controller_id)
         if not keys:
             return
         self.metrics.triggered.labels(CONTROLLER, triggered_by, action).inc()
@@ -143,10 +170,14 @@ class ThanosRulerController(InformerGroup):
         labels.setdefault("kubernetes.io/metadata.name", namespace)
         return labels
 
+    def _rulers(self) -> list[dict]:
+        """The ThanosRulers this operator manages (--controller-id)."""
+        return [r for r in self.thanosrulers.store.list() if ownership.manages(r, self.options.controller_id)]
+
     def for_namespace(self, namespace: str) -> list[str]:
         """ThanosRulers that may select PrometheusRules of `namespace`."""
         out = []
-        for ruler in self.thanosrulers.store.list():
+        for ruler in self._rulers():
             md = ruler.get("metadata") or {}
             ns_sel = (ruler.get("spec") or {}).get("ruleNamespaceSelector")
             if md.get("namespace") == namespace:
@@ -163,6 +194,8 @@ class ThanosRulerController(InformerGroup):
         e = self._enqueue
 
         def own_key(obj: Any) -> list[str]:
+            if not ownership.manages(obj.obj if isinstance(obj, Tombstone) else obj, self.options.controller_id):
+                return []  # another operator's, also when it is deleted
             return [obj.key] if isinstance(obj, Tombstone) else [mapping.key_of(obj)]
 
         def ruler_update(old: dict, new: dict) -> None:
@@ -182,11 +215,7 @@ class ThanosRulerController(InformerGroup):
             if mapping.monitor_update_matters(old, new) else None,
             on_delete=lambda o: e(rule_keys(o), "PrometheusRule", "delete"))
 
-        def owner(obj: Any) -> list[str]:
-            md = _md(obj)
-            return [f"{md.get('namespace')}/{r['name']}" for r in md.get("ownerReferences") or []
-                    if r.get("kind") == "ThanosRuler" and r.get("controller")]
-
+        owner = _owner_keys
         for kind, inf in (("StatefulSet", self.statefulsets), ("ConfigMap", self.configmaps)):
             inf.add_handler(
                 on_add=lambda o, initial, k=kind: None if initial else e(owner(o), k, "add"),
@@ -199,7 +228,7 @@ class ThanosRulerController(InformerGroup):
             n = (_md(new).get("labels") if new is not None else None) or {}
             if o == n and old is not None and new is not None:
                 return
-            keys = [mapping.key_of(r) for r in self.thanosrulers.store.list()
+            keys = [mapping.key_of(r) for r in self._rulers()
                     if (r.get("spec") or {}).get("ruleNamespaceSelector") is not None]
             e(keys, "Namespace", "update")
 

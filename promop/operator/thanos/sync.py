@@ -234,6 +234,10 @@ class RulerSyncer:
                     and _owned_by(meta, ruler) and self.applier.delete(CONFIGMAPS, o_name, ns)):
                 self._count(report, "deleted")
 
+    def tell(self, ruler: dict, reason: str, note: str) -> None:
+        """An Event on the ThanosRuler (what --repair-policy-for-statefulsets did)."""
+        self._event(ruler, reason, note)
+
     def _event(self, obj: dict, reason: str, note: str, kind: str = "ThanosRuler",
                api_version: str = THANOSRULERS.api_version) -> None:
         if not self.events.should_emit(obj, reason, note):

@@ -1,0 +1,40 @@
+"""Where a workload controller's informers look: --namespaces/--deny-namespaces, or an instance allow-list.
+
+Upstream's `--prometheus-instance-namespaces` (shared by Prometheus and PrometheusAgent) and
+`--thanos-ruler-instance-namespaces`: the workload objects and what the operator creates for them
+(StatefulSets, Secrets, ConfigMaps) are watched in those namespaces, which win over
+--namespaces/--deny-namespaces; the selected objects (monitors, rules, ScrapeConfigs) keep
+following --namespaces/--deny-namespaces. One builder for every controller, so they cannot drift.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from promop.kube.informer import Informer
+from promop.kube.resources import Resource
+
+
+def join_selectors(*parts: str) -> str | None:
+    """Comma-joined non-empty selectors, or None when there are none."""
+    joined = ",".join(p for p in parts if p)
+    return joined or None
+
+
+def informer_factory(client: Any, options: Any, instance_namespaces: Sequence[str],
+                     informer_kwargs: dict) -> Callable[..., Informer]:
+    """`informer(res, instance=False, **extra)`: an Informer of `res` scoped as above. `instance=True`
+    for workload objects and what is created for them; `extra` passes on (label_selector,
+    metadata_only, resync_period, field_selector, which is joined with the deny-list)."""
+    deny = options.namespace_field_selector()
+    scope: dict[str, Any] = {"namespaces": list(options.namespaces)} if options.namespaces else {}
+    instances = list(instance_namespaces or ())
+
+    def informer(res: Resource, instance: bool = False, **extra: Any) -> Informer:
+        if instance and instances:
+            sel, where = join_selectors(extra.pop("field_selector", "")), {"namespaces": instances}
+        else:
+            sel, where = join_selectors(extra.pop("field_selector", ""), deny), scope
+        return Informer(client, res, field_selector=sel, **where, **{**informer_kwargs, **extra})
+
+    return informer
