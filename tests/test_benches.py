@@ -21,7 +21,8 @@ NEEDS_PROMETHEUS = {"adapter", "propagation"}
 
 BENCHES = {
     "autoscale": ["--decisions", "200", "--memhpas", "5"],
-    "adapter": ["--series", "500", "--repeats", "1", "--requests", "10"],
+    "adapter": ["--series", "500", "--repeats", "1", "--requests", "10", "--pods", "10", "--warmup", "3",
+                "--idle-seconds", "0.2", "--round-trips", "5"],
     "recommender": ["--containers", "20", "--days", "2", "--rounds", "1"],
     "alertmanager": ["--repeat", "1", "--edits", "2", "--configs", "20"],
     "operator": ["--monitors", "20", "--changes", "3", "--secrets", "50", "--feedback-monitors", "30",
