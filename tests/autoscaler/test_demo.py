@@ -23,12 +23,14 @@ def demo_as_the_user_runs_it() -> subprocess.CompletedProcess:
 
 @pytest.mark.prometheus
 @pytest.mark.slow
+@pytest.mark.xdist_group("autoscaling-demo")
 def test_demo_scales_up_and_back_down(demo_as_the_user_runs_it):
     assert_scales_up_and_back_down(demo_as_the_user_runs_it)
 
 
 @pytest.mark.prometheus
 @pytest.mark.slow
+@pytest.mark.xdist_group("autoscaling-demo")
 def test_demo_metrics_apis_answer_kubectl_top(demo_as_the_user_runs_it):
     if not shutil.which("kubectl"):
         pytest.skip("kubectl is not installed")
