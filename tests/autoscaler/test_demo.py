@@ -1,5 +1,4 @@
-"""`promop demo autoscaling` as a user runs it (their PATH, kubectl on it): one run per module, checked for
-the autoscaling story and for `kubectl top pod` through the aggregated metrics APIs."""
+"""`promop demo autoscaling` as a user runs it (their PATH, kubectl on it)."""
 
 from __future__ import annotations
 
@@ -14,27 +13,17 @@ from tests.autoscaler.demo_checks import assert_metrics_apis_answer, assert_scal
 from tests.prom.prom_fixtures import require_binaries
 
 
-@pytest.fixture(scope="module")
-def demo_as_the_user_runs_it() -> subprocess.CompletedProcess:
-    """Both tests read the output of one `--once` run: they only read it, so they cannot disturb each other."""
+@pytest.mark.prometheus
+@pytest.mark.slow
+def test_demo_scales_up_and_back_down_and_kubectl_top_answers():
+    """One `--once` run (about 40 s on a loaded machine) checked for both stories: a module fixture shared by
+    two tests would still run the demo twice under `pytest -n 2`, whose workers split adjacent tests."""
     require_binaries()
-    return run_demo()
-
-
-@pytest.mark.prometheus
-@pytest.mark.slow
-@pytest.mark.xdist_group("autoscaling-demo")
-def test_demo_scales_up_and_back_down(demo_as_the_user_runs_it):
-    assert_scales_up_and_back_down(demo_as_the_user_runs_it)
-
-
-@pytest.mark.prometheus
-@pytest.mark.slow
-@pytest.mark.xdist_group("autoscaling-demo")
-def test_demo_metrics_apis_answer_kubectl_top(demo_as_the_user_runs_it):
+    proc = run_demo()
+    assert_scales_up_and_back_down(proc)
     if not shutil.which("kubectl"):
-        pytest.skip("kubectl is not installed")
-    assert_metrics_apis_answer(demo_as_the_user_runs_it, with_kubectl=True)
+        pytest.skip("kubectl is not installed (the autoscaling checks passed)")
+    assert_metrics_apis_answer(proc, with_kubectl=True)
 
 
 def test_demo_says_when_prometheus_is_missing(tmp_path):
