@@ -21,16 +21,17 @@ NEEDS_PROMETHEUS = {"adapter", "propagation"}
 
 BENCHES = {
     "autoscale": ["--decisions", "200", "--memhpas", "5"],
-    "adapter": ["--series", "500", "--repeats", "1", "--requests", "10"],
+    "adapter": ["--series", "500", "--repeats", "1", "--requests", "10", "--pods", "10", "--warmup", "3",
+                "--idle-seconds", "0.2", "--round-trips", "5"],
     "recommender": ["--containers", "20", "--days", "2", "--rounds", "1"],
-    "alertmanager": ["--repeat", "1", "--edits", "2"],
+    "alertmanager": ["--repeat", "1", "--edits", "2", "--configs", "20"],
     "operator": ["--monitors", "20", "--changes", "3", "--secrets", "50", "--feedback-monitors", "30",
                  "--edits", "2", "--latency-ms", "1"],
     "propagation": ["--monitors", "10", "--changes", "2"],
     "informer": ["--objects", "200", "--repeats", "1"],
     "workqueue": ["--items", "1000", "--rounds", "1"],
     "sandbox": ["--objects", "200", "--rounds", "1", "--page", "50"],
-    "render": ["--repeat", "1"],
+    "render": ["--repeat", "1", "--monitors", "50", "--rules", "25"],
 }
 # bench.reloader has no size options (about 40 s on a quiet machine): not run here.
 

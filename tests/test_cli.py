@@ -22,6 +22,33 @@ def test_help_lists_commands(capsys):
     assert "usage: promop" in out
 
 
+def test_a_command_imports_only_its_own_module():
+    """`promop render` must not pay for importing every other command's flags (the operator's pull in
+    the renderer, schema validation and CEL): each user command, and each test that runs one, was a
+    second or two slower. The full --help still lists every command (test_help_lists_commands)."""
+    code = ("import sys\nfrom promop.cli import main\ntry:\n    main(['render', '--help'])\n"
+            "except SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('promop.commands.')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "['promop.commands.render']"
+
+
+def test_help_names_every_command(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for name in ("demo", "run", "render", "recommender", "adapter"):
+        assert name in out
+
+
+def test_a_mistyped_command_lists_the_real_ones(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["rnder"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'rnder'" in capsys.readouterr().err
+
+
 def test_no_command_is_usage_error():
     proc = subprocess.run([sys.executable, "-m", "promop"], capture_output=True, text=True)
     assert proc.returncode == 2

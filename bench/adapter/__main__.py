@@ -128,7 +128,8 @@ def bench_discovery(n: int, repeats: int) -> dict:
     return result
 
 
-def bench_latency(requests_n: int, pods: int = 100) -> dict:
+def bench_latency(requests_n: int, pods: int = 100, warmup: int = 30, idle_seconds: float = 2.0,
+                  round_trips: int = 100) -> dict:
     import requests
     import yaml
 
@@ -182,13 +183,13 @@ def bench_latency(requests_n: int, pods: int = 100) -> dict:
         direct = s.get(prom.url + "/api/v1/query", params={"query": query}).json()
         got = s.get(path, params={"labelSelector": "app=bench"}).json()
         assert len(got["items"]) == pods == len(direct["data"]["result"]), (len(got["items"]),)
-        for _ in range(30):   # warm up both (and let the pod informer sync)
+        for _ in range(warmup):   # warm up both (and let the pod informer sync)
             s.get(path, params={"labelSelector": "app=bench"})
             s.get(prom.url + "/api/v1/query", params={"query": query})
         # The adapter's CPU while it serves nothing: any busy thread there takes the GIL from every request
         # (a config-watch loop once cost 4 ms per request this way).
         cpu0, t0 = _cpu_seconds(proc.pid), time.monotonic()
-        time.sleep(2.0)
+        time.sleep(idle_seconds)  # a measuring window, not synchronisation
         idle_cpu = (_cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - t0)
         adapter_ms, direct_ms = [], []
         cpu_before = _cpu_seconds(proc.pid)
@@ -202,7 +203,7 @@ def bench_latency(requests_n: int, pods: int = 100) -> dict:
             direct_ms.append((time.perf_counter() - t) * 1000)
         cpu_per_request = (_cpu_seconds(proc.pid) - cpu_before) / requests_n
         health_ms, prom_health_ms = [], []
-        for _ in range(100):   # the cost of one round trip to each process, without any work
+        for _ in range(round_trips):   # the cost of one round trip to each process, without any work
             t = time.perf_counter()
             s.get(f"http://127.0.0.1:{port}/healthz")
             health_ms.append((time.perf_counter() - t) * 1000)
@@ -233,7 +234,7 @@ def bench_latency(requests_n: int, pods: int = 100) -> dict:
 
         def provide() -> None:
             provider.custom(inproc.state, "v1beta2", "pods", "bench", "*", "http_requests_total", None, "app=bench")
-        for _ in range(30):
+        for _ in range(warmup):
             provide()
         provider_ms, client_ms = [], []
         for _ in range(requests_n):
@@ -277,6 +278,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--requests", type=int, default=300)
     ap.add_argument("--only", choices=("discovery", "latency"))
+    ap.add_argument("--pods", type=int, default=100, help="pods in the latency workload (default 100)")
+    ap.add_argument("--warmup", type=int, default=30, help="warm-up requests before timing (default 30)")
+    ap.add_argument("--idle-seconds", type=float, default=2.0,
+                    help="window over which the idle adapter's CPU is measured (default 2)")
+    ap.add_argument("--round-trips", type=int, default=100,
+                    help="empty /healthz round trips timed against Prometheus' (default 100)")
     args = ap.parse_args()
     results = {}
     if args.only in (None, "discovery"):
@@ -292,7 +299,7 @@ def main() -> None:
               f"{'met' if d['time_target_met'] else 'MISSED'}); RSS growth {d['rss_growth_vs_body']:.2f}x body "
               f"(target <= 2x: {'met' if d['rss_target_met'] else 'MISSED'})")
     if args.only in (None, "latency"):
-        lat = bench_latency(args.requests)
+        lat = bench_latency(args.requests, args.pods, args.warmup, args.idle_seconds, args.round_trips)
         results["latency"] = lat
         print(f"custom metrics request for {lat['pods']} pods, {lat['requests']} interleaved pairs:")
         print(f"  straight to Prometheus p50 {lat['direct_p50_ms']:.2f} ms (p90 {lat['direct_p90_ms']:.2f})")

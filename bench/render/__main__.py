@@ -1,6 +1,6 @@
 """Render benchmark: 1,000 ServiceMonitors x 3 endpoints + 500 PrometheusRules (10,000 rules).
 
-    python3 -m bench.render [--repeat N]
+    python3 -m bench.render [--repeat N] [--monitors N] [--rules N]
 
 Measures, in the same run (the machine is shared and noisy, so only ratios count):
   full      render() with no cache (selection, CRD schema validation, config + YAML + gzip,
@@ -38,7 +38,7 @@ _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 NAMESPACES = 20
 
 
-def workload() -> RenderInputs:
+def workload(monitors: int = 1000, rule_objects: int = 500) -> RenderInputs:
     prom = {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "Prometheus",
@@ -54,7 +54,7 @@ def workload() -> RenderInputs:
         },
     }
     sms = []
-    for i in range(1000):
+    for i in range(monitors):
         ns = f"team-{i % NAMESPACES}"
         sms.append({
             "apiVersion": "monitoring.coreos.com/v1",
@@ -77,7 +77,7 @@ def workload() -> RenderInputs:
             },
         })
     rules = []
-    for i in range(500):
+    for i in range(rule_objects):
         ns = f"team-{i % NAMESPACES}"
         groups = []
         for g in range(2):
@@ -145,10 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pyyaml", action="store_true", help="also time PyYAML's CSafeDumper on the config")
     ap.add_argument("--profile", action="store_true", help="print where a full render spends its time")
     ap.add_argument("--cpu", action="store_true", help="measure process CPU time, not wall time")
+    ap.add_argument("--monitors", type=int, default=1000, help="ServiceMonitors in the workload (default 1000)")
+    ap.add_argument("--rules", type=int, default=500, help="PrometheusRules in the workload (default 500)")
     args = ap.parse_args(argv)
+    if args.monitors < 1 or args.rules < 1:
+        ap.error("--monitors and --rules must be at least 1")
     global CLOCK
     CLOCK = time.process_time if args.cpu else time.perf_counter
-    inputs = workload()
+    inputs = workload(args.monitors, args.rules)
     result = render(inputs)
     assert not result.rejected, result.rejected[:3]
     jobs = len(result.config["scrape_configs"])
@@ -176,10 +180,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def change_one() -> None:
         state["rv"] += 1
-        sm = copy.deepcopy(sms[500])
+        sm = copy.deepcopy(sms[len(sms) // 2])
         sm["metadata"]["resourceVersion"] = str(state["rv"])
         sm["spec"]["endpoints"][0]["interval"] = f"{10 + state['rv'] % 50}s"
-        sms[500] = sm
+        sms[len(sms) // 2] = sm
         changed.service_monitors = list(sms)
 
     def rerender() -> None:
@@ -190,12 +194,12 @@ def main(argv: list[str] | None = None) -> int:
 
     rules = list(inputs.prometheus_rules)
 
-    def rerender_rule() -> None:  # one PrometheusRule of 500 changed
+    def rerender_rule() -> None:  # one PrometheusRule (of 500 by default) changed
         state["rv"] += 1
-        rule = copy.deepcopy(rules[250])
+        rule = copy.deepcopy(rules[len(rules) // 2])
         rule["metadata"]["resourceVersion"] = str(state["rv"])
         rule["spec"]["groups"][0]["rules"][0]["expr"] = f"sum(rate(http_requests_total[{state['rv'] % 50 + 1}m]))"
-        rules[250] = rule
+        rules[len(rules) // 2] = rule
         changed.prometheus_rules = list(rules)
         render(changed, cache)
 
