@@ -49,17 +49,20 @@ def test_statefulset_mode(kube, start_operator):
     assert sts["spec"]["serviceName"] == "prometheus-agent-operated"
     eventually(lambda: _get(kube, STATEFULSETS, "prom-agent-edge-shard-1"), 30, "shard 1")
     assert _get(kube, SERVICES, "prometheus-agent-operated") is not None
-    cfg = _config(kube, "prom-agent-edge")
-    assert [j["job_name"] for j in cfg["scrape_configs"]] == ["podMonitor/default/app/0"]
+    # the PodMonitor may reach the operator's cache after the agent's first sync: wait for its job
+    cfg = eventually(lambda: (lambda c: c if [j["job_name"] for j in c.get("scrape_configs") or ()]
+                              == ["podMonitor/default/app/0"] else None)(_config(kube, "prom-agent-edge")),
+                     30, "the PodMonitor's job in the agent's config")
     assert cfg["remote_write"][0]["url"] == "http://central:9090/api/v1/write"
     assert "alerting" not in cfg and "rule_files" not in cfg
 
     def available():
         st = kube.get(PROMETHEUSAGENTS, "edge", NS).get("status") or {}
         conds = {c["type"]: c["status"] for c in st.get("conditions") or ()}
-        return st if conds.get("Reconciled") == "True" and conds.get("Available") == "True" else None
-    st = eventually(available, 30, "the agent's status Available and Reconciled")
-    assert st["shards"] == 2 and st["availableReplicas"] == 2
+        # the counts may lag the conditions by one status write: wait for both, not one then the other
+        ready = conds.get("Reconciled") == "True" and conds.get("Available") == "True"
+        return st if ready and st.get("shards") == 2 and st.get("availableReplicas") == 2 else None
+    eventually(available, 30, "the agent's status Available and Reconciled, 2 shards, 2 replicas available")
 
     def bound():
         bindings = (kube.get(PODMONITORS, "app", NS).get("status") or {}).get("bindings") or []
