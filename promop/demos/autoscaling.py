@@ -154,8 +154,9 @@ def start_prometheus(binary: str, workdir: Path, target: str) -> tuple[subproces
     raise RuntimeError(f"prometheus did not become ready in 60 s; see {workdir / 'prometheus.log'}")
 
 
-def wait_scraped(url: str, timeout: float = 30.0) -> None:
-    """Until Prometheus has scraped the exporter once (so the first decisions have data)."""
+def wait_scraped(url: str, timeout: float = 120.0) -> None:
+    """Until Prometheus has scraped the exporter once (so the first decisions have data). A first
+    scrape normally comes within seconds; the deadline is generous for a loaded machine."""
     import requests
 
     deadline = time.monotonic() + timeout
