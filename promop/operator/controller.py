@@ -32,6 +32,7 @@ from promop.operator.sync import Stores, Syncer
 
 log = logging.getLogger("promop.operator.controller")
 
+
 # what a dequeued key needs (Controller._work_for)
 SYNC, STATUS, SKIP = "sync", "status", "skip"
 
@@ -78,8 +79,10 @@ class Controller(InformerGroup):
         self.servicemonitors = informer(SERVICEMONITORS)
         self.podmonitors = informer(PODMONITORS)
         self.rules = informer(PROMETHEUSRULES)
-        self.probes = informer(PROBES)
-        self.scrapeconfigs = informer(SCRAPECONFIGS)
+        # CRDs a cluster may not have installed yet (promop's older CRDs): left out, as upstream leaves out
+        # ScrapeConfigs, rather than waiting for ever on an informer that cannot sync
+        self.probes = informer(PROBES) if scope.crd_served(client, PROBES) else None
+        self.scrapeconfigs = informer(SCRAPECONFIGS) if scope.crd_served(client, SCRAPECONFIGS) else None
         meta = not options.full_secret_informers
         self.secrets = informer(SECRETS, True, metadata_only=meta, field_selector=options.secret_field_selector)
         self.configmaps = informer(CONFIGMAPS, True, metadata_only=meta)
@@ -87,11 +90,11 @@ class Controller(InformerGroup):
         self.namespaces = Informer(client, NAMESPACES, **kw)
         self.informers = [self.prometheuses, self.servicemonitors, self.podmonitors, self.rules, self.secrets,
                           self.configmaps, self.statefulsets, self.namespaces]
-        self.informers.append(self.probes)
-        self.informers.append(self.scrapeconfigs)
+        self.informers += [inf for inf in (self.probes, self.scrapeconfigs) if inf is not None]
         stores = Stores(self.prometheuses.store, self.servicemonitors.store, self.podmonitors.store,
                         self.rules.store, self.namespaces.store, self.statefulsets.store, self.secrets.store,
-                        self.configmaps.store, probes=self.probes.store, scrapeconfigs=self.scrapeconfigs.store)
+                        self.configmaps.store, probes=self.probes.store if self.probes is not None else None,
+                        scrapeconfigs=self.scrapeconfigs.store if self.scrapeconfigs is not None else None)
         self.syncer = Syncer(client, stores, options.render_options(), self.metrics, render, references,
                              namespace_allowed=options.namespace_allowed, registry=self.registry)
         self.syncer.reporter.workers = options.feedback_workers
@@ -312,6 +315,8 @@ class Controller(InformerGroup):
 
         for kind, inf in (("ServiceMonitor", self.servicemonitors), ("PodMonitor", self.podmonitors),
                           ("PrometheusRule", self.rules), ("Probe", self.probes), ("ScrapeConfig", self.scrapeconfigs)):
+            if inf is None:  # CRD not installed
+                continue
             def monitor_keys(obj: Any, kind: str = kind) -> list[str]:
                 ns = (_obj(obj).get("metadata") or {}).get("namespace", "")
                 return mapping.for_monitor(kind, ns, self._proms(), self._ns_labels)

@@ -9,10 +9,16 @@ following --namespaces/--deny-namespaces. One builder for every controller, so t
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Sequence
 
+from promop.host.logs import fields
+from promop.kube.client import KubeClient
+from promop.kube.errors import ApiError, NotFound
 from promop.kube.informer import Informer
 from promop.kube.resources import Resource
+
+log = logging.getLogger("promop.operator.controller")
 
 
 def join_selectors(*parts: str) -> str | None:
@@ -38,3 +44,20 @@ def informer_factory(client: Any, options: Any, instance_namespaces: Sequence[st
         return Informer(client, res, field_selector=sel, **where, **{**informer_kwargs, **extra})
 
     return informer
+
+
+def crd_served(client: KubeClient, res: Any) -> bool:
+    """False (with a warning) when the apiserver does not serve `res`: its CRD is not installed.
+
+    Any other answer (the apiserver unreachable for now, a 5xx) counts as served: the informer
+    retries until it syncs, as for every other kind.
+    """
+    try:
+        client.list(res, limit=1)
+    except NotFound:
+        log.warning("CRD not installed; these objects are not watched (install crds/ or run with --manage-crds, "
+                    "then restart the operator)", **fields(resource=f"{res.plural}.{res.group}"))
+        return False
+    except ApiError:
+        return True
+    return True

@@ -62,7 +62,7 @@ class AgentController(InformerGroup):
                                label_selector=options.prometheus_instance_selector or None)
         self.servicemonitors = informer(SERVICEMONITORS)
         self.podmonitors = informer(PODMONITORS)
-        self.scrapeconfigs = informer(SCRAPECONFIGS)
+        self.scrapeconfigs = informer(SCRAPECONFIGS) if scope.crd_served(client, SCRAPECONFIGS) else None
         self.secrets = informer(SECRETS, True, metadata_only=True, field_selector=options.secret_field_selector)
         self.configmaps = informer(CONFIGMAPS, True, metadata_only=True)
         self.statefulsets = informer(STATEFULSETS, True, label_selector=WORKLOAD_SELECTOR)
@@ -71,11 +71,11 @@ class AgentController(InformerGroup):
         self.namespaces = Informer(client, NAMESPACES, **kw)
         self.informers = [i for i in (self.agents, self.servicemonitors, self.podmonitors, self.scrapeconfigs,
                                       self.secrets, self.configmaps, self.statefulsets, self.daemonsets,
-                                      self.namespaces) if i]
+                                      self.namespaces) if i is not None]
         stores = AgentStores(self.agents.store, self.servicemonitors.store, self.podmonitors.store,
                              self.namespaces.store, self.statefulsets.store,
                              self.daemonsets.store if self.daemonsets else None,
-                             scrapeconfigs=self.scrapeconfigs.store)
+                             scrapeconfigs=self.scrapeconfigs.store if self.scrapeconfigs is not None else None)
         self.syncer = AgentSyncer(client, stores, options.render_options(), namespace_allowed=options.namespace_allowed)
         self._full: set[str] = set()  # keys queued for a full sync (others: a status refresh)
         self._lock = threading.Lock()
@@ -204,6 +204,8 @@ class AgentController(InformerGroup):
             on_delete=lambda o: e(agent_key(o)))
         for kind, inf in (("ServiceMonitor", self.servicemonitors), ("PodMonitor", self.podmonitors),
                           ("ScrapeConfig", self.scrapeconfigs)):
+            if inf is None:  # CRD not installed
+                continue
             def monitor_keys(obj: Any, kind: str = kind) -> list[str]:
                 return mapping.for_monitor(kind, _md(obj).get("namespace", ""), self._agents(), self._ns_labels)
 
