@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import logging
 
+import pytest
 from operator_testlib import NS, eventually, jobs, prometheus, service_monitor
 
 from promop.kube.errors import NotFound
-from promop.kube.resources import CRDS, PROMETHEUSES, SERVICEMONITORS
+from promop.kube.resources import CRDS, NAMESPACES, PROMETHEUSES, SERVICEMONITORS
+
+
+@pytest.fixture
+def ns(kube):
+    kube.create(NAMESPACES, {"metadata": {"name": NS}})
+    return NS
 
 
 def _gone(kube, name: str) -> bool:
@@ -22,7 +29,7 @@ def _gone(kube, name: str) -> bool:
     return False
 
 
-def test_operator_syncs_without_the_probe_and_scrapeconfig_crds(kube, start_operator, caplog):
+def test_operator_syncs_without_the_probe_and_scrapeconfig_crds(kube, start_operator, ns, caplog):
     for name in ("probes.monitoring.coreos.com", "scrapeconfigs.monitoring.coreos.com"):
         kube.delete(CRDS, name)
         eventually(lambda name=name: _gone(kube, name), 20, f"CRD {name} deleted")
@@ -32,4 +39,4 @@ def test_operator_syncs_without_the_probe_and_scrapeconfig_crds(kube, start_oper
     assert len(warned) == 3  # the Prometheus controller: both kinds; the PrometheusAgent controller: ScrapeConfigs
     kube.create(SERVICEMONITORS, service_monitor("web"), NS)
     kube.create(PROMETHEUSES, prometheus(probeSelector={}, scrapeConfigSelector={}), NS)
-    eventually(lambda: jobs(kube) == ["serviceMonitor/default/web/0"], 30, "the ServiceMonitor's job")
+    eventually(lambda: jobs(kube) == [f"serviceMonitor/{NS}/web/0"], 30, "the ServiceMonitor's job")
