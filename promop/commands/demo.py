@@ -73,99 +73,133 @@ def run(args: argparse.Namespace) -> int:
         from promop.demos.autoscaling import run_demo
 
         return run_demo(args)
-    import tempfile
     import threading
 
-    import yaml
-
-    from promop.host.signals import install_signal_handlers
-    from promop.errors import UserError
-    from promop.kube.client import KubeClient
-    from promop.kube.errors import ApiError
     from promop.host import logs
     from promop.host.kubeconfig import check_kubeconfig
-    from promop.operator.app import Operator
-    from promop.operator.demo import ConfigFiles, apply_examples, summary, wait_for_first_sync
-    from promop.operator.install import install_crds
-    from promop.operator.options import Options
+    from promop.host.signals import install_signal_handlers
 
     _check_args(args)
     if args.kubeconfig:
         check_kubeconfig(args.kubeconfig, args.context)
     logs.setup(args.log_level, "logfmt")
-    out_dir = args.output_dir or Path(tempfile.mkdtemp(prefix="promop-demo-"))
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"--output-dir {out_dir}: cannot be created ({exc.strerror}); pass a writable directory") \
-            from None
-    sandbox = None
-    if args.kubeconfig:
-        kubeconfig = args.kubeconfig
-        client = KubeClient.from_config(args.kubeconfig, args.context)
-        print(f"cluster: {client.host} (kubeconfig {kubeconfig})")
-    else:
-        from promop.sandbox import Sandbox
-
-        sandbox = Sandbox(port=0, simulate_statefulsets=args.simulate_kubelet).start()
-        kubeconfig = sandbox.write_kubeconfig(out_dir / "kubeconfig")
-        client = KubeClient(sandbox.api_client())
-        print(f"sandbox: Kubernetes API at {sandbox.url}")
-        if args.simulate_kubelet:
-            print("sandbox: kubelet is simulated: StatefulSet pods are reported ready, no container runs "
-                  "(--no-simulate-kubelet turns this off)")
-        else:
-            print("sandbox: kubelet is not simulated: no pod becomes ready, so the Prometheus status says "
-                  "Available=False")
+    out_dir = _output_dir(args)
+    client, kubeconfig, sandbox = _cluster(args, out_dir)
     stop = threading.Event()
     install_signal_handlers(stop)
     thread = None
     try:
-        try:
-            crds = install_crds(client, args.crds)
-            if not crds:
-                raise UserError(f"--crds {args.crds}: no CustomResourceDefinition in it; pass the crds/ folder")
-            print(f"installed {len(crds)} CRDs from {args.crds}")
-            applied = apply_examples(client, args.examples)
-            print(f"applied {len(applied)} objects from {args.examples}")
-        except (ValueError, yaml.YAMLError) as exc:  # a document we cannot apply, a file that is not YAML
-            raise UserError(f"{' '.join(str(exc).split())}; fix or remove that file in --crds/--examples") from None
-        except ApiError as exc:
-            where = f"the cluster at {client.host}" if args.kubeconfig else "the sandbox"
-            raise UserError(f"{where} refused or did not answer: {exc}; check --kubeconfig/--context and that the "
-                            "apiserver is up" if args.kubeconfig else f"{where}: {exc}") from None
-        options = Options(kubeconfig=args.kubeconfig, context=args.context, listen_address=args.listen_address,
-                          log_level=args.log_level, workers=2, gc_freeze=True)
-        operator = Operator(options, client=client)
-        operator.start_web()  # here, so that a busy address is a one-line error
-        result: dict = {}
-        thread = threading.Thread(target=lambda: result.setdefault("code", operator.run(stop)),
-                                  name="promop-operator", daemon=True)
-        thread.start()
-        if not wait_for_first_sync(operator, args.timeout, stop):
-            if stop.is_set():
-                return 130
-            print(f"error: the operator did not finish its first sync within {args.timeout:.0f}s")
-            return 1
-        configs = ConfigFiles(client, operator, out_dir)
-        written = configs.refresh()
-        print(summary(operator, written))
-        if operator.web is not None:
-            print(f"operator metrics: {operator.web.url}/metrics")
-        if args.once:
-            return 0
-        print(f"\nkubeconfig: {kubeconfig}")
-        print(f"  kubectl --kubeconfig {kubeconfig} -n monitoring get servicemonitors,prometheusrules,secrets")
-        print(f"  kubectl --kubeconfig {kubeconfig} apply -f my-servicemonitor.yaml   # watch the operator react")
-        print("the decoded prometheus.yaml files above are rewritten on every config change")
-        print("running until Ctrl-C", flush=True)
-        while not stop.wait(0.5):
-            for key, path in configs.refresh(changed_only=True).items():
-                print(f"config of Prometheus {key} changed: rewrote {path}", flush=True)
-        return 0
+        _install(client, args)
+        operator, thread = _start_operator(client, args, stop)
+        return _report_and_follow(operator, client, args, out_dir, kubeconfig, stop)
     finally:
         stop.set()
         if thread is not None:
             thread.join(15)
         if sandbox is not None:
             sandbox.stop()
+
+
+def _output_dir(args: argparse.Namespace) -> Path:
+    """--output-dir (created), or a new temporary directory."""
+    import tempfile
+
+    from promop.errors import UserError
+
+    out_dir = args.output_dir or Path(tempfile.mkdtemp(prefix="promop-demo-"))
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--output-dir {out_dir}: cannot be created ({exc.strerror}); pass a writable directory") \
+            from None
+    return out_dir
+
+
+def _cluster(args: argparse.Namespace, out_dir: Path):
+    """(client, kubeconfig path, sandbox or None): the --kubeconfig cluster, else a new sandbox."""
+    from promop.kube.client import KubeClient
+
+    if args.kubeconfig:
+        client = KubeClient.from_config(args.kubeconfig, args.context)
+        print(f"cluster: {client.host} (kubeconfig {args.kubeconfig})")
+        return client, args.kubeconfig, None
+    from promop.sandbox import Sandbox
+
+    sandbox = Sandbox(port=0, simulate_statefulsets=args.simulate_kubelet).start()
+    kubeconfig = sandbox.write_kubeconfig(out_dir / "kubeconfig")
+    print(f"sandbox: Kubernetes API at {sandbox.url}")
+    if args.simulate_kubelet:
+        print("sandbox: kubelet is simulated: StatefulSet pods are reported ready, no container runs "
+              "(--no-simulate-kubelet turns this off)")
+    else:
+        print("sandbox: kubelet is not simulated: no pod becomes ready, so the Prometheus status says "
+              "Available=False")
+    return KubeClient(sandbox.api_client()), kubeconfig, sandbox
+
+
+def _install(client, args: argparse.Namespace) -> None:
+    """The CRDs and the example objects; what cannot be applied is one UserError line."""
+    import yaml
+
+    from promop.errors import UserError
+    from promop.kube.errors import ApiError
+    from promop.operator.demo import apply_examples
+    from promop.operator.install import install_crds
+
+    try:
+        crds = install_crds(client, args.crds)
+        if not crds:
+            raise UserError(f"--crds {args.crds}: no CustomResourceDefinition in it; pass the crds/ folder")
+        print(f"installed {len(crds)} CRDs from {args.crds}")
+        applied = apply_examples(client, args.examples)
+        print(f"applied {len(applied)} objects from {args.examples}")
+    except (ValueError, yaml.YAMLError) as exc:  # a document we cannot apply, a file that is not YAML
+        raise UserError(f"{' '.join(str(exc).split())}; fix or remove that file in --crds/--examples") from None
+    except ApiError as exc:
+        where = f"the cluster at {client.host}" if args.kubeconfig else "the sandbox"
+        raise UserError(f"{where} refused or did not answer: {exc}; check --kubeconfig/--context and that the "
+                        "apiserver is up" if args.kubeconfig else f"{where}: {exc}") from None
+
+
+def _start_operator(client, args: argparse.Namespace, stop):
+    """The operator running in a thread: (operator, thread). Its web address is bound here, so that a
+    busy address is a one-line error."""
+    import threading
+
+    from promop.operator.app import Operator
+    from promop.operator.options import Options
+
+    options = Options(kubeconfig=args.kubeconfig, context=args.context, listen_address=args.listen_address,
+                      log_level=args.log_level, workers=2, gc_freeze=True)
+    operator = Operator(options, client=client)
+    operator.start_web()
+    thread = threading.Thread(target=operator.run, args=(stop,), name="promop-operator", daemon=True)
+    thread.start()
+    return operator, thread
+
+
+def _report_and_follow(operator, client, args: argparse.Namespace, out_dir: Path, kubeconfig, stop) -> int:
+    """After the first sync: the summary and the decoded configs; then (without --once) rewrite the
+    configs as they change until Ctrl-C."""
+    from promop.operator.demo import ConfigFiles, summary, wait_for_first_sync
+
+    if not wait_for_first_sync(operator, args.timeout, stop):
+        if stop.is_set():
+            return 130
+        print(f"error: the operator did not finish its first sync within {args.timeout:.0f}s")
+        return 1
+    configs = ConfigFiles(client, operator, out_dir)
+    print(summary(operator, configs.refresh()))
+    if operator.web is not None:
+        print(f"operator metrics: {operator.web.url}/metrics")
+    if args.once:
+        return 0
+    print(f"\nkubeconfig: {kubeconfig}")
+    print(f"  kubectl --kubeconfig {kubeconfig} -n monitoring get servicemonitors,prometheusrules,secrets")
+    print(f"  kubectl --kubeconfig {kubeconfig} apply -f my-servicemonitor.yaml   # watch the operator react")
+    print("the decoded prometheus.yaml files above are rewritten on every config change")
+    print("running until Ctrl-C", flush=True)
+    while not stop.wait(0.5):
+        for key, path in configs.refresh(changed_only=True).items():
+            print(f"config of Prometheus {key} changed: rewrote {path}", flush=True)
+    return 0
