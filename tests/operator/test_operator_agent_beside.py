@@ -1,6 +1,7 @@
 """The PrometheusAgent controller beside other operators and with ScrapeConfigs and Probes, on the sandbox:
 --controller-id, --prometheus-instance-namespaces/-selector (shared with Prometheus, as upstream), and
-ScrapeConfigs and Probes selected by an agent (job, binding). --repair-policy-for-statefulsets: test_operator_repair_others.py."""
+ScrapeConfigs and Probes selected by an agent (job, binding).
+--repair-policy-for-statefulsets: test_operator_repair_others.py."""
 
 from __future__ import annotations
 
