@@ -1,6 +1,7 @@
-"""The PrometheusAgent controller beside other operators and with ScrapeConfigs, on the sandbox:
+"""The PrometheusAgent controller beside other operators and with ScrapeConfigs and Probes, on the sandbox:
 --controller-id, --prometheus-instance-namespaces/-selector (shared with Prometheus, as upstream), and
-ScrapeConfigs selected by an agent (job, binding). --repair-policy-for-statefulsets: test_operator_repair_others.py."""
+ScrapeConfigs and Probes selected by an agent (job, binding).
+--repair-policy-for-statefulsets: test_operator_repair_others.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import yaml
 from operator_testlib import eventually, modify, operator_writes
 
 from promop.kube.errors import NotFound
-from promop.kube.resources import NAMESPACES, PODMONITORS, SCRAPECONFIGS, SECRETS, STATEFULSETS
+from promop.kube.resources import NAMESPACES, PODMONITORS, PROBES, SCRAPECONFIGS, SECRETS, STATEFULSETS
 from promop.operator.agent import PROMETHEUSAGENTS
 from promop.operator.agent.controller import AgentController
 from promop.operator.ownership import CONTROLLER_ID_ANNOTATION
@@ -38,6 +39,13 @@ def scrape_config(name: str, labels: dict | None = None) -> dict:
     return {"apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "ScrapeConfig",
             "metadata": {"name": name, "namespace": NS, "labels": labels or {}},
             "spec": {"staticConfigs": [{"targets": [f"{name}.example:9100"]}]}}
+
+
+def probe(name: str, labels: dict | None = None) -> dict:
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "Probe",
+            "metadata": {"name": name, "namespace": NS, "labels": labels or {}},
+            "spec": {"module": "http_2xx", "prober": {"url": "blackbox-exporter:19115"},
+                     "targets": {"staticConfig": {"static": [f"https://{name}.example"]}}}}
 
 
 def _get(kube, res, name, namespace=NS):
@@ -146,3 +154,36 @@ def test_an_agent_selecting_a_scrape_config_gets_its_job_and_binds_it(cluster, k
     kube.create(SCRAPECONFIGS, scrape_config("later", {"scrape": "yes"}), NS)
     eventually(lambda: scrape_jobs() == ["scrapeConfig/default/later", "scrapeConfig/default/picked"], 30,
                "the later ScrapeConfig's job")
+
+
+# ---- Probes ---------------------------------------------------------------------------------------
+
+def test_an_agent_selecting_a_probe_gets_its_job_and_binds_it(cluster, kube, start_operator):
+    start_operator()
+    kube.create(PROBES, probe("picked", {"probe": "yes"}), NS)
+    kube.create(PROBES, probe("ignored"), NS)
+    kube.create(PROMETHEUSAGENTS, agent("blackbox", podMonitorSelector=None,
+                                        probeSelector={"matchLabels": {"probe": "yes"}}), NS)
+
+    def probe_jobs():
+        try:
+            return [j["job_name"] for j in _config(kube, "blackbox")["scrape_configs"]]
+        except NotFound:
+            return None
+    assert eventually(probe_jobs, 30, "the agent's config") == ["probe/default/picked"]
+    job = next(j for j in _config(kube, "blackbox")["scrape_configs"] if j["job_name"] == "probe/default/picked")
+    assert job["params"] == {"module": ["http_2xx"]}
+
+    def bound(name):
+        bindings = (kube.get(PROBES, name, NS).get("status") or {}).get("bindings") or []
+        return [b for b in bindings if b["resource"] == "prometheusagents" and b["name"] == "blackbox"]
+    binding = eventually(lambda: bound("picked"), 30, "the Probe's binding to the agent")[0]
+    assert binding["conditions"][0]["status"] == "True"
+    assert binding["group"] == "monitoring.coreos.com"
+    assert bound("ignored") == []
+
+    # a Probe event alone reaches the agent: a new one is added to its config
+    kube.create(PROBES, probe("later", {"probe": "yes"}), NS)
+    eventually(lambda: probe_jobs() == ["probe/default/later", "probe/default/picked"], 30,
+               "the later Probe's job")
+    eventually(lambda: bound("later"), 30, "the later Probe's binding to the agent")

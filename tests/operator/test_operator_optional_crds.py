@@ -36,7 +36,7 @@ def test_operator_syncs_without_the_probe_and_scrapeconfig_crds(kube, start_oper
     with caplog.at_level(logging.WARNING, logger="promop.operator.controller"):
         start_operator()  # waits for the caches to sync: it would time out with an unserved informer
     warned = [r.getMessage() for r in caplog.records if "CRD not installed" in r.getMessage()]
-    assert len(warned) == 3  # the Prometheus controller: both kinds; the PrometheusAgent controller: ScrapeConfigs
+    assert len(warned) == 4  # both kinds, once by the Prometheus controller and once by the PrometheusAgent one
     kube.create(SERVICEMONITORS, service_monitor("web"), NS)
     kube.create(PROMETHEUSES, prometheus(probeSelector={}, scrapeConfigSelector={}), NS)
     eventually(lambda: jobs(kube) == [f"serviceMonitor/{NS}/web/0"], 30, "the ServiceMonitor's job")

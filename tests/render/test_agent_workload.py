@@ -196,11 +196,6 @@ def test_daemonset_config_filters_on_node():
     assert [d.name for d in result.selection if d.selected] == ["pm"]
 
 
-def _needs_input(attr: str) -> None:
-    if attr not in RenderInputs.__dataclass_fields__:
-        pytest.skip(f"RenderInputs.{attr} not in this tree yet (added by the Probe work)")
-
-
 @pytest.mark.parametrize("attr,kind,selector,spec,prefix", [
     ("probes", "Probe", "probeSelector",
      {"prober": {"url": "blackbox:9115"}, "targets": {"staticConfig": {"static": ["http://example.com"]}}}, "probe/"),
@@ -208,8 +203,6 @@ def _needs_input(attr: str) -> None:
      {"staticConfigs": [{"targets": ["a.example:9100"]}]}, "scrapeConfig/")])
 def test_agent_gets_the_other_scrape_kinds(attr, kind, selector, spec, prefix):
     """The agent renders through the same job pipeline: Probes and ScrapeConfigs reach it (not in DaemonSet mode)."""
-    if kind == "Probe":
-        _needs_input(attr)  # Probe support lands later; RenderInputs.scrape_configs is there
     version = "v1" if kind == "Probe" else "v1alpha1"
     obj = {"apiVersion": f"monitoring.coreos.com/{version}", "kind": kind,
            "metadata": {"name": "x", "namespace": "ns"}, "spec": spec}

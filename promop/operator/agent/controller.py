@@ -1,7 +1,7 @@
 """The PrometheusAgent controller: informers -> event mapping -> rate-limited queue -> workers -> AgentSyncer.
 
 Event mapping as for a Prometheus (promop.operator.mapping): an agent event enqueues itself; a
-ServiceMonitor/PodMonitor/ScrapeConfig event enqueues every agent whose selectors may pick it; a
+ServiceMonitor/PodMonitor/Probe/ScrapeConfig event enqueues every agent whose selectors may pick it; a
 Secret or ConfigMap event the agents whose last sync read it; a StatefulSet/DaemonSet event its
 owner (a status refresh); a Namespace label change the agents with namespace selectors.
 
@@ -23,8 +23,8 @@ from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, NotFound
 from promop.kube.informer import Informer
 from promop.kube.informer_group import InformerGroup
-from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, SCRAPECONFIGS, SECRETS, SERVICEMONITORS,
-                                   STATEFULSETS)
+from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, PROBES, SCRAPECONFIGS, SECRETS,
+                                   SERVICEMONITORS, STATEFULSETS)
 from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
 from promop.operator import mapping, ownership, repair, scope
@@ -62,6 +62,7 @@ class AgentController(InformerGroup):
                                label_selector=options.prometheus_instance_selector or None)
         self.servicemonitors = informer(SERVICEMONITORS)
         self.podmonitors = informer(PODMONITORS)
+        self.probes = informer(PROBES) if scope.crd_served(client, PROBES) else None
         self.scrapeconfigs = informer(SCRAPECONFIGS) if scope.crd_served(client, SCRAPECONFIGS) else None
         self.secrets = informer(SECRETS, True, metadata_only=True, field_selector=options.secret_field_selector)
         self.configmaps = informer(CONFIGMAPS, True, metadata_only=True)
@@ -69,13 +70,14 @@ class AgentController(InformerGroup):
         # always watched: an agent switched back to StatefulSet mode (or the gate turned off) loses its DaemonSet
         self.daemonsets = informer(DAEMONSETS, True, label_selector=WORKLOAD_SELECTOR)
         self.namespaces = Informer(client, NAMESPACES, **kw)
-        self.informers = [i for i in (self.agents, self.servicemonitors, self.podmonitors, self.scrapeconfigs,
-                                      self.secrets, self.configmaps, self.statefulsets, self.daemonsets,
-                                      self.namespaces) if i is not None]
+        self.informers = [i for i in (self.agents, self.servicemonitors, self.podmonitors, self.probes,
+                                      self.scrapeconfigs, self.secrets, self.configmaps, self.statefulsets,
+                                      self.daemonsets, self.namespaces) if i is not None]
         stores = AgentStores(self.agents.store, self.servicemonitors.store, self.podmonitors.store,
                              self.namespaces.store, self.statefulsets.store,
                              self.daemonsets.store if self.daemonsets else None,
-                             scrapeconfigs=self.scrapeconfigs.store if self.scrapeconfigs is not None else None)
+                             scrapeconfigs=self.scrapeconfigs.store if self.scrapeconfigs is not None else None,
+                             probes=self.probes.store if self.probes is not None else None)
         self.syncer = AgentSyncer(client, stores, options.render_options(), namespace_allowed=options.namespace_allowed)
         self._full: set[str] = set()  # keys queued for a full sync (others: a status refresh)
         self._lock = threading.Lock()
@@ -203,7 +205,7 @@ class AgentController(InformerGroup):
             or not mapping.resource_version_changed(old, new) else None,
             on_delete=lambda o: e(agent_key(o)))
         for kind, inf in (("ServiceMonitor", self.servicemonitors), ("PodMonitor", self.podmonitors),
-                          ("ScrapeConfig", self.scrapeconfigs)):
+                          ("Probe", self.probes), ("ScrapeConfig", self.scrapeconfigs)):
             if inf is None:  # CRD not installed
                 continue
             def monitor_keys(obj: Any, kind: str = kind) -> list[str]:

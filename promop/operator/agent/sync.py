@@ -3,7 +3,7 @@
 Render (render_agent) from the informer caches plus direct GETs of the referenced Secrets and
 ConfigMaps; write each object through the Applier (which compares before it writes); delete the
 StatefulSets/DaemonSet of a mode or shard no longer wanted; then the agent's status, an Event for
-each problem, and status.bindings on the ServiceMonitors/PodMonitors/ScrapeConfigs it selects or rejects.
+each problem, and status.bindings on the ServiceMonitors/PodMonitors/Probes/ScrapeConfigs it selects or rejects.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 from promop.host.logs import fields
 from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, Conflict, Forbidden, NotFound
-from promop.kube.resources import (EVENTS, PODMONITORS, SCRAPECONFIGS, SECRETS, SERVICEMONITORS, SERVICES,
-                                   STATEFULSETS)
+from promop.kube.resources import (EVENTS, PODMONITORS, PROBES, SCRAPECONFIGS, SECRETS, SERVICEMONITORS,
+                                   SERVICES, STATEFULSETS)
 from promop.operator import feedback
 from promop.operator.agent import DAEMONSETS, PROMETHEUSAGENTS
 from promop.operator.agent.status import agent_status
@@ -32,19 +32,22 @@ from promop.render.pipeline import references as render_references
 log = logging.getLogger("promop.operator.agent")
 
 WRITE_RESOURCES = {"Secret": SECRETS, "Service": SERVICES, "StatefulSet": STATEFULSETS, "DaemonSet": DAEMONSETS}
-MONITORS = {"ServiceMonitor": SERVICEMONITORS, "PodMonitor": PODMONITORS, "ScrapeConfig": SCRAPECONFIGS}
+MONITORS = {"ServiceMonitor": SERVICEMONITORS, "PodMonitor": PODMONITORS, "Probe": PROBES,
+            "ScrapeConfig": SCRAPECONFIGS}
 KIND = "PrometheusAgent"
 API_VERSION = "monitoring.coreos.com/v1alpha1"
-V1ALPHA1_KINDS = (KIND, "ScrapeConfig")  # the others selected (ServiceMonitor, PodMonitor) are monitoring v1
+V1ALPHA1_KINDS = (KIND, "ScrapeConfig")  # the others selected (ServiceMonitor, PodMonitor, Probe) are monitoring v1
 
 
 class AgentStores:
     """The informer caches the agent sync reads."""
 
     def __init__(self, agents: Any, servicemonitors: Any, podmonitors: Any, namespaces: Any,
-                 statefulsets: Any, daemonsets: Any | None, scrapeconfigs: Any = None) -> None:
+                 statefulsets: Any, daemonsets: Any | None, scrapeconfigs: Any = None, probes: Any = None) -> None:
         self.agents = agents
         self.monitors = {"ServiceMonitor": servicemonitors, "PodMonitor": podmonitors}
+        if probes is not None:  # Probes (CRD served): rendered, their status.bindings written, like monitors
+            self.monitors["Probe"] = probes
         if scrapeconfigs is not None:  # ScrapeConfigs: rendered, their status.bindings written, like monitors
             self.monitors["ScrapeConfig"] = scrapeconfigs
         self.namespaces = namespaces
@@ -119,13 +122,18 @@ class AgentSyncer:
 
     # ---- render -------------------------------------------------------------------------
 
+    def _listed(self, kind: str) -> list[dict]:
+        """The cached objects of an optional kind (none when its CRD is not served)."""
+        store = self.stores.monitors.get(kind)
+        return store.list() if store is not None else []
+
     def _render(self, key: str, agent: dict):
         inputs = RenderInputs(
             prometheus=agent,
             service_monitors=self.stores.monitors["ServiceMonitor"].list(),
             pod_monitors=self.stores.monitors["PodMonitor"].list(),
-            scrape_configs=self.stores.monitors["ScrapeConfig"].list() if "ScrapeConfig" in self.stores.monitors
-            else (),
+            probes=self._listed("Probe"),
+            scrape_configs=self._listed("ScrapeConfig"),
             namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(_ns_name(n)[1])],
             options=self.options,
         )
