@@ -48,7 +48,10 @@ def test_demo_once_from_an_installed_wheel(tmp_path):
     [new_site] = list((env_dir / "lib").glob("python*/site-packages"))
     (new_site / "zz-test-dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     # the venv has no pip of its own: the machine's pip installs into it (dependencies come from system site-packages)
-    subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", str(wheel)],
+    # --ignore-installed: the venv sees this checkout's own (editable) promop 0.1.0 through the system
+    # site-packages, and pip could take that as "already satisfied" and install nothing
+    subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--ignore-installed",
+                    str(wheel)],
                    check=True, capture_output=True, text=True, timeout=300)
     run_dir = tmp_path / "elsewhere"
     run_dir.mkdir()
