@@ -302,7 +302,15 @@ class ApiInputs:
             kind = item.ref.plural
             item.watch = ObjectWatch(api, item.ref, item.on_object, item.on_missing, log,
                                      on_event=lambda kind=kind: on_event(kind),
-                                     on_error=lambda kind=kind: on_error(kind))
+                                     on_error=lambda kind=kind, item=item: self._lost(kind, item, on_error))
+
+    @staticmethod
+    def _lost(kind: str, item: _Input, on_error: Callable[[str], None]) -> None:
+        """A watch failed: count it, and run a pass. A mounted copy that changed while the API still
+        looked healthy was refused then; from now on it is the source, and without a pass it would
+        wait for the next --watch-interval."""
+        on_error(kind)
+        item.trigger()
 
     def start(self) -> None:
         for item in self.inputs:

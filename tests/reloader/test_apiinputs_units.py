@@ -129,3 +129,38 @@ def test_parse_specs_defaults_and_refusals(tmp_path):
             assert str(exc)
         else:
             raise AssertionError(f"parse_specs{bad} accepted")
+
+
+class _DownApi:
+    """An apiserver that cannot be reached: every read fails as requests would."""
+
+    def get(self, ref, timeout: float = 10.0):
+        import requests
+
+        raise requests.ConnectionError("connection refused")
+
+    def watch(self, ref, resource_version: str, timeout_seconds: int):
+        return self.get(ref)
+
+
+def test_a_failed_watch_runs_a_pass_so_the_mounted_copy_is_taken(tmp_path):
+    # A mounted change that came while the watch still looked healthy was refused; once the watch
+    # fails, the mounted copy is the source, and a pass must run now, not at the next --watch-interval.
+    from reloader.apiinputs import ApiInputs
+
+    trigger = Triggers()
+    item = SecretInput(SECRET, "prometheus.yaml.gz", str(tmp_path / "mounted"), str(tmp_path / "stage"), LOG, trigger)
+    errors: list[str] = []
+    inputs = ApiInputs(_DownApi(), [item], LOG, on_event=lambda kind: None, on_error=errors.append)
+    inputs.start()
+    try:
+        pause = threading.Event()
+        for _ in range(200):  # the watch thread fails at once; poll for its first failure (up to 10 s)
+            if errors and trigger.count:
+                break
+            pause.wait(0.05)
+    finally:
+        inputs.close()
+    assert errors and errors[0] == "secrets"
+    assert trigger.count >= 1
+    assert not item.api_healthy()
