@@ -143,17 +143,25 @@ class AgentController(InformerGroup):
                     self.synced_keys.add(key)
             except RetryLater as exc:
                 log.debug("sync deferred; retrying", **fields(key=key, reason=str(exc)))
-                q.add_rate_limited(key)
+                self._retry(key, status_only)
             except Exception as exc:  # noqa: BLE001 - every failure is retried with backoff
                 log.warning("sync failed; retrying with backoff",
                             **fields(key=key, kind=KIND, error=str(exc), retries=q.num_requeues(key)))
                 self.synced_keys.add(key)
-                q.add_rate_limited(key)
+                self._retry(key, status_only)
             else:
                 q.forget(key)
                 self._repair(key)
             finally:
                 q.done(key)
+
+    def _retry(self, key: str, status_only: bool) -> None:
+        """Queue `key` again with backoff; a failed full sync is retried as a full sync (were it retried as
+        a status refresh, what it did not write would wait for the next change of the agent)."""
+        if not status_only:
+            with self._lock:
+                self._full.add(key)
+        self.queue.add_rate_limited(key)
 
     def _repair(self, key: str) -> None:
         """--repair-policy-for-statefulsets: after a sync, unstick the agent's StatefulSets (repair.py)."""
