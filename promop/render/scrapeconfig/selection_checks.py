@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlparse
-
+from promop import fieldselector, labelselector
 from promop.render import relabel
+from promop.render.scrapeconfig import gourl
 from promop.render.versions import Version
 
 # A whole discovery upstream refuses below this Prometheus version.
@@ -36,6 +36,9 @@ VALUE_MIN_VERSIONS = {
     ("openstackSDConfigs", "role", "LoadBalancer"): "3.2.0",
     ("kubernetesSDConfigs", "role", "EndpointSlice"): "2.21.0",
 }
+# URL fields upstream's selector runs through Go's url.Parse (kuma `server` also needs a scheme and host).
+URL_FIELDS = {"httpSDConfigs": "url", "dockerSDConfigs": "host", "dockerSwarmSDConfigs": "host",
+              "puppetDBSDConfigs": "url", "kumaSDConfigs": "server"}
 # The selector roles each Kubernetes discovery role accepts.
 K8S_SELECTOR_ROLES = {
     "pod": {"pod"}, "service": {"service"}, "node": {"node"}, "ingress": {"ingress"},
@@ -49,9 +52,8 @@ def selection_problems(spec: Mapping[str, Any], version: Version) -> list[tuple[
     for kind, minimum in SD_MIN_VERSIONS.items():
         if spec.get(kind) and not version.at_least(minimum):
             out.append((f"spec.{kind}", f"needs Prometheus >= {minimum}, but spec.version is {version}"))
-    for kind in {k for k, _ in FIELD_MIN_VERSIONS} | {k for k, _, _ in VALUE_MIN_VERSIONS} | {
-            "kubernetesSDConfigs", "dnsSDConfigs", "azureSDConfigs", "puppetDBSDConfigs"}:
-        for i, item in enumerate(spec.get(kind) or ()):
+    for kind in sorted(k for k, v in spec.items() if k.endswith("SDConfigs") and isinstance(v, list)):
+        for i, item in enumerate(spec[kind]):
             if isinstance(item, Mapping):
                 out += _item_problems(kind, item, f"spec.{kind}[{i}]", version)
     for i, static in enumerate(spec.get("staticConfigs") or ()):
@@ -69,10 +71,28 @@ def _item_problems(kind: str, item: Mapping[str, Any], field: str, version: Vers
     for (k, key, value), minimum in VALUE_MIN_VERSIONS.items():
         if k == kind and item.get(key) == value and not version.at_least(minimum):
             out.append((f"{field}.{key}", f"{key} {value} needs Prometheus >= {minimum}, but spec.version is {version}"))
+    raw = item.get(URL_FIELDS.get(kind, ""))
+    if kind in URL_FIELDS and (isinstance(raw, str) or kind in ("puppetDBSDConfigs", "kumaSDConfigs")):
+        out += [(f"{field}.{URL_FIELDS[kind]}", m) for m in _url(kind, raw if isinstance(raw, str) else "")]
     check = _CHECKS.get(kind)
     if check is not None:
         out += [(f"{field}{sub}", message) for sub, message in check(item)]
     return out
+
+
+def _url(kind: str, raw: str) -> list[str]:
+    """url.Parse's error; PuppetDB also wants http(s) with a host, Kuma a scheme and a host."""
+    try:
+        url = gourl.parse(raw)
+    except gourl.URLError as e:
+        return [f"{e}; fix the URL"]
+    if kind == "puppetDBSDConfigs" and url.scheme not in ("http", "https"):
+        return [f"URL scheme must be 'http' or 'https', not {url.scheme!r}"]
+    if kind == "puppetDBSDConfigs" and not url.host:
+        return [f"host is missing in URL {raw!r}"]
+    if kind == "kumaSDConfigs" and not (url.scheme and url.host):
+        return [f"must not be empty and have a scheme and a host: {raw!r}"]
+    return []
 
 
 def _kubernetes(item: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -82,9 +102,23 @@ def _kubernetes(item: Mapping[str, Any]) -> list[tuple[str, str]]:
     role = str(item.get("role") or "").lower()
     allowed = K8S_SELECTOR_ROLES.get(role, set())
     for j, sel in enumerate(item.get("selectors") or ()):
-        if str((sel or {}).get("role") or "").lower() not in allowed:
+        sel = sel if isinstance(sel, Mapping) else {}
+        if str(sel.get("role") or "").lower() not in allowed:
             out.append((f".selectors[{j}].role", f"role {item.get('role')} supports only "
                                                  f"{', '.join(sorted(allowed)) or 'no'} selectors"))
+        out += [(f".selectors[{j}].{key}", m) for key, m in _selector_strings(sel)]
+    return out
+
+
+def _selector_strings(sel: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """apimachinery's labels.Parse and fields.ParseSelector, as upstream's selector runs them."""
+    out = []
+    for key, parse in (("label", labelselector.parse), ("field", fieldselector.parse_field_selector)):
+        if isinstance(sel.get(key), str):
+            try:
+                parse(sel[key])
+            except labelselector.SelectorError as e:
+                out.append((key, f"{sel[key]!r} is not a valid {key} selector: {e}"))
     return out
 
 
@@ -103,12 +137,4 @@ def _azure(item: Mapping[str, Any]) -> list[tuple[str, str]]:
     return []
 
 
-def _puppetdb(item: Mapping[str, Any]) -> list[tuple[str, str]]:
-    url = urlparse(str(item.get("url") or ""))
-    if url.scheme not in ("http", "https") or not url.netloc:
-        return [(".url", "must be an http:// or https:// URL with a host")]
-    return []
-
-
-_CHECKS = {"kubernetesSDConfigs": _kubernetes, "dnsSDConfigs": _dns, "azureSDConfigs": _azure,
-           "puppetDBSDConfigs": _puppetdb}
+_CHECKS = {"kubernetesSDConfigs": _kubernetes, "dnsSDConfigs": _dns, "azureSDConfigs": _azure}
