@@ -119,6 +119,9 @@ def test_puppetdb_url_needs_a_host_and_kuma_server_a_scheme_and_host():
     ("http://x%41", 'parse "http://x%41": invalid URL escape "%41"'),  # host escapes below %80 other than %25
     ("http://x%25", None),
     ("http://u{ser@x", 'parse "http://u{ser@x": net/url: invalid userinfo'),
+    ("http://usér@x", 'parse "http://usér@x": net/url: invalid userinfo'),  # validUserinfo allows ASCII only
+    ("http://hösт/", None),  # hosts may carry non-ASCII
+    ("mailto:a#%zz", 'parse "mailto:a#%zz": invalid URL escape "%zz"'),  # the fragment of an opaque URL too
     ("http://x\x7f", 'parse "http://x\\x7f": net/url: invalid control character in URL'),
 ])
 def test_go_url_parse_verdicts(raw, message):

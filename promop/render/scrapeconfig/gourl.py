@@ -33,8 +33,11 @@ class ParsedURL:
 
 def parse(raw: str) -> ParsedURL:
     """url.Parse: the scheme and host of `raw`, or URLError with Go's message."""
+    rest, _, fragment = raw.partition("#")
     try:
-        return _parse(raw)
+        parsed = _parse(rest)
+        _unescape(fragment, host_mode=False)
+        return parsed
     except _Fail as e:
         raise URLError(f"parse {_go_quote(raw)}: {e}") from None
 
@@ -52,8 +55,8 @@ class _Fail(Exception):
     pass
 
 
-def _parse(raw: str) -> ParsedURL:
-    rest, _, fragment = raw.partition("#")
+def _parse(rest: str) -> ParsedURL:
+    """Go's parse(rawURL, viaRequest=false) on the part before `#`."""
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in rest):
         raise _Fail("net/url: invalid control character in URL")
     if rest == "*":
@@ -74,7 +77,6 @@ def _parse(raw: str) -> ParsedURL:
         host = _authority(authority)
         rest = slash + path
     _unescape(rest, host_mode=False)
-    _unescape(fragment, host_mode=False)
     return ParsedURL(scheme, host)
 
 
@@ -98,7 +100,7 @@ def _authority(authority: str) -> str:
     at = authority.rfind("@")
     if at >= 0:
         userinfo = authority[:at]
-        if any(c.isascii() and c not in _USERINFO_OK for c in userinfo):
+        if any(c not in _USERINFO_OK for c in userinfo):
             raise _Fail("net/url: invalid userinfo")
         _unescape(userinfo, host_mode=False)
     return _host(authority[at + 1:])
