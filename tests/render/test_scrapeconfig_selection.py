@@ -83,3 +83,14 @@ def test_upstream_validity(case):
     else:
         assert rejected, "upstream rejects this ScrapeConfig; promop accepted it"
         assert all(p.kind == "ScrapeConfig" and p.name == "test" for p in rejected)
+
+
+@pytest.mark.parametrize("version, kuma, rejected_field", [
+    ("2.49.0", {"server": "http://kuma:5676"}, None),  # Kuma SD itself is older than 2.50
+    ("2.49.0", {"server": "http://kuma:5676", "clientID": "prom"}, "spec.kumaSDConfigs[0].clientID"),
+    ("2.50.0", {"server": "http://kuma:5676", "clientID": "prom"}, None),
+])
+def test_kuma_client_id_needs_2_50(version, kuma, rejected_field):
+    """Upstream's selector gates Kuma's clientID at 2.50 (the CRD says so too), not the whole discovery."""
+    rejected = judge({"scenario": "kuma", "version": version, "spec": {"kumaSDConfigs": [kuma]}})
+    assert [p.field for p in rejected] == ([rejected_field] if rejected_field else [])

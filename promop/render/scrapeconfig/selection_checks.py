@@ -18,7 +18,7 @@ from promop.render.versions import Version
 # A whole discovery upstream refuses below this Prometheus version.
 SD_MIN_VERSIONS = {
     "httpSDConfigs": "2.28.0", "digitalOceanSDConfigs": "2.20.0", "linodeSDConfigs": "2.28.0",
-    "kumaSDConfigs": "2.50.0", "dockerSwarmSDConfigs": "2.20.0", "puppetDBSDConfigs": "2.31.0",
+    "dockerSwarmSDConfigs": "2.20.0", "puppetDBSDConfigs": "2.31.0",
     "lightSailSDConfigs": "2.27.0", "ovhcloudSDConfigs": "2.40.0", "scalewaySDConfigs": "2.26.0",
     "ionosSDConfigs": "2.36.0",
 }
@@ -27,7 +27,7 @@ FIELD_MIN_VERSIONS = {
     ("consulSDConfigs", "pathPrefix"): "2.45.0", ("consulSDConfigs", "namespace"): "2.28.0",
     ("consulSDConfigs", "filter"): "3.0.0", ("consulSDConfigs", "healthFilter"): "3.11.2",
     ("dockerSDConfigs", "matchFirstNetwork"): "2.54.1", ("hetznerSDConfigs", "labelSelector"): "3.5.0",
-    ("azureSDConfigs", "resourceGroup"): "2.35.0",
+    ("azureSDConfigs", "resourceGroup"): "2.35.0", ("kumaSDConfigs", "clientID"): "2.50.0",
 }
 # (discovery, field, value) upstream refuses below this version.
 VALUE_MIN_VERSIONS = {
