@@ -100,7 +100,8 @@ def test_puppetdb_url_needs_a_host_and_kuma_server_a_scheme_and_host():
     puppet = {"url": "https:///pdb", "query": "resources { type = \"Class\" }"}
     assert_rejected({"puppetDBSDConfigs": [puppet]}, "spec.puppetDBSDConfigs[0].url", "host is missing")
     assert_accepted({"puppetDBSDConfigs": [{**puppet, "url": "https://puppetdb:8081"}]})
-    assert_rejected({"kumaSDConfigs": [{"server": "http:///kuma"}]}, "spec.kumaSDConfigs[0].server", "scheme and a host")
+    assert_rejected({"kumaSDConfigs": [{"server": "http:///kuma"}]}, "spec.kumaSDConfigs[0].server",
+                    "scheme and a host")
     assert_accepted({"kumaSDConfigs": [{"server": "http://kuma:5676"}]})
 
 
