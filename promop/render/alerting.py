@@ -67,7 +67,7 @@ def _alertmanager(ctx: GenContext, scope: Scope, am: Mapping[str, Any], field: s
     sd = {"role": role, "namespaces": {"names": [am.get("namespace") or ctx.namespace]}}
     sd.update(copy.deepcopy(ctx.apiserver_sd))
     out["kubernetes_sd_configs"] = [sd]
-    cloudauth.check_methods(am, field, ("sigv4",))
+    cloudauth.check_methods(am, field, cloudauth.ALERTMANAGER_METHODS)
     auth.credentials(scope, am, out, field)
     if "basic_auth" in out:  # upstream: Alertmanager basic auth needs 2.26 (AlertmanagerBasicAuth_Invalid_Prom_Version.golden)
         scope.put(out, "basic_auth", out.pop("basic_auth"), "2.26.0", f"{field}.basicAuth")

@@ -14,7 +14,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from promop.render import auth
 from promop.render.store import Reject, Scope
 
 # Minimum Prometheus versions (upstream's WithMinimumVersion / validation gates).
@@ -30,7 +29,6 @@ AZURE_WORKLOAD_IDENTITY_SINCE = "3.7.0"
 AZURE_SCOPE_SINCE = "3.9.0"
 
 AZURE_METHODS = ("managedIdentity", "oauth", "sdk", "workloadIdentity")
-CLOUD_METHODS = ("sigv4", "azureAd")
 
 # The forms Go's github.com/google/uuid Parse accepts (upstream checks client and tenant IDs with it).
 _HEX_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -41,13 +39,16 @@ def is_uuid(value: Any) -> bool:
     return isinstance(value, str) and _UUID.fullmatch(value) is not None
 
 
-def check_methods(src: Mapping[str, Any], field: str, allowed_cloud: tuple[str, ...]) -> None:
-    """At most one authentication method when a cloud one is set (a set field counts even when empty,
-    as upstream's nil check): Prometheus refuses e.g. basic_auth with sigv4 in the whole config."""
-    cloud = [m for m in allowed_cloud if src.get(m) is not None]
-    if not cloud:
-        return
-    used = auth.set_auth_fields(src) + (["bearerToken"] if src.get("bearerToken") else []) + cloud
+REMOTE_WRITE_METHODS = ("basicAuth", "oauth2", "authorization", "sigv4", "azureAd")
+ALERTMANAGER_METHODS = ("basicAuth", "authorization", "sigv4")
+
+
+def check_methods(src: Mapping[str, Any], field: str, methods: tuple[str, ...]) -> None:
+    """At most one authentication method, as upstream's validation: a field counts once set, even
+    empty (upstream's nil check); bearer tokens count when non-empty. Prometheus refuses the whole
+    config for e.g. basic_auth with sigv4, so only this entry is dropped instead."""
+    used = [m for m in methods if src.get(m) is not None]
+    used += [m for m in ("bearerToken", "bearerTokenFile") if src.get(m)]
     if len(used) > 1:
         raise Reject(field, f"{' and '.join(used)} are mutually exclusive; keep only one authentication method")
 
@@ -67,9 +68,7 @@ def sigv4(scope: Scope, sig: Any, field: str) -> dict:
     if sig.get("useFIPSSTSEndpoint") is not None:
         scope.put(out, "use_fips_sts_endpoint", bool(sig["useFIPSSTSEndpoint"]), FIPS_STS_SINCE,
                   f"{field}.useFIPSSTSEndpoint")
-    if sig.get("externalId"):
-        if not sig.get("roleArn"):
-            raise Reject(f"{field}.externalId", "externalId can only be used with roleArn; set roleArn or remove it")
+    if sig.get("externalId"):  # the CRD refuses it without roleArn
         scope.put(out, "external_id", sig["externalId"], EXTERNAL_ID_SINCE, f"{field}.externalId")
     return out
 

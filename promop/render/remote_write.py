@@ -85,7 +85,7 @@ def _remote_write(ctx: GenContext, scope: Scope, rw: Mapping[str, Any], field: s
         scope.put(out, "send_native_histograms", bool(rw["sendNativeHistograms"]), "2.40.0", f"{field}.sendNativeHistograms")
     if rw.get("writeRelabelConfigs"):
         out["write_relabel_configs"] = relabel.checked(rw["writeRelabelConfigs"], ctx.version, f"{field}.writeRelabelConfigs")
-    cloudauth.check_methods(rw, field, cloudauth.CLOUD_METHODS)
+    cloudauth.check_methods(rw, field, cloudauth.REMOTE_WRITE_METHODS)
     auth.check_exclusive(rw, field)
     _client_auth(scope, rw, out, field)
     cloudauth.remote_write_cloud_auth(scope, rw, out, field)
