@@ -266,12 +266,13 @@ def test_a_missing_secret_key_drops_the_remote_write(rw, field):
 def test_a_missing_secret_key_drops_the_alertmanager_endpoint():
     ams, warnings = alertmanagers({"sigv4": {**KEYS, "secretKey": {"name": "sigv4-secret", "key": "nope"}}})
     assert ams == []
-    assert "key 'nope' not found in Secret default/sigv4-secret" in warnings["spec.alerting.alertmanagers[0].sigv4.secretKey"]
+    message = warnings["spec.alerting.alertmanagers[0].sigv4.secretKey"]
+    assert "key 'nope' not found in Secret default/sigv4-secret" in message
 
 
 def test_an_optional_missing_key_falls_back_to_the_credential_chain():
-    [entry], warnings = remote_write({"sigv4": {"region": "r", **KEYS,
-                                                "secretKey": {"name": "sigv4-secret", "key": "nope", "optional": True}}})
+    optional = {"name": "sigv4-secret", "key": "nope", "optional": True}
+    [entry], warnings = remote_write({"sigv4": {"region": "r", **KEYS, "secretKey": optional}})
     assert entry["sigv4"] == {"region": "r"}
     assert "credential chain" in warnings["spec.remoteWrite[0].sigv4"]
 
@@ -299,7 +300,8 @@ def test_alertmanager_sigv4_is_exclusive(other):
 
 def test_the_operator_fetches_the_referenced_secrets():
     """references() is what the operator reads before rendering (promop/operator/sync.py)."""
-    prom = {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus", "metadata": {"name": "p", "namespace": "ns"},
+    prom = {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
+            "metadata": {"name": "p", "namespace": "ns"},
             "spec": {"remoteWrite": [
                 {"url": "http://a", "sigv4": {"accessKey": {"name": "ak", "key": "a"},
                                               "secretKey": {"name": "sk", "key": "s"}}},
