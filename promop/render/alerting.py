@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from promop.render import auth, relabel
+from promop.render import auth, cloudauth, relabel
 from promop.render.additional import additional_alert_relabel_configs, additional_alertmanager_configs
 from promop.render.context import GenContext
 from promop.duration import DurationError, parse_duration
@@ -67,9 +67,11 @@ def _alertmanager(ctx: GenContext, scope: Scope, am: Mapping[str, Any], field: s
     sd = {"role": role, "namespaces": {"names": [am.get("namespace") or ctx.namespace]}}
     sd.update(copy.deepcopy(ctx.apiserver_sd))
     out["kubernetes_sd_configs"] = [sd]
+    cloudauth.check_methods(am, field, cloudauth.ALERTMANAGER_METHODS)
     auth.credentials(scope, am, out, field)
     if "basic_auth" in out:  # upstream: Alertmanager basic auth needs 2.26 (AlertmanagerBasicAuth_Invalid_Prom_Version.golden)
         scope.put(out, "basic_auth", out.pop("basic_auth"), "2.26.0", f"{field}.basicAuth")
+    cloudauth.alertmanager_sigv4(scope, am, out, field)
     version = am.get("apiVersion")
     if version and str(version).lower() not in ("v1", "v2"):
         raise Reject(f"{field}.apiVersion", f"{version!r} is not an Alertmanager API version; use v2")

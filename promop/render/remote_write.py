@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from promop.render import auth, relabel
+from promop.render import auth, cloudauth, relabel
 from promop.render.context import GenContext
 from promop.duration import DurationError, parse_duration
 from promop.render.store import Reject, Scope
@@ -85,8 +85,10 @@ def _remote_write(ctx: GenContext, scope: Scope, rw: Mapping[str, Any], field: s
         scope.put(out, "send_native_histograms", bool(rw["sendNativeHistograms"]), "2.40.0", f"{field}.sendNativeHistograms")
     if rw.get("writeRelabelConfigs"):
         out["write_relabel_configs"] = relabel.checked(rw["writeRelabelConfigs"], ctx.version, f"{field}.writeRelabelConfigs")
+    cloudauth.check_methods(rw, field, cloudauth.REMOTE_WRITE_METHODS)
     auth.check_exclusive(rw, field)
     _client_auth(scope, rw, out, field)
+    cloudauth.remote_write_cloud_auth(scope, rw, out, field)
     if rw.get("followRedirects") is not None:
         scope.put(out, "follow_redirects", bool(rw["followRedirects"]), "2.26.0", f"{field}.followRedirects")
     if rw.get("enableHTTP2") is not None:

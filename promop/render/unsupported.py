@@ -51,6 +51,7 @@ _ALERTMANAGER_ENDPOINT = {
     "namespace": ALL, "name": ALL, "port": ALL, "scheme": ALL, "pathPrefix": ALL, "tlsConfig": _TLS,
     "bearerTokenFile": ALL, "basicAuth": _BASIC_AUTH, "authorization": _SAFE_AUTH, "apiVersion": ALL,
     "timeout": ALL, "enableHttp2": ALL, "relabelings": _RELABELINGS, "alertRelabelings": _RELABELINGS, **_PROXY,
+    "sigv4": ALL,  # promop/render/cloudauth.py
 }
 _REMOTE_WRITE = {
     "url": ALL, "name": ALL, "remoteTimeout": ALL, "headers": ALL, "writeRelabelConfigs": _RELABELINGS,
@@ -59,6 +60,7 @@ _REMOTE_WRITE = {
     "queueConfig": ALL, "followRedirects": ALL, "enableHTTP2": ALL, "sendExemplars": ALL,
     "sendNativeHistograms": ALL, "metadataConfig": ALL, "messageVersion": ALL, "roundRobinDNS": ALL,
     "bearerToken": ALL,
+    "sigv4": ALL, "azureAd": ALL,  # promop/render/cloudauth.py
 }
 _REMOTE_READ = {
     "url": ALL, "name": ALL, "remoteTimeout": ALL, "headers": ALL, "requiredMatchers": ALL, "readRecent": ALL,

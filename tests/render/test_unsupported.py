@@ -79,7 +79,7 @@ NOT_IMPLEMENTED = {
     "PodMonitor": set(),
     "PrometheusRule": set(),
     "Prometheus": {
-        "alerting.alertmanagers.sigv4", "otlp", "remoteWrite.azureAd", "remoteWrite.sigv4",
+        "otlp",
         "remoteWriteReceiverMessageVersions",
         "tracingConfig",
         # upstream's sidecar reads only minVersion, the *File fields, cipherSuites and curves
