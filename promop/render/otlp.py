@@ -43,6 +43,8 @@ def otlp_problems(spec: Mapping[str, Any], version: Version) -> list[tuple[str, 
     otlp = spec.get("otlp")
     if otlp is None:
         return []
+    if not isinstance(otlp, Mapping):
+        return [("spec.otlp", f"must be a mapping of OTLP settings, got {otlp!r}")]
     if not version.at_least(OTLP_SINCE):
         return [("spec.otlp", f"Prometheus reads an otlp section only from v{OTLP_SINCE}, but spec.version is "
                               f"{version}; raise spec.version or remove spec.otlp")]

@@ -287,3 +287,14 @@ def test_implemented_fields_are_not_reported_as_ignored():
     prom = _prom(otlp={"promoteResourceAttributes": ["a"]}, tracingConfig={"endpoint": "c:4317"},
                  tsdb={"staleSeriesCompactionThreshold": 1, "chunkEncoding": {"floats": "Xor2"}})
     assert unsupported_fields(prom) == []
+
+
+def test_the_operator_fetches_the_secrets_and_configmaps_tracing_tls_reads():
+    from promop.render.pipeline import references
+
+    inputs = _tracing_tls_inputs(ca={"configMap": {"name": "ca-bundle", "key": "ca.crt"}},
+                                 cert={"secret": {"name": "client", "key": "tls.crt"}},
+                                 keySecret={"name": "client-key", "key": "tls.key"})
+    refs = {(r.kind, r.namespace, r.name) for r in references(inputs)}
+    assert {("ConfigMap", "monitoring", "ca-bundle"), ("Secret", "monitoring", "client"),
+            ("Secret", "monitoring", "client-key")} <= refs
