@@ -45,7 +45,7 @@ UPSTREAM_VERSION = "0.93.0"
 PRESERVED_SPEC_FIELDS = {
     "prometheuses": (
         "affinity", "containers", "initContainers", "volumes", "storage", "securityContext",
-        "topologySpreadConstraints", "dnsConfig", "thanos", "tracingConfig", "otlp", "web",
+        "topologySpreadConstraints", "dnsConfig", "thanos", "web",
     ),
     "thanosrulers": (  # pod-template parts passed through to the StatefulSet as for Prometheus
         "affinity", "containers", "initContainers", "volumes", "storage", "securityContext",

@@ -18,6 +18,7 @@ from promop.render.config import assemble, dump_job, rule_files
 from promop.render.context import GenContext
 from promop.render.globals import global_section, runtime_section, storage_section
 from promop.render.model import Problem, RenderOptions, obj_meta
+from promop.render.otlp import otlp_section
 from promop.render.podmonitor import pod_monitor_jobs
 from promop.render.probe import probe_jobs, validate_probe
 from promop.render.remote_write import remote_read_section, remote_write_section
@@ -28,6 +29,7 @@ from promop.render.scrapeconfig.validate import validate_scrape_config
 from promop.render.shape import sanitized_prometheus
 from promop.render.store import Reject, Scope, Store
 from promop.render.tls_assets import tls_config
+from promop.render.tracing import tracing_section
 from promop.render.validate_monitor import validate_monitor
 
 class FragmentCache(Protocol):
@@ -209,6 +211,7 @@ def build_config(
     remote_read = remote_read_section(ctx, prom_scope)
     if remote_read:
         tail["remote_read"] = remote_read
+    tail.update(otlp_section(ctx, prom_scope) | tracing_section(ctx, prom_scope))  # upstream: otlp, then tracing
     assets.update(prom_scope.assets)
     warnings += prom_scope.warnings
     config = {**head, "scrape_configs": jobs, **tail}

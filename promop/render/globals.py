@@ -12,7 +12,10 @@ from promop.render import topology
 from promop.render.context import GenContext
 from promop.duration import DurationError, parse_duration, parse_size
 from promop.render.relabel import valid_label_name
+from promop.render.model import Problem
+from promop.render.schema_check import InvalidPrometheus
 from promop.render.store import Scope
+from promop.render.tsdb import tsdb_problems, tsdb_settings
 
 DEFAULT_RETENTION = "24h"
 # spec field -> (global key, enforced field, minimum version)
@@ -159,10 +162,10 @@ def storage_section(ctx: GenContext, scope: Scope) -> dict | None:
     max_exemplars = (spec.get("exemplars") or {}).get("maxSize")
     if max_exemplars is not None:
         scope.put(storage, "exemplars", {"max_exemplars": max_exemplars}, "2.29.0", "spec.exemplars.maxSize")
-    tsdb: dict = {}
-    window = (spec.get("tsdb") or {}).get("outOfOrderTimeWindow")
-    if window:
-        scope.put(tsdb, "out_of_order_time_window", window, "2.39.0", "spec.tsdb.outOfOrderTimeWindow")
+    problems = tsdb_problems(spec)
+    if problems:
+        raise InvalidPrometheus([Problem("Prometheus", ctx.namespace, ctx.name, f, m) for f, m in problems])
+    tsdb = tsdb_settings(spec, scope)
     if ctx.version.at_least("3.11.0"):
         retention: dict = {}
         if spec.get("retention"):

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Callable
 
+from promop.render import otlp, tsdb
 from promop.render.globals import DEFAULT_LOG_DIRECTORY
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions
@@ -145,7 +146,8 @@ def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
     if (version.at_least("2.54.0") and not version.at_least("3.4.0") and "metadata-wal-records" not in features
             and any(isinstance(rw, Mapping) and rw.get("messageVersion") == "V2.0" for rw in spec.get("remoteWrite") or [])):
         features.insert(0, "metadata-wal-records")
-    if spec.get("enableOTLPReceiver") and version.at_least(OTLP_RECEIVER_SINCE):
+    features += [f for f in tsdb.auto_features(spec, version) if f not in features]
+    if otlp.receiver_enabled(spec) and version.at_least(OTLP_RECEIVER_SINCE):
         if version.major >= 3:
             args.append("--web.enable-otlp-receiver")
         elif "otlp-write-receiver" not in features:

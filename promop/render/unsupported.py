@@ -90,9 +90,9 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "arbitraryFSAccessThroughSMs": ALL, "podTargetLabels": ALL, "additionalScrapeConfigs": ALL, "additionalAlertRelabelConfigs": ALL,
         "additionalAlertManagerConfigs": ALL, "alerting": {"alertmanagers": _ALERTMANAGER_ENDPOINT},
         "remoteWrite": _REMOTE_WRITE, "remoteRead": _REMOTE_READ, "nameValidationScheme": ALL,
-        "nameEscapingScheme": ALL, "scrapeNativeHistograms": ALL, "tsdb": {"outOfOrderTimeWindow": ALL}, "exemplars": ALL, "ruleQueryOffset": ALL, "runtime": ALL,
+        "nameEscapingScheme": ALL, "scrapeNativeHistograms": ALL, "tsdb": ALL, "exemplars": ALL, "ruleQueryOffset": ALL, "runtime": ALL,
         "queryLogFile": ALL, "scrapeFailureLogFile": ALL, "scrapeClassicHistograms": ALL,
-        "convertClassicHistogramsToNHCB": ALL,
+        "convertClassicHistogramsToNHCB": ALL, "otlp": ALL, "tracingConfig": ALL,  # otlp.py, tracing.py, tsdb.py
         # StatefulSet and rules (promop/render/statefulset.py, rules.py)
         "version": ALL, "image": ALL, "baseImage": ALL, "tag": ALL, "sha": ALL, "replicas": ALL, "shards": ALL,
         "shardingStrategy": ALL,  # promop/render/topology.py

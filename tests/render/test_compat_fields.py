@@ -46,13 +46,14 @@ def test_service_monitor_discovery_role_is_used_without_warning(sm_role, prom_ro
     assert port_rule["source_labels"] == [f"__meta_kubernetes_{'endpointslice' if expected == 'endpointslice' else 'endpoint'}_port_name"]
 
 
-def test_tsdb_fields_promop_does_not_write_are_warned_not_dropped_silently():
+def test_every_tsdb_field_is_written_without_a_warning():
     prom = prometheus_obj(version="v3.13.2", tsdb={"outOfOrderTimeWindow": "1h", "chunkEncoding": {"floats": "Xor2"},
                                                   "staleSeriesCompactionThreshold": "0.5"})
     result = render(RenderInputs(prometheus=prom))
-    assert result.config["storage"]["tsdb"]["out_of_order_time_window"] == "1h"
-    assert {w.field for w in result.warnings if w.field.startswith("spec.tsdb")} == {
-        "spec.tsdb.chunkEncoding", "spec.tsdb.staleSeriesCompactionThreshold"}
+    assert result.config["storage"]["tsdb"] == {
+        "out_of_order_time_window": "1h", "stale_series_compaction_threshold": 0.5,
+        "chunk_encoding": {"floats": "xor2"}, "retention": {"time": "24h"}}
+    assert not [w for w in result.warnings if w.field.startswith("spec.tsdb")]
 
 
 @pytest.mark.parametrize("case", [c for c in SPEC["cases"] if not c.get("partial")

@@ -22,11 +22,12 @@ def fields(o: dict) -> list[str]:
 
 def test_unsupported_prometheus_fields_are_named_with_a_reason():
     problems = unsupported_fields(obj("Prometheus", {
-        "thanos": {"image": "thanos"}, "tracingConfig": {"endpoint": "x"}, "scrapeInterval": "30s",
-        "remoteRead": [{"url": "http://x"}], "probeSelector": {}}))
+        "thanos": {"image": "thanos"}, "remoteWriteReceiverMessageVersions": ["V2.0"], "scrapeInterval": "30s",
+        "remoteRead": [{"url": "http://x"}], "probeSelector": {}, "tracingConfig": {"endpoint": "x"}, "otlp": {}}))
     by_field = {p.field: p.message for p in problems}
-    assert set(by_field) == {"spec.tracingConfig"}  # Probes, ScrapeConfigs and the Thanos sidecar are implemented
-    assert by_field["spec.tracingConfig"] == "not supported by promop; the field is ignored"
+    # Probes, ScrapeConfigs, the Thanos sidecar, tracing and OTLP are implemented
+    assert set(by_field) == {"spec.remoteWriteReceiverMessageVersions"}
+    assert by_field["spec.remoteWriteReceiverMessageVersions"] == "not supported by promop; the field is ignored"
     assert all((p.kind, p.namespace, p.name) == ("Prometheus", "ns", "x") for p in problems)
 
 
@@ -79,14 +80,11 @@ NOT_IMPLEMENTED = {
     "PodMonitor": set(),
     "PrometheusRule": set(),
     "Prometheus": {
-        "otlp",
         "remoteWriteReceiverMessageVersions",
-        "tracingConfig",
         # upstream's sidecar reads only minVersion, the *File fields, cipherSuites and curves
         "thanos.grpcServerTlsConfig.ca", "thanos.grpcServerTlsConfig.cert", "thanos.grpcServerTlsConfig.keySecret",
         "thanos.grpcServerTlsConfig.insecureSkipVerify", "thanos.grpcServerTlsConfig.serverName",
         "thanos.grpcServerTlsConfig.maxVersion",
-        "tsdb.chunkEncoding", "tsdb.staleSeriesCompactionThreshold",
     },
 }
 # Subtrees copied verbatim into the pod template / StatefulSet: their leaves are Kubernetes' fields.
