@@ -25,7 +25,7 @@ from promop.render.thanos.ruler_meta import GOVERNING_SERVICE_NAME, KIND, MANAGE
 from promop.render.thanos.ruler_rules import build_ruler_rule_configmaps
 from promop.render.thanos.ruler_statefulset import build_ruler_statefulset
 from promop.render.thanos.ruler_args import GRPC_PORT, HTTP_PORT
-from promop.render.thanos.versions import DEFAULT_THANOS_BASE_IMAGE, ThanosVersionError, thanos_version
+from promop.render.thanos.versions import ThanosVersionError, thanos_version
 
 
 class InvalidThanosRuler(ValueError):
@@ -44,7 +44,7 @@ class RulerInputs:
     secrets: Mapping[tuple[str, str], dict] = field(default_factory=dict)
     configmaps: Mapping[tuple[str, str], dict] = field(default_factory=dict)
     options: RenderOptions = field(default_factory=RenderOptions)
-    thanos_default_base_image: str = DEFAULT_THANOS_BASE_IMAGE
+    thanos_default_base_image: str | None = None  # overrides options.thanos_default_base_image (tests)
 
 
 @dataclass
@@ -141,10 +141,10 @@ def render_ruler(inputs: RulerInputs) -> RulerResult:
     text, assets = remote_write_config(ruler, version, Store(inputs.secrets, inputs.configmaps), warnings)
     tls = tls_assets_secret(ruler, options, assets)
     cm_names = list(rules_result.names)
-    digest = input_hash(ruler, options, cm_names, inputs.thanos_default_base_image)
+    base_image = inputs.thanos_default_base_image or options.thanos_default_base_image
+    digest = input_hash(ruler, options, cm_names, base_image)
     try:
-        sts = build_ruler_statefulset(ruler, options, cm_names, [tls["metadata"]["name"]], digest,
-                                      inputs.thanos_default_base_image)
+        sts = build_ruler_statefulset(ruler, options, cm_names, [tls["metadata"]["name"]], digest, base_image)
     except ManagedArgumentError as err:
         field_, _, message = str(err).partition(": ")
         raise InvalidThanosRuler([Problem(KIND, ns, name, field_, message)]) from None

@@ -36,7 +36,8 @@ WEB_CONFIG_MOUNT = {"mountPath": WEB_CONFIG_FILE, "name": "web-config", "readOnl
 
 
 def image(spec: Mapping[str, Any], default_base: str = DEFAULT_THANOS_BASE_IMAGE) -> str:
-    """spec.image, else <base>:<version> (ThanosRuler has no tag/sha fields)."""
+    """spec.image, else <base>:<version> (ThanosRuler has no baseImage/tag/sha fields); `default_base`
+    is --thanos-default-base-image."""
     return spec.get("image") or f"{default_base}:{spec.get('version') or DEFAULT_THANOS_VERSION}"
 
 
@@ -147,8 +148,10 @@ def _ruler_container(spec: Mapping[str, Any], version: Version, built: RulerArgs
 
 def build_ruler_statefulset(ruler: dict, options: RenderOptions, rule_configmap_names: list[str],
                             tls_secret_names: list[str], input_hash: str,
-                            default_base_image: str = DEFAULT_THANOS_BASE_IMAGE) -> dict:
-    """The StatefulSet; raises ThanosVersionError / ManagedArgumentError (one line) for a bad spec."""
+                            default_base_image: str | None = None) -> dict:
+    """The StatefulSet; raises ThanosVersionError / ManagedArgumentError (one line) for a bad spec.
+    `default_base_image` (else options.thanos_default_base_image) names the image without a tag."""
+    default_base_image = default_base_image or options.thanos_default_base_image
     md = ruler["metadata"]
     spec = ruler.get("spec") or {}
     version = thanos_version(spec.get("version"))
