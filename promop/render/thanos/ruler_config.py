@@ -1,4 +1,5 @@
-"""The Secrets a ThanosRuler's pods read: `-config` (remote-write.yaml), `-web-config`, `-tls-assets-0`.
+"""The Secrets a ThanosRuler's pods read: `-config` (remote-write.yaml) and `-tls-assets-0` (`-web-config`:
+ruler_web.py).
 
 Remote write (stateless mode) is generated with the Prometheus remote write code, for the Prometheus
 release the Thanos version embeds (Thanos has no flag of its own per field): upstream does the same.
@@ -21,7 +22,6 @@ from promop.render.versions import Version
 
 REMOTE_WRITE_KEY = "remote-write.yaml"
 THANOS_CERTS_DIR = "/etc/thanos/certs"
-WEB_CONFIG_KEY = "web-config.yaml"
 
 # Thanos minor release -> the Prometheus release it embeds (approximately: from Thanos's go.mod history).
 _PROMETHEUS_FOR_THANOS = (
@@ -113,9 +113,3 @@ def tls_assets_secret(ruler: Mapping[str, Any], options: RenderOptions, assets: 
             "metadata": managed_metadata(ruler, f"{prefixed_name(ruler)}-tls-assets-0", options),
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in sorted(assets.items())}}
 
-
-def web_config_secret(ruler: Mapping[str, Any], options: RenderOptions) -> dict:
-    """The --http.config file: empty (plain HTTP) — spec.web's TLS is not implemented for the ruler."""
-    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": managed_metadata(ruler, f"{prefixed_name(ruler)}-web-config", options),
-            "stringData": {WEB_CONFIG_KEY: ""}}

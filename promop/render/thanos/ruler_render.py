@@ -18,13 +18,13 @@ from promop.render.schema_check import schema_problems
 from promop.render.selection import select
 from promop.render.store import Store
 from promop.render.thanos.args import ManagedArgumentError
-from promop.render.thanos.ruler_config import (
-    config_secret, remote_write_config, tls_assets_secret, web_config_secret,
-)
+from promop.render.store import Reject
+from promop.render.thanos.ruler_config import config_secret, remote_write_config, tls_assets_secret
 from promop.render.thanos.ruler_meta import GOVERNING_SERVICE_NAME, KIND, MANAGED_BY, owner_reference
 from promop.render.thanos.ruler_rules import build_ruler_rule_configmaps
 from promop.render.thanos.ruler_statefulset import build_ruler_statefulset
 from promop.render.thanos.ruler_args import GRPC_PORT, HTTP_PORT
+from promop.render.thanos.ruler_web import ruler_web_tls, web_config_secret
 from promop.render.thanos.versions import ThanosVersionError, thanos_version
 
 
@@ -138,19 +138,25 @@ def render_ruler(inputs: RulerInputs) -> RulerResult:
     chosen = {(d.namespace, d.name) for d in decisions if d.selected}
     rules = [dict(r) for r in inputs.prometheus_rules if obj_meta(r) in chosen]
     rules_result = build_ruler_rule_configmaps(ruler, rules, options)
-    text, assets = remote_write_config(ruler, version, Store(inputs.secrets, inputs.configmaps), warnings)
+    store = Store(inputs.secrets, inputs.configmaps)
+    try:
+        web_tls = ruler_web_tls(ruler, store, version)
+    except Reject as err:
+        raise InvalidThanosRuler([Problem(KIND, ns, name, err.field, err.message)]) from None
+    text, assets = remote_write_config(ruler, version, store, warnings)
     tls = tls_assets_secret(ruler, options, assets)
     cm_names = list(rules_result.names)
     base_image = inputs.thanos_default_base_image or options.thanos_default_base_image
     digest = input_hash(ruler, options, cm_names, base_image)
     try:
-        sts = build_ruler_statefulset(ruler, options, cm_names, [tls["metadata"]["name"]], digest, base_image)
+        sts = build_ruler_statefulset(ruler, options, cm_names, [tls["metadata"]["name"]], digest, base_image,
+                                      web_tls)
     except ManagedArgumentError as err:
         field_, _, message = str(err).partition(": ")
         raise InvalidThanosRuler([Problem(KIND, ns, name, field_, message)]) from None
     return RulerResult(
         rule_configmaps=rules_result.configmaps, config_secret=config_secret(ruler, options, text), tls_secret=tls,
-        web_config_secret=web_config_secret(ruler, options), service=build_ruler_service(ruler, options),
+        web_config_secret=web_config_secret(ruler, options, web_tls), service=build_ruler_service(ruler, options),
         statefulset=sts, selection=decisions, rejected=list(rules_result.rejected),
         warnings=[*warnings, *rules_result.warnings], rule_files=dict(rules_result.rule_files), input_hash=digest,
     )
