@@ -19,7 +19,9 @@ from promop.render.selection import select
 from promop.render.store import Store
 from promop.render.thanos.args import ManagedArgumentError
 from promop.render.store import Reject
-from promop.render.thanos.ruler_config import config_secret, remote_write_config, tls_assets_secret
+from promop.render.thanos.ruler_config import (
+    config_secret, remote_write_config, remote_write_problem, tls_assets_secret,
+)
 from promop.render.thanos.ruler_meta import GOVERNING_SERVICE_NAME, KIND, MANAGED_BY, owner_reference
 from promop.render.thanos.ruler_rules import build_ruler_rule_configmaps
 from promop.render.thanos.ruler_statefulset import build_ruler_statefulset
@@ -72,7 +74,8 @@ class RulerResult:
 
 
 def spec_problems(ruler: Mapping[str, Any]) -> list[Problem]:
-    """Why upstream would refuse this ThanosRuler: schema, no query endpoint/config, bad version."""
+    """Why upstream would refuse this ThanosRuler: schema, no query endpoint/config, bad version, a remote
+    write this Thanos cannot run."""
     problems = schema_problems(KIND, ruler)
     if problems:
         return problems
@@ -82,9 +85,13 @@ def spec_problems(ruler: Mapping[str, Any]) -> list[Problem]:
         problems.append(Problem(KIND, ns, name, "spec.queryEndpoints",
                                 "one of the queryEndpoints or queryConfig fields should be specified"))
     try:
-        thanos_version(spec.get("version"), "spec.version")
+        version = thanos_version(spec.get("version"), "spec.version")
     except ThanosVersionError as err:
         problems.append(Problem(KIND, ns, name, "spec.version", str(err).partition(": ")[2]))
+        return problems
+    rw_problem = remote_write_problem(spec, version)
+    if rw_problem is not None:
+        problems.append(Problem(KIND, ns, name, rw_problem.field, rw_problem.message))
     return problems
 
 
