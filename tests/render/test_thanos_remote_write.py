@@ -83,3 +83,19 @@ def test_remote_write_needs_thanos_0_24(version, refused):
         assert "requires at least version 0.24.0: current version v0.23.9" in problem.message
     else:
         assert _entry(_render(version, {})) == {"url": "http://x"}
+
+
+@pytest.mark.parametrize("version, client_id, refused", [
+    ("v0.39.9", None, True), ("v0.39.9", "", True), ("v0.39.9", "id", False), ("v0.40.0", None, False)])
+def test_azure_managed_identity_without_client_id_needs_thanos_0_40(version, client_id, refused):
+    from promop.render.thanos.ruler_config import remote_write_problem
+    from promop.render.thanos.versions import thanos_version
+
+    managed = {} if client_id is None else {"clientId": client_id}
+    spec = {"remoteWrite": [{"url": "http://x"}, {"url": "http://y", "azureAD": {"managedIdentity": managed}}]}
+    problem = remote_write_problem(spec, thanos_version(version))
+    if refused:
+        assert problem.field == "spec.remoteWrite[1].azureAD.managedIdentity.clientId"
+        assert problem.message == f"is required with Thanos < 0.40.0, current = {version}"
+    else:
+        assert problem is None
