@@ -1,4 +1,4 @@
-"""The Secrets a ThanosRuler's pods read: `-config` (remote-write.yaml) and `-tls-assets-0` (`-web-config`:
+"""The Secrets a ThanosRuler's pods read: `-config` (remote-write.yaml) and `-tls-assets-<i>` (`-web-config`:
 ruler_web.py).
 
 Remote write (stateless mode) is generated with the Prometheus remote write code, as upstream: first the
@@ -20,6 +20,7 @@ from promop.render.generate import new_context
 from promop.render.model import Problem, RenderOptions, obj_meta
 from promop.render.remote_write import remote_write_section
 from promop.render.store import CERTS_DIR, Reject, Store
+from promop.render.tls_assets import MAX_SECRET_DATA
 from promop.render.thanos.ruler_meta import KIND, managed_metadata, prefixed_name
 from promop.render.versions import Version
 
@@ -158,8 +159,18 @@ def config_secret(ruler: Mapping[str, Any], options: RenderOptions, text: str) -
             "data": {REMOTE_WRITE_KEY: base64.b64encode(text.encode()).decode()}}
 
 
-def tls_assets_secret(ruler: Mapping[str, Any], options: RenderOptions, assets: Mapping[str, str]) -> dict:
-    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": managed_metadata(ruler, f"{prefixed_name(ruler)}-tls-assets-0", options),
-            "data": {k: base64.b64encode(v.encode()).decode() for k, v in sorted(assets.items())}}
-
+def tls_assets_secrets(ruler: Mapping[str, Any], options: RenderOptions, assets: Mapping[str, str]) -> list[dict]:
+    """`thanos-ruler-<name>-tls-assets-<i>`: the TLS asset files sharded as upstream's ShardedSecret (keys
+    sorted, first fit under a Secret's size), always at least `-tls-assets-0`."""
+    shards: list[dict[str, str]] = [{}]
+    size = 0
+    for filename in sorted(assets):
+        item = len(assets[filename].encode()) + len(filename)
+        if shards[-1] and size + item > MAX_SECRET_DATA:
+            shards.append({})
+            size = 0
+        shards[-1][filename] = base64.b64encode(assets[filename].encode()).decode()
+        size += item
+    return [{"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+             "metadata": managed_metadata(ruler, f"{prefixed_name(ruler)}-tls-assets-{i}", options), "data": data}
+            for i, data in enumerate(shards)]
