@@ -20,6 +20,7 @@ from promop.featuregates import (SHARD_RETENTION_POLICY, FeatureGateError, Featu
                                  parse_feature_gates)
 from promop.operator.alertmanager import flags as am_flags  # Alertmanager/kubelet/CRD flags (hook)
 from promop.render.model import DEFAULT_PROMETHEUS_BASE_IMAGE, DEFAULT_RELOADER_IMAGE, RenderOptions
+from promop.render.thanos.versions import DEFAULT_THANOS_BASE_IMAGE
 
 __all__ = ["LOG_FORMATS", "LOG_LEVELS", "Options", "OptionsError", "add_flags", "default_lease_namespace",
            "from_args", "parse_list", "parse_listen_address", "parse_map"]
@@ -61,6 +62,7 @@ class Options:
     secret_field_selector: str = ""
     config_reloader_image: str = DEFAULT_RELOADER_IMAGE
     prometheus_default_base_image: str = DEFAULT_PROMETHEUS_BASE_IMAGE
+    thanos_default_base_image: str = DEFAULT_THANOS_BASE_IMAGE  # Thanos sidecar and ThanosRuler, without a tag
     listen_address: str = DEFAULT_LISTEN_ADDRESS
     resync_period: float = DEFAULT_RESYNC_SECONDS
     gc_freeze: bool = False  # gc.freeze() once the caches have synced (a process of its own: promop run, demo)
@@ -84,6 +86,7 @@ class Options:
             annotations=dict(self.annotations),
             config_reloader_image=self.config_reloader_image,
             prometheus_default_base_image=self.prometheus_default_base_image,
+            thanos_default_base_image=self.thanos_default_base_image,
             fast_reload=self.fast_reload,
             config_secret_max_bytes=self.config_secret_max_bytes,
             shard_retention_policy=self.feature_gates.enabled(SHARD_RETENTION_POLICY),
@@ -107,6 +110,16 @@ class Options:
         if self.prometheus_instance_namespaces:
             return namespace in self.prometheus_instance_namespaces
         return self.namespace_allowed(namespace)
+
+
+def _image_base(text: str, flag: str) -> str:
+    """An image name without a tag (`registry/repo`); the renderer appends `:<version>`. Empty means the
+    default, as upstream's StringValOrDefault."""
+    if not text:
+        return DEFAULT_THANOS_BASE_IMAGE
+    if any(c.isspace() for c in text):
+        raise OptionsError(f"{flag} {text!r}: not an image name; pass e.g. {flag}=registry.example.com/thanos/thanos")
+    return text
 
 
 def _positive_bytes(text: str) -> int:
@@ -139,6 +152,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         "--prometheus-default-base-image",
         default=DEFAULT_PROMETHEUS_BASE_IMAGE,
         help="Prometheus image (without tag) when spec.image is not set",
+    )
+    out.add_argument(
+        "--thanos-default-base-image",
+        default=DEFAULT_THANOS_BASE_IMAGE,
+        help="Thanos image (without tag) of the Thanos sidecar and ThanosRuler when neither spec.image nor "
+             f"spec.thanos.image/baseImage is set (default {DEFAULT_THANOS_BASE_IMAGE})",
     )
     out.add_argument("--fast-reload", action="store_true",
                      help="every Prometheus's config reloader reads its config Secret and rule ConfigMaps through "
@@ -221,6 +240,7 @@ def from_args(args: argparse.Namespace) -> Options:
         secret_field_selector=args.secret_field_selector,
         config_reloader_image=args.config_reloader_image,
         prometheus_default_base_image=args.prometheus_default_base_image,
+        thanos_default_base_image=_image_base(args.thanos_default_base_image, "--thanos-default-base-image"),
         listen_address=args.listen_address,
         resync_period=args.resync_period,
         fast_reload=args.fast_reload,

@@ -77,6 +77,7 @@ class RenderOptions:
     annotations: Mapping[str, str] = field(default_factory=dict)  # --annotations
     config_reloader_image: str = DEFAULT_RELOADER_IMAGE
     prometheus_default_base_image: str = DEFAULT_PROMETHEUS_BASE_IMAGE
+    thanos_default_base_image: str = "quay.io/thanos/thanos"  # --thanos-default-base-image (render/thanos/versions.py)
     endpointslice_supported: bool = True  # the cluster serves discovery.k8s.io/v1 EndpointSlices
     shard_retention_policy: bool = True  # upstream's PrometheusShardRetentionPolicy gate (on by default)
     feature_gates: FeatureGates = field(default_factory=FeatureGates)  # --feature-gates (promop.featuregates)

@@ -430,7 +430,7 @@ def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_n
         del prom["ports"]
     containers = [prom, _reloader("config-reloader", spec, options, rule_cms, shard, reloader_mounts, init=False)]
     if thanos_sidecar.enabled(spec):  # the Thanos sidecar hook (promop/render/thanos/sidecar.py)
-        containers.append(thanos_sidecar.build_container(spec, version, prom_mounts))
+        containers.append(thanos_sidecar.build_container(spec, version, prom_mounts, options.thanos_default_base_image))
         volumes = thanos_sidecar.with_volumes(volumes, prometheus)
     init_containers = [_reloader("init-config-reloader", spec, options, rule_cms, shard, reloader_mounts, init=True)]
     if spec.get("imagePullPolicy"):
@@ -542,6 +542,8 @@ def compute_input_hash(
         "rule_configmap_names": sorted(set(rule_configmap_names)),
         "tls_shards": len(tls_secret_names),
     }
+    if options.thanos_default_base_image != RenderOptions().thanos_default_base_image:  # only when changed
+        payload["options"]["thanos_default_base_image"] = options.thanos_default_base_image
     if options.fast_reload:  # only when on, so turning the feature out does not roll every StatefulSet
         payload["options"]["fast_reload"] = True
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).digest()

@@ -74,3 +74,32 @@ def test_explain_thanos_ruler_says_what_it_selects_and_why_not(tmp_path: Path):
     assert "PrometheusRule mon/unlabelled: not selected: ruleSelector matchLabels role=thanos: label role missing" in out
     missing = promop("explain", "thanosruler", "mon/nope", "-f", str(tmp_path / "in.yaml"))
     assert missing.returncode == 2 and "not found" in missing.stdout
+
+
+WEB_TLS = """\
+  web:
+    tlsConfig:
+      cert: {configMap: {name: web-cert, key: tls.crt}}
+      keySecret: {name: web-key, key: tls.key}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web-cert, namespace: mon}
+data: {other.crt: "not this one"}
+"""
+
+
+def test_render_reads_configmaps_for_the_web_tls_of_a_ruler(tmp_path: Path):
+    """The ConfigMap in the files is read: its missing key refuses the ruler in one line (upstream would
+    leave a pod without its certificate)."""
+    text = FILES.replace("  ruleSelector: {matchLabels: {role: thanos}}\n",
+                         "  ruleSelector: {matchLabels: {role: thanos}}\n" + WEB_TLS)
+    (tmp_path / "in.yaml").write_text(text)
+    proc = promop("render", "-f", str(tmp_path / "in.yaml"), "--strict")
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if "ThanosRuler mon/tr" in line]
+    assert len(lines) == 1 and "spec.web.tlsConfig.cert.configMap" in lines[0] and "tls.crt" in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    (tmp_path / "in.yaml").write_text(text.replace("other.crt", "tls.crt").replace('"not this one"', '"x"'))
+    proc = promop("render", "-f", str(tmp_path / "in.yaml"), "--strict")
+    assert proc.returncode != 0 and "spec.web.tlsConfig.cert: is not a PEM certificate" in proc.stderr

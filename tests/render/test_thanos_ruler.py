@@ -115,6 +115,8 @@ def test_config_secrets_are_mounted_as_files(secret_field, file_field, volume, f
     (None, None, ['thanos_ruler_replica="$(POD_NAME)"'], ["thanos_ruler_replica"]),
     (None, ["test"], ['thanos_ruler_replica="$(POD_NAME)"'], ["thanos_ruler_replica", "test"]),
     ({"test": "test"}, None, ['thanos_ruler_replica="$(POD_NAME)"', 'test="test"'], ["thanos_ruler_replica"]),
+    ({"test": "test"}, ["test"], ['thanos_ruler_replica="$(POD_NAME)"', 'test="test"'],
+     ["thanos_ruler_replica", "test"]),
     ({"thanos_ruler_replica": "$(POD_NAME)", "test": "test", "test4": "test4", "test1": "test1", "test2": "test2",
       "test3": "test3", "foo": "bar", "bob": "alice"}, ["test", "aaa", "foo", "bar", "foo1", "foo2", "foo3"],
      ['thanos_ruler_replica="$(POD_NAME)"', 'bob="alice"', 'foo="bar"', 'test="test"', 'test1="test1"',
@@ -199,6 +201,7 @@ def test_statefulset_spec_fields():
     assert sts()["spec"]["serviceName"] == "thanos-ruler-operated"
     assert sts()["spec"]["podManagementPolicy"] == "Parallel"
     assert sts({"podManagementPolicy": "OrderedReady"})["spec"]["podManagementPolicy"] == "OrderedReady"
+    assert sts({"podManagementPolicy": "Parallel"})["spec"]["podManagementPolicy"] == "Parallel"
     assert sts()["spec"]["updateStrategy"] == {"type": "RollingUpdate"}
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
     assert sts({"updateStrategy": strategy})["spec"]["updateStrategy"] == strategy
@@ -246,6 +249,7 @@ def test_version_gated_rule_flags(key, value, flag, since, before):
     assert f"{flag}{value}" in args({"version": since, key: value})
     assert not any(a.startswith(flag) for a in args({"version": before, key: value}))
     assert not any(a.startswith(flag) for a in args({"version": since}))
+    assert not any(a.startswith(flag) for a in args({"version": "0.37.0"}))  # upstream's "without" at a later version
 
 
 def test_resend_delay():

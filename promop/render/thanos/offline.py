@@ -27,15 +27,16 @@ def _of(loaded: Any, kind: str) -> list[dict]:
 
 
 def render_loaded(loaded: Any, options: RenderOptions | None = None) -> RulerRendered:
-    """Every ThanosRuler in `loaded` against every PrometheusRule, Namespace and Secret; one failing
-    ThanosRuler does not stop the others."""
+    """Every ThanosRuler in `loaded` against every PrometheusRule, Namespace, Secret and ConfigMap (web TLS
+    certificates); one failing ThanosRuler does not stop the others."""
     out = RulerRendered()
     seen: set[Problem] = set()
     secrets = {obj_meta(s): s for s in _of(loaded, "Secret")}
+    configmaps = {obj_meta(c): c for c in _of(loaded, "ConfigMap")}
     for ruler in sorted(_of(loaded, KIND), key=obj_meta):
         try:
             result = render_ruler(RulerInputs(ruler, _of(loaded, "PrometheusRule"), _of(loaded, "Namespace"),
-                                              secrets, options=options or RenderOptions()))
+                                              secrets, configmaps, options=options or RenderOptions()))
         except InvalidThanosRuler as exc:
             out.failed.append((ruler, str(exc)))
             problems = exc.problems

@@ -18,14 +18,16 @@ from promop.render.schema_check import schema_problems
 from promop.render.selection import select
 from promop.render.store import Store
 from promop.render.thanos.args import ManagedArgumentError
+from promop.render.store import Reject
 from promop.render.thanos.ruler_config import (
-    config_secret, remote_write_config, tls_assets_secret, web_config_secret,
+    config_secret, remote_write_config, remote_write_problem, tls_assets_secrets,
 )
 from promop.render.thanos.ruler_meta import GOVERNING_SERVICE_NAME, KIND, MANAGED_BY, owner_reference
 from promop.render.thanos.ruler_rules import build_ruler_rule_configmaps
 from promop.render.thanos.ruler_statefulset import build_ruler_statefulset
 from promop.render.thanos.ruler_args import GRPC_PORT, HTTP_PORT
-from promop.render.thanos.versions import DEFAULT_THANOS_BASE_IMAGE, ThanosVersionError, thanos_version
+from promop.render.thanos.ruler_web import ruler_web_tls, web_config_secret
+from promop.render.thanos.versions import ThanosVersionError, thanos_version
 
 
 class InvalidThanosRuler(ValueError):
@@ -44,14 +46,14 @@ class RulerInputs:
     secrets: Mapping[tuple[str, str], dict] = field(default_factory=dict)
     configmaps: Mapping[tuple[str, str], dict] = field(default_factory=dict)
     options: RenderOptions = field(default_factory=RenderOptions)
-    thanos_default_base_image: str = DEFAULT_THANOS_BASE_IMAGE
+    thanos_default_base_image: str | None = None  # overrides options.thanos_default_base_image (tests)
 
 
 @dataclass
 class RulerResult:
     rule_configmaps: list[dict]
     config_secret: dict
-    tls_secret: dict
+    tls_secrets: list[dict]  # -tls-assets-0 .. -n (upstream's ShardedSecret)
     web_config_secret: dict
     service: dict
     statefulset: dict
@@ -63,8 +65,13 @@ class RulerResult:
 
     def objects(self) -> list[dict]:
         """Every object to write, in write order (what the pods mount before the StatefulSet)."""
-        return [*self.rule_configmaps, self.config_secret, self.tls_secret, self.web_config_secret, self.service,
+        return [*self.rule_configmaps, self.config_secret, *self.tls_secrets, self.web_config_secret, self.service,
                 self.statefulset]
+
+    @property
+    def tls_secret(self) -> dict:
+        """The first TLS asset Secret (`-tls-assets-0`, always there)."""
+        return self.tls_secrets[0]
 
     def accepted_rules(self) -> list[tuple[str, str]]:
         bad = {(p.namespace, p.name) for p in self.rejected if p.kind == "PrometheusRule"}
@@ -72,7 +79,8 @@ class RulerResult:
 
 
 def spec_problems(ruler: Mapping[str, Any]) -> list[Problem]:
-    """Why upstream would refuse this ThanosRuler: schema, no query endpoint/config, bad version."""
+    """Why upstream would refuse this ThanosRuler: schema, no query endpoint/config, bad version, a remote
+    write this Thanos cannot run."""
     problems = schema_problems(KIND, ruler)
     if problems:
         return problems
@@ -82,9 +90,13 @@ def spec_problems(ruler: Mapping[str, Any]) -> list[Problem]:
         problems.append(Problem(KIND, ns, name, "spec.queryEndpoints",
                                 "one of the queryEndpoints or queryConfig fields should be specified"))
     try:
-        thanos_version(spec.get("version"), "spec.version")
+        version = thanos_version(spec.get("version"), "spec.version")
     except ThanosVersionError as err:
         problems.append(Problem(KIND, ns, name, "spec.version", str(err).partition(": ")[2]))
+        return problems
+    rw_problem = remote_write_problem(spec, version)
+    if rw_problem is not None:
+        problems.append(Problem(KIND, ns, name, rw_problem.field, rw_problem.message))
     return problems
 
 
@@ -104,14 +116,18 @@ def build_ruler_service(ruler: Mapping[str, Any], options: RenderOptions) -> dic
     }}
 
 
-def input_hash(ruler: Mapping[str, Any], options: RenderOptions, cm_names: list[str], base_image: str) -> str:
-    """What the StatefulSet is built from (as for Prometheus): a change rolls the pods."""
+def input_hash(ruler: Mapping[str, Any], options: RenderOptions, cm_names: list[str], base_image: str,
+               tls_shards: int = 1) -> str:
+    """What the StatefulSet is built from (as for Prometheus): a change rolls the pods. The number of TLS
+    asset Secrets counts (upstream hashes its ShardedSecret) only past one, so one-shard rulers keep their hash."""
     md = ruler.get("metadata") or {}
     payload = {"labels": md.get("labels") or {}, "annotations": md.get("annotations") or {},
                "generation": md.get("generation"), "spec": ruler.get("spec") or {},
                "options": [dict(options.labels), dict(options.annotations), options.config_reloader_image,
                            options.operator_version, base_image],
                "rule_configmap_names": sorted(set(cm_names))}
+    if tls_shards > 1:
+        payload["tls_shards"] = tls_shards
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).digest()
     return str(int.from_bytes(digest[:8], "big"))
 
@@ -138,19 +154,25 @@ def render_ruler(inputs: RulerInputs) -> RulerResult:
     chosen = {(d.namespace, d.name) for d in decisions if d.selected}
     rules = [dict(r) for r in inputs.prometheus_rules if obj_meta(r) in chosen]
     rules_result = build_ruler_rule_configmaps(ruler, rules, options)
-    text, assets = remote_write_config(ruler, version, Store(inputs.secrets, inputs.configmaps), warnings)
-    tls = tls_assets_secret(ruler, options, assets)
-    cm_names = list(rules_result.names)
-    digest = input_hash(ruler, options, cm_names, inputs.thanos_default_base_image)
+    store = Store(inputs.secrets, inputs.configmaps)
     try:
-        sts = build_ruler_statefulset(ruler, options, cm_names, [tls["metadata"]["name"]], digest,
-                                      inputs.thanos_default_base_image)
+        web_tls = ruler_web_tls(ruler, store, version)
+    except Reject as err:
+        raise InvalidThanosRuler([Problem(KIND, ns, name, err.field, err.message)]) from None
+    text, assets = remote_write_config(ruler, version, store, warnings)
+    tls = tls_assets_secrets(ruler, options, assets)
+    cm_names = list(rules_result.names)
+    base_image = inputs.thanos_default_base_image or options.thanos_default_base_image
+    digest = input_hash(ruler, options, cm_names, base_image, len(tls))
+    try:
+        sts = build_ruler_statefulset(ruler, options, cm_names, [t["metadata"]["name"] for t in tls], digest,
+                                      base_image, web_tls)
     except ManagedArgumentError as err:
         field_, _, message = str(err).partition(": ")
         raise InvalidThanosRuler([Problem(KIND, ns, name, field_, message)]) from None
     return RulerResult(
-        rule_configmaps=rules_result.configmaps, config_secret=config_secret(ruler, options, text), tls_secret=tls,
-        web_config_secret=web_config_secret(ruler, options), service=build_ruler_service(ruler, options),
+        rule_configmaps=rules_result.configmaps, config_secret=config_secret(ruler, options, text), tls_secrets=tls,
+        web_config_secret=web_config_secret(ruler, options, web_tls), service=build_ruler_service(ruler, options),
         statefulset=sts, selection=decisions, rejected=list(rules_result.rejected),
         warnings=[*warnings, *rules_result.warnings], rule_files=dict(rules_result.rule_files), input_hash=digest,
     )

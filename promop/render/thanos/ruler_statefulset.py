@@ -26,6 +26,7 @@ from promop.render.thanos.ruler_args import (
 from promop.render.thanos.ruler_meta import (
     GOVERNING_SERVICE_NAME, managed_metadata, prefixed_name, selector_labels,
 )
+from promop.render.thanos.ruler_web import TLSMounts
 from promop.render.thanos.versions import DEFAULT_THANOS_BASE_IMAGE, DEFAULT_THANOS_VERSION, thanos_version
 from promop.render.versions import Version
 
@@ -36,7 +37,8 @@ WEB_CONFIG_MOUNT = {"mountPath": WEB_CONFIG_FILE, "name": "web-config", "readOnl
 
 
 def image(spec: Mapping[str, Any], default_base: str = DEFAULT_THANOS_BASE_IMAGE) -> str:
-    """spec.image, else <base>:<version> (ThanosRuler has no tag/sha fields)."""
+    """spec.image, else <base>:<version> (ThanosRuler has no baseImage/tag/sha fields); `default_base`
+    is --thanos-default-base-image."""
     return spec.get("image") or f"{default_base}:{spec.get('version') or DEFAULT_THANOS_VERSION}"
 
 
@@ -61,17 +63,23 @@ def _web_config_enabled(version: Version, rule_cms: list[str]) -> bool:
     return bool(rule_cms) and version.at_least(WEB_CONFIG_SINCE)
 
 
+def _web_mounts(web_tls: TLSMounts | None) -> list[dict]:
+    """The web config file's mount, then its TLS Secrets/ConfigMaps (thanos-ruler and the reloader both)."""
+    return [dict(WEB_CONFIG_MOUNT), *[dict(m) for m in (web_tls.mounts if web_tls else [])]]
+
+
 def _volumes(ruler: Mapping[str, Any], version: Version, rule_cms: list[str], tls_secrets: list[str],
-             built: RulerArgs) -> tuple[list[dict], list[dict], dict | None]:
+             built: RulerArgs, web_tls: TLSMounts | None) -> tuple[list[dict], list[dict], dict | None]:
     """(pod volumes, thanos-ruler mounts, volumeClaimTemplate) in upstream's order: the config Secrets,
-    TLS assets, web config, rule ConfigMaps (data mount before them), storage, the user's."""
+    TLS assets, web config (and its TLS files), rule ConfigMaps (data mount before them), storage, the user's."""
     spec = ruler.get("spec") or {}
     volumes = [*built.volumes, {"name": "tls-assets",
                                 "projected": {"sources": [{"secret": {"name": s}} for s in tls_secrets]}}]
     mounts = [*built.mounts, {"mountPath": TLS_ASSETS_DIR, "name": "tls-assets", "readOnly": True}]
     if _web_config_enabled(version, rule_cms):
         volumes.append({"name": "web-config", "secret": {"secretName": f"{prefixed_name(ruler)}-web-config"}})
-        mounts.append(WEB_CONFIG_MOUNT)
+        volumes += [dict(v) for v in (web_tls.volumes if web_tls else [])]
+        mounts += _web_mounts(web_tls)
     db_volume, pvc = _storage(ruler)
     mounts.append({"mountPath": STORAGE_DIR, "name": pvc["metadata"]["name"] if pvc else f"{prefixed_name(ruler)}-data"})
     for cm in rule_cms:
@@ -84,15 +92,18 @@ def _volumes(ruler: Mapping[str, Any], version: Version, rule_cms: list[str], tl
     return volumes, mounts, pvc
 
 
-def _reloader(spec: Mapping[str, Any], options: RenderOptions, version: Version, rule_cms: list[str]) -> dict:
+def _reloader(spec: Mapping[str, Any], options: RenderOptions, version: Version, rule_cms: list[str],
+              web_tls: TLSMounts | None) -> dict:
+    """The config reloader: it watches the rule ConfigMaps and calls Thanos's /-/reload, over HTTPS when
+    Thanos serves TLS (upstream's isHTTPS: spec.web.tlsConfig and Thanos >= 0.21)."""
     web = spec.get("web") if isinstance(spec.get("web"), Mapping) else {}
-    scheme = "https" if web.get("tlsConfig") and version.at_least(WEB_CONFIG_SINCE) else "http"
+    scheme = "https" if web.get("tlsConfig") is not None and version.at_least(WEB_CONFIG_SINCE) else "http"
     prefix = spec.get("routePrefix") or "/"
     args = [f"--listen-address={'127.0.0.1' if spec.get('listenLocal') else ''}:{RELOADER_PORT}"]
     mounts = [{"mountPath": f"{RULES_DIR}/{cm}", "name": cm} for cm in rule_cms]
     if _web_config_enabled(version, rule_cms):
         args.append(f"--web-config-file={WEB_CONFIG_FILE}")
-        mounts.append(dict(WEB_CONFIG_MOUNT))
+        mounts += _web_mounts(web_tls)
     args.append(f"--reload-url={scheme}://localhost:{HTTP_PORT}{posixpath.normpath(posixpath.join(prefix, '-/reload'))}")
     args += [f"--watched-dir={RULES_DIR}/{cm}" for cm in rule_cms]
     for key, flag in (("logFormat", "log-format"), ("logLevel", "log-level")):
@@ -147,17 +158,20 @@ def _ruler_container(spec: Mapping[str, Any], version: Version, built: RulerArgs
 
 def build_ruler_statefulset(ruler: dict, options: RenderOptions, rule_configmap_names: list[str],
                             tls_secret_names: list[str], input_hash: str,
-                            default_base_image: str = DEFAULT_THANOS_BASE_IMAGE) -> dict:
-    """The StatefulSet; raises ThanosVersionError / ManagedArgumentError (one line) for a bad spec."""
+                            default_base_image: str | None = None, web_tls: TLSMounts | None = None) -> dict:
+    """The StatefulSet; raises ThanosVersionError / ManagedArgumentError (one line) for a bad spec.
+    `default_base_image` (else options.thanos_default_base_image) names the image without a tag; `web_tls`
+    (ruler_web.ruler_web_tls) adds the web TLS files' volumes and mounts."""
+    default_base_image = default_base_image or options.thanos_default_base_image
     md = ruler["metadata"]
     spec = ruler.get("spec") or {}
     version = thanos_version(spec.get("version"))
     rule_cms = list(rule_configmap_names)
     built = ruler_args(spec, version, f"{prefixed_name(ruler)}-config")
-    volumes, mounts, pvc = _volumes(ruler, version, rule_cms, list(tls_secret_names), built)
+    volumes, mounts, pvc = _volumes(ruler, version, rule_cms, list(tls_secret_names), built, web_tls)
     containers = [_ruler_container(spec, version, built, rule_cms, mounts, default_base_image)]
     if rule_cms:
-        containers.append(_reloader(spec, options, version, rule_cms))
+        containers.append(_reloader(spec, options, version, rule_cms, web_tls))
     if spec.get("imagePullPolicy"):
         for c in containers:
             c["imagePullPolicy"] = spec["imagePullPolicy"]
