@@ -80,7 +80,6 @@ NOT_IMPLEMENTED = {
     "PrometheusRule": set(),
     "Prometheus": {
         "alerting.alertmanagers.sigv4", "otlp", "remoteWrite.azureAd", "remoteWrite.sigv4",
-        "remoteWriteReceiverMessageVersions",
         "tracingConfig",
         # upstream's sidecar reads only minVersion, the *File fields, cipherSuites and curves
         "thanos.grpcServerTlsConfig.ca", "thanos.grpcServerTlsConfig.cert", "thanos.grpcServerTlsConfig.keySecret",
