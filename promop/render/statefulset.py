@@ -158,7 +158,7 @@ def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
     if (version.at_least("2.54.0") and not version.at_least("3.4.0") and "metadata-wal-records" not in features
             and any(isinstance(rw, Mapping) and rw.get("messageVersion") == "V2.0" for rw in spec.get("remoteWrite") or [])):
         features.insert(0, "metadata-wal-records")
-    if spec.get("enableOTLPReceiver") and version.at_least(OTLP_RECEIVER_SINCE):
+    if otlp_receiver_enabled(spec) and version.at_least(OTLP_RECEIVER_SINCE):
         if version.major >= 3:
             args.append("--web.enable-otlp-receiver")
         elif "otlp-write-receiver" not in features:
@@ -202,6 +202,15 @@ def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
     if _web_config_enabled(version):
         args.append(f"--web.config.file={WEB_CONFIG_DIR}/{WEB_CONFIG_FILE}")
     return _with_additional_args(args, spec.get("additionalArgs") or [])
+
+
+def otlp_receiver_enabled(spec: Mapping[str, Any]) -> bool:
+    """spec.enableOTLPReceiver when set; unset, an `otlp` section turns the receiver on (as upstream: the section
+    configures what the receiver ingests, so asking for it asks for the receiver)."""
+    explicit = spec.get("enableOTLPReceiver")
+    if explicit is not None:
+        return bool(explicit)
+    return spec.get("otlp") is not None
 
 
 def _chunk_floats(spec: Mapping[str, Any]) -> Any:

@@ -465,3 +465,50 @@ def test_stateful_pod_management_policy(policy, expected):
 ])
 def test_statefulset_update_strategy(strategy, expected):
     assert sts({} if strategy is None else {"updateStrategy": strategy})["spec"]["updateStrategy"] == expected
+
+
+# ---- pkg/prometheus/common_test.go: the parts that shape the StatefulSet ----------------------------------
+
+@pytest.mark.parametrize("maximum, period, failures", [
+    (None, 15, 60), (0, 15, 60), (1, 15, 60), (60, 60, 1), (600, 60, 10), (900, 60, 15), (1200, 60, 20),
+    (129, 43, 3), (322, 54, 6)])
+def test_common_startup_probe_timeout_seconds(maximum, period, failures):
+    """common_test.go TestStartupProbeTimeoutSeconds (getStatupProbePeriodSecondsAndFailureThreshold)."""
+    probe = container(sts({} if maximum is None else {"maximumStartupDurationSeconds": maximum}))["startupProbe"]
+    assert (probe["periodSeconds"], probe["failureThreshold"]) == (period, failures)
+
+
+@pytest.mark.parametrize("version, message, present", [
+    ("v2.53.0", None, False), ("v2.53.0", "V2.0", False), ("v2.54.0", None, False), ("v2.54.0", "V1.0", False),
+    ("v2.54.0", "V2.0", True), ("v3.4.0", "V2.0", False)])
+def test_build_common_prometheus_args_with_remote_write_message_v2(version, message, present):
+    remote_write = {"url": "http://example.com", **({"messageVersion": message} if message else {})}
+    features = [f for f in args({"version": version, "remoteWrite": [remote_write]}) if f.startswith("--enable-feature=")]
+    assert any("metadata-wal-records" in f.split("=", 1)[1].split(",") for f in features) is present
+
+
+@pytest.mark.parametrize("version, enabled, otlp, flag, feature", [
+    ("2.46.0", True, None, False, False),
+    ("2.47.0", True, None, False, True),
+    ("2.47.0", False, None, False, False),
+    ("2.46.0", False, {"promoteResourceAttributes": ["aa", "bb"]}, False, False),
+    ("2.55.0", None, {"promoteResourceAttributes": ["aa", "bb"]}, False, True),
+    ("3.0.0", None, {"promoteResourceAttributes": ["aa", "bb"]}, True, False),
+    ("2.54.0", True, None, False, True),
+    ("3.0.0", True, None, True, False),
+    ("3.0.0", False, None, False, False),
+])
+def test_build_common_prometheus_args_with_otlp_receiver(version, enabled, otlp, flag, feature):
+    spec = {"version": version, **({} if enabled is None else {"enableOTLPReceiver": enabled}),
+            **({} if otlp is None else {"otlp": otlp})}
+    flags = args(spec)
+    assert ("--web.enable-otlp-receiver" in flags) is flag
+    features = [f.split("=", 1)[1].split(",") for f in flags if f.startswith("--enable-feature=")]
+    assert any("otlp-write-receiver" in fs for fs in features) is feature
+
+
+def test_an_explicit_false_keeps_the_otlp_receiver_off_even_with_an_otlp_section():
+    """Upstream's BuildCommonPrometheusArgs: an explicit true, or unset with an otlp section (its table tests an
+    explicit false with an otlp section only below 2.47, where no version has the receiver)."""
+    assert "--web.enable-otlp-receiver" not in args({"version": "3.0.0", "enableOTLPReceiver": False,
+                                                     "otlp": {"promoteResourceAttributes": ["aa"]}})
