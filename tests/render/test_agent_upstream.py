@@ -309,3 +309,15 @@ def test_topology_sharding_with_fewer_shards_than_zones_refuses_the_agent_in_one
         render_agent(RenderInputs(prometheus=agent(spec), options=TOPOLOGY_GATE))
     assert "shards must be greater than or equal to the number of topology values" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_additional_args_that_repeat_a_managed_flag_are_dropped_with_a_warning():
+    """As for a Prometheus (server TestPrometheusAdditionalArgsDuplicate; promop drops and warns where upstream
+    refuses): the agent's own managed flags count, e.g. --storage.agent.path."""
+    spec = {"additionalArgs": [{"name": "storage.agent.path", "value": "/elsewhere"},
+                               {"name": "scrape.discovery-reload-interval", "value": "30s"}]}
+    result = render_agent(RenderInputs(prometheus=agent(spec)))
+    flags = container(result.statefulsets[0])["args"]
+    assert "--storage.agent.path=/elsewhere" not in flags and flags[-1] == "--scrape.discovery-reload-interval=30s"
+    (warning,) = [w for w in result.warnings if w.field == "spec.additionalArgs"]
+    assert warning.message.startswith("--storage.agent.path is managed by the operator")

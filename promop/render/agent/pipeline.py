@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from promop.render.agent.config import KIND, InvalidAgent, agent_context, build_agent_config
 from promop.render.agent.modes import is_daemonset, mode_problems
-from promop.render.agent.workload import build_agent_daemonset, build_agent_service, build_agent_statefulsets
+from promop.render.agent.workload import (build_agent_daemonset, build_agent_service, build_agent_statefulsets,
+                                          conflicting_agent_args)
 from promop.render.cache import RenderCache
 from promop.render.config import compress, config_secret
 from promop.render.generate import monitor_fragments
@@ -124,6 +125,8 @@ def render_agent(inputs: RenderInputs, cache: RenderCache | None = None) -> Agen
     daemonset = is_daemonset(agent)
     warnings = [Problem(KIND, ns, name, f, m) for f, m in malformed]
     warnings += unsupported_fields(agent)
+    warnings += [Problem(KIND, ns, name, "spec.additionalArgs", f"--{arg.lstrip('-')} is managed by the operator; "
+                         "this additional argument is ignored") for arg in conflicting_agent_args(spec)]
     decisions = select_all(inputs, warnings, agent, cache)
     sms = [] if daemonset else _selected(decisions["ServiceMonitor"], inputs.service_monitors)
     pms = _selected(decisions["PodMonitor"], inputs.pod_monitors)

@@ -82,6 +82,13 @@ def agent_args(spec: Mapping[str, Any]) -> list[str]:
     return args
 
 
+def conflicting_agent_args(spec: Mapping[str, Any]) -> list[str]:
+    """Names in spec.additionalArgs that the operator already sets in agent mode (agent_args skips them)."""
+    managed = {a.split("=", 1)[0].lstrip("-").removeprefix("no-") for a in agent_args({**spec, "additionalArgs": []})}
+    return [str(a.get("name")) for a in spec.get("additionalArgs") or ()
+            if isinstance(a, Mapping) and str(a.get("name", "")).lstrip("-").removeprefix("no-") in managed]
+
+
 def _relabel_pod(obj: dict, agent: Mapping[str, Any], options: RenderOptions, name: str, shard: int | None,
                  annotations: Mapping[str, str]) -> dict:
     """Turn a Prometheus StatefulSet into the agent's: labels, selector, flags."""
