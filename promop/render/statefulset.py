@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Callable
 
+from promop.duration import DurationError, parse_duration
 from promop.render.globals import DEFAULT_LOG_DIRECTORY
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions
@@ -57,6 +58,7 @@ OTLP_RECEIVER_SINCE = "2.47.0"  # as the feature flag otlp-write-receiver
 RETENTION_TIME_FLAG_SINCE = "2.7.0"  # before: --storage.tsdb.retention, and no size limit
 RECEIVER_MESSAGES_SINCE = "2.54.0"  # --web.remote-write-receiver.accepted-protobuf-messages
 QUERY_MAX_SAMPLES_SINCE = "2.5.0"
+NO_OVERLAPPING_COMPACTION_SINCE = "2.55.0"
 GOGC_IN_CONFIG_SINCE = "2.53.0"  # before, spec.runtime.goGC is the GOGC environment variable
 XOR2_FEATURE = "xor2-encoding"
 # spec.remoteWriteReceiverMessageVersions -> the protobuf message Prometheus accepts
@@ -195,7 +197,13 @@ def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
     args += _query_args(spec.get("query") or {}, version)
     if spec.get("allowOverlappingBlocks") and version.at_least("2.11.0") and not version.at_least("2.39.0"):
         args.append("--storage.tsdb.allow-overlapping-blocks")
-    args += thanos_sidecar.compaction_args(spec, version)  # spec.disableCompaction, or the Thanos sidecar's
+    compaction = thanos_sidecar.compaction_args(spec, version)  # spec.disableCompaction, or the Thanos sidecar's
+    args += compaction
+    if _out_of_order_window(spec) and version.at_least(NO_OVERLAPPING_COMPACTION_SINCE) and any(
+            a.startswith("--storage.tsdb.max-block-duration=") for a in compaction):
+        # upstream (issue 6829): with compaction off for the sidecar's uploads and out-of-order samples, Prometheus
+        # must leave overlapping blocks alone, or it would compact what the sidecar has already uploaded
+        args.append("--no-storage.tsdb.allow-overlapping-compaction")
     if spec.get("walCompression") is not None and version.at_least(WAL_COMPRESSION_FLAG_SINCE):
         args.append("--storage.tsdb.wal-compression" if spec["walCompression"]
                     else "--no-storage.tsdb.wal-compression")
@@ -211,6 +219,18 @@ def otlp_receiver_enabled(spec: Mapping[str, Any]) -> bool:
     if explicit is not None:
         return bool(explicit)
     return spec.get("otlp") is not None
+
+
+def _out_of_order_window(spec: Mapping[str, Any]) -> bool:
+    """Whether spec.tsdb.outOfOrderTimeWindow is set to more than zero."""
+    tsdb = spec.get("tsdb")
+    window = tsdb.get("outOfOrderTimeWindow") if isinstance(tsdb, Mapping) else None
+    if not window:
+        return False
+    try:
+        return parse_duration(window) > 0
+    except DurationError:
+        return False  # reported by the config half
 
 
 def _chunk_floats(spec: Mapping[str, Any]) -> Any:

@@ -512,3 +512,16 @@ def test_an_explicit_false_keeps_the_otlp_receiver_off_even_with_an_otlp_section
     explicit false with an otlp section only below 2.47, where no version has the receiver)."""
     assert "--web.enable-otlp-receiver" not in args({"version": "3.0.0", "enableOTLPReceiver": False,
                                                      "otlp": {"promoteResourceAttributes": ["aa"]}})
+
+
+@pytest.mark.parametrize("version, window, storage_file, present", [
+    ("v2.54.0", None, None, False),
+    ("v2.55.0", None, None, False),
+    ("v2.55.0", "1s", None, False),  # Thanos uploads nothing
+    ("v2.55.0", "1s", "/etc/thanos.cfg", True),
+    ("v2.55.0", "0s", "/etc/thanos.cfg", False),  # no out-of-order window
+])
+def test_tsdb_allow_overlapping_compaction(version, window, storage_file, present):
+    spec = {"version": version, "tsdb": {"outOfOrderTimeWindow": window} if window else {},
+            "thanos": {"listenLocal": True, **({"objectStorageConfigFile": storage_file} if storage_file else {})}}
+    assert ("--no-storage.tsdb.allow-overlapping-compaction" in args(spec)) is present
