@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from promop.render import topology, webconfig
 from promop.render.agent.config import KIND, InvalidAgent, agent_context, build_agent_config
 from promop.render.agent.modes import is_daemonset, mode_problems
 from promop.render.agent.workload import (build_agent_daemonset, build_agent_service, build_agent_statefulsets,
                                           conflicting_agent_args)
 from promop.render.cache import RenderCache
 from promop.render.config import compress, config_secret
+from promop.render.context import GenContext
 from promop.render.generate import monitor_fragments
-from promop.render.model import MONITORING_GROUP, Problem, RenderInputs, RenderResult, obj_meta
+from promop.render.model import MONITORING_GROUP, Problem, RenderInputs, RenderOptions, RenderResult, obj_meta
 from promop.render.model import Decision
-from promop.render import topology, webconfig
 from promop.render.pipeline import SCRAPE_SELECTORS, select_all
 from promop.render.schema_check import InvalidPrometheus
 from promop.render.service import build_service
@@ -101,7 +102,7 @@ def _web_tls(agent: dict, scope: Scope) -> webconfig.TLSMounts | None:
         raise InvalidAgent(f"{exc.field}: {exc.message}") from None
 
 
-def _statefulsets(agent: dict, ctx, options, tls_names: list[str], input_hash: str,
+def _statefulsets(agent: dict, ctx: GenContext, options: RenderOptions, tls_names: list[str], input_hash: str,
                   web_tls: webconfig.TLSMounts | None) -> list[dict]:
     """The StatefulSets with the web TLS (HTTPS probes and reloads) and, under topology sharding, each
     shard's zone (nodeSelector, and the TOPOLOGY_ZONE / INZONE_SHARD the reloaders put into the config)."""
