@@ -151,9 +151,9 @@ def runtime_section(ctx: GenContext, scope: Scope) -> dict | None:
     gogc = (ctx.spec.get("runtime") or {}).get("goGC")
     if gogc is None:
         return None
-    out: dict = {}
-    scope.put(out, "gogc", gogc, "2.53.0", "spec.runtime.goGC")
-    return out or None
+    if not ctx.version.at_least("2.53.0"):
+        return None  # older Prometheus reads GOGC from its environment (render/statefulset.py sets it), as upstream
+    return {"gogc": gogc}
 
 
 def storage_section(ctx: GenContext, scope: Scope) -> dict | None:

@@ -88,5 +88,10 @@ def otlp_section(ctx: GenContext, scope: Scope) -> dict:
 
 
 def receiver_enabled(spec: Mapping[str, Any]) -> bool:
-    """Upstream turns the OTLP receiver on for spec.enableOTLPReceiver, and also whenever spec.otlp is set."""
-    return bool(spec.get("enableOTLPReceiver")) or spec.get("otlp") is not None
+    """spec.enableOTLPReceiver when set; unset, an `otlp` section turns the receiver on (upstream's
+    BuildCommonPrometheusArgs: the section configures what the receiver ingests, so asking for it asks for the
+    receiver, but an explicit `false` wins)."""
+    explicit = spec.get("enableOTLPReceiver")
+    if explicit is not None:
+        return bool(explicit)
+    return spec.get("otlp") is not None

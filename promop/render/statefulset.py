@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from promop.render import otlp, tsdb
+from promop.duration import DurationError, parse_duration
 from promop.render.globals import DEFAULT_LOG_DIRECTORY
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions
@@ -55,6 +56,13 @@ WEB_CONFIG_SINCE = "2.24.0"
 REMOTE_WRITE_RECEIVER_FLAG_SINCE = "2.33.0"
 WAL_COMPRESSION_FLAG_SINCE = "2.11.0"
 OTLP_RECEIVER_SINCE = "2.47.0"  # as the feature flag otlp-write-receiver
+RETENTION_TIME_FLAG_SINCE = "2.7.0"  # before: --storage.tsdb.retention, and no size limit
+RECEIVER_MESSAGES_SINCE = "2.54.0"  # --web.remote-write-receiver.accepted-protobuf-messages
+QUERY_MAX_SAMPLES_SINCE = "2.5.0"
+NO_OVERLAPPING_COMPACTION_SINCE = "2.55.0"
+GOGC_IN_CONFIG_SINCE = "2.53.0"  # before, spec.runtime.goGC is the GOGC environment variable
+# spec.remoteWriteReceiverMessageVersions -> the protobuf message Prometheus accepts
+_RECEIVER_MESSAGES = {"V1.0": "prometheus.WriteRequest", "V2.0": "io.prometheus.write.v2.Request"}
 
 SECURITY_CONTEXT = {
     "allowPrivilegeEscalation": False,
@@ -141,6 +149,10 @@ def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
         args.append(f"--web.max-connections={web['maxConnections']}")
     if spec.get("enableRemoteWriteReceiver") and version.at_least(REMOTE_WRITE_RECEIVER_FLAG_SINCE):
         args.append("--web.enable-remote-write-receiver")
+        messages = [_RECEIVER_MESSAGES[m] for m in spec.get("remoteWriteReceiverMessageVersions") or ()
+                    if m in _RECEIVER_MESSAGES]
+        if messages and version.at_least(RECEIVER_MESSAGES_SINCE):
+            args.append("--web.remote-write-receiver.accepted-protobuf-messages=" + ",".join(messages))
     features = [f for f in spec.get("enableFeatures") or [] if f]
     # Remote write 2.0 needs metadata in the WAL, which Prometheus stores by default from 3.4.0.
     if (version.at_least("2.54.0") and not version.at_least("3.4.0") and "metadata-wal-records" not in features
@@ -163,7 +175,9 @@ def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
         args.append(f"--log.format={spec['logFormat']}")
     if spec.get("listenLocal"):
         args.append(f"--web.listen-address=127.0.0.1:{PROMETHEUS_PORT}")
-    if not version.at_least(RETENTION_IN_CONFIG_SINCE):
+    if not version.at_least(RETENTION_TIME_FLAG_SINCE):
+        args.append(f"--storage.tsdb.retention={spec.get('retention') or DEFAULT_RETENTION}")
+    elif not version.at_least(RETENTION_IN_CONFIG_SINCE):
         if not spec.get("retention") and not spec.get("retentionSize"):
             args.append(f"--storage.tsdb.retention.time={DEFAULT_RETENTION}")
         else:
@@ -179,20 +193,49 @@ def prometheus_args(spec: Mapping[str, Any], version: Version) -> list[str]:
                       ("forGracePeriod", "rules.alert.for-grace-period"), ("resendDelay", "rules.alert.resend-delay")):
         if alert.get(key):
             args.append(f"--{flag}={alert[key]}")
-    query = spec.get("query") or {}
-    for key, flag in (("lookbackDelta", "query.lookback-delta"), ("maxConcurrency", "query.max-concurrency"),
-                      ("maxSamples", "query.max-samples"), ("timeout", "query.timeout")):
-        if query.get(key) is not None:
-            args.append(f"--{flag}={query[key]}")
+    args += _query_args(spec.get("query") or {}, version)
     if spec.get("allowOverlappingBlocks") and version.at_least("2.11.0") and not version.at_least("2.39.0"):
         args.append("--storage.tsdb.allow-overlapping-blocks")
-    args += thanos_sidecar.compaction_args(spec, version)  # spec.disableCompaction, or the Thanos sidecar's
+    compaction = thanos_sidecar.compaction_args(spec, version)  # spec.disableCompaction, or the Thanos sidecar's
+    args += compaction
+    if _out_of_order_window(spec) and version.at_least(NO_OVERLAPPING_COMPACTION_SINCE) and any(
+            a.startswith("--storage.tsdb.max-block-duration=") for a in compaction):
+        # upstream (issue 6829): with compaction off for the sidecar's uploads and out-of-order samples, Prometheus
+        # must leave overlapping blocks alone, or it would compact what the sidecar has already uploaded
+        args.append("--no-storage.tsdb.allow-overlapping-compaction")
     if spec.get("walCompression") is not None and version.at_least(WAL_COMPRESSION_FLAG_SINCE):
         args.append("--storage.tsdb.wal-compression" if spec["walCompression"]
                     else "--no-storage.tsdb.wal-compression")
     if _web_config_enabled(version):
         args.append(f"--web.config.file={WEB_CONFIG_DIR}/{WEB_CONFIG_FILE}")
     return _with_additional_args(args, spec.get("additionalArgs") or [])
+
+
+def _out_of_order_window(spec: Mapping[str, Any]) -> bool:
+    """Whether spec.tsdb.outOfOrderTimeWindow is set to more than zero."""
+    tsdb = spec.get("tsdb")
+    window = tsdb.get("outOfOrderTimeWindow") if isinstance(tsdb, Mapping) else None
+    if not window:
+        return False
+    try:
+        return parse_duration(window) > 0
+    except DurationError:
+        return False  # reported by the config half
+
+
+def _query_args(query: Mapping[str, Any], version: Version) -> list[str]:
+    """spec.query's flags, as upstream: zero counts are left out (Prometheus would take 0 literally), and
+    --query.max-samples only from 2.5.0, which introduced it."""
+    out = []
+    if query.get("lookbackDelta"):
+        out.append(f"--query.lookback-delta={query['lookbackDelta']}")
+    for key, flag in (("maxConcurrency", "query.max-concurrency"), ("maxSamples", "query.max-samples")):
+        value = query.get(key)
+        if isinstance(value, int) and value > 0 and (key != "maxSamples" or version.at_least(QUERY_MAX_SAMPLES_SINCE)):
+            out.append(f"--{flag}={value}")
+    if query.get("timeout"):
+        out.append(f"--query.timeout={query['timeout']}")
+    return out
 
 
 def _with_additional_args(args: list[str], additional: list[Mapping[str, Any]]) -> list[str]:
@@ -229,12 +272,40 @@ def _probes(spec: Mapping[str, Any]) -> tuple[dict, dict, dict]:
             return {"httpGet": {"path": posixpath.join(prefix, path.lstrip("/")), "port": spec.get("portName") or "web",
                                 "scheme": "HTTP"}}
     ready = handler("/-/ready")
-    max_startup = spec.get("maximumStartupDurationSeconds")
-    failures = math.ceil(max_startup / 15) if isinstance(max_startup, int) and max_startup >= 60 else 60
-    startup = {**ready, "failureThreshold": failures, "periodSeconds": 15, "timeoutSeconds": 3}
+    period, failures = startup_period_and_failures(spec.get("maximumStartupDurationSeconds"))
+    startup = {**ready, "failureThreshold": failures, "periodSeconds": period, "timeoutSeconds": 3}
     readiness = {**ready, "failureThreshold": 3, "periodSeconds": 5, "timeoutSeconds": 3}
     liveness = {**handler("/-/healthy"), "failureThreshold": 6, "periodSeconds": 5, "timeoutSeconds": 3}
     return startup, readiness, liveness
+
+
+def startup_period_and_failures(maximum: Any) -> tuple[int, int]:
+    """(periodSeconds, failureThreshold) of the startup probe, as upstream: 15s x 60 by default; from
+    spec.maximumStartupDurationSeconds (>= 60) one probe a minute or more often, covering that duration."""
+    if not isinstance(maximum, int) or isinstance(maximum, bool) or maximum < 60:
+        return 15, 60
+    failures = math.ceil(maximum / 60)
+    return math.ceil(maximum / failures), failures
+
+
+def topology_spread_constraints(spec: Mapping[str, Any], selector: Mapping[str, str]) -> list[dict]:
+    """spec.topologySpreadConstraints as the pod's: `additionalLabelSelectors` (not a Kubernetes field) adds
+    the pods' selector labels to the constraint's labelSelector: all of them (ShardAndResourceName) or all
+    but the shard label (ResourceName), as upstream."""
+    out = []
+    for tsc in spec.get("topologySpreadConstraints") or ():
+        if not isinstance(tsc, Mapping):
+            continue
+        core = {k: copy.deepcopy(v) for k, v in tsc.items() if k != "additionalLabelSelectors"}
+        mode = tsc.get("additionalLabelSelectors")
+        if mode in ("ShardAndResourceName", "ResourceName"):
+            label_selector = core.setdefault("labelSelector", {})
+            match = label_selector.setdefault("matchLabels", {})
+            for key, value in selector.items():
+                if not (mode == "ResourceName" and key == "operator.prometheus.io/shard"):
+                    match[key] = value
+        out.append(core)
+    return out
 
 
 def _storage(prometheus: Mapping[str, Any]) -> tuple[dict | None, dict | None, str]:
@@ -428,6 +499,9 @@ def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_n
     }
     if not prom["ports"]:
         del prom["ports"]
+    gogc = (spec.get("runtime") or {}).get("goGC") if isinstance(spec.get("runtime"), Mapping) else None
+    if gogc is not None and not version.at_least(GOGC_IN_CONFIG_SINCE):  # upstream: the config has no gogc yet
+        prom["env"] = [{"name": "GOGC", "value": str(gogc)}]
     containers = [prom, _reloader("config-reloader", spec, options, rule_cms, shard, reloader_mounts, init=False)]
     if thanos_sidecar.enabled(spec):  # the Thanos sidecar hook (promop/render/thanos/sidecar.py)
         containers.append(thanos_sidecar.build_container(spec, version, prom_mounts, options.thanos_default_base_image))
@@ -451,6 +525,9 @@ def build_statefulset(prometheus: dict, options: RenderOptions, rule_configmap_n
         "volumes": volumes,
         **pod_spec_passthrough(spec),
     }
+    spread = topology_spread_constraints(spec, {**sel, "app.kubernetes.io/managed-by": "prometheus-operator"})
+    if spread:  # replaces the passed-through list (Prometheus's constraints carry additionalLabelSelectors)
+        pod_spec["topologySpreadConstraints"] = spread
     if spec.get("reloadStrategy") == "ProcessSignal":
         pod_spec["shareProcessNamespace"] = True
 

@@ -50,12 +50,13 @@ def tsdb_problems(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def tsdb_settings(spec: Mapping[str, Any], scope: Scope) -> dict:
-    """`storage.tsdb` keys other than retention, in upstream's order; call after tsdb_problems is empty."""
+def tsdb_settings(spec: Mapping[str, Any], scope: Scope, out_of_order_since: str = OUT_OF_ORDER_SINCE) -> dict:
+    """`storage.tsdb` keys other than retention, in upstream's order; call after tsdb_problems is empty.
+    An agent reads the out-of-order window from a later version than a server (its own gate)."""
     tsdb_spec = spec.get("tsdb") or {}
     out: dict = {}
     if tsdb_spec.get("outOfOrderTimeWindow"):
-        scope.put(out, "out_of_order_time_window", tsdb_spec["outOfOrderTimeWindow"], OUT_OF_ORDER_SINCE,
+        scope.put(out, "out_of_order_time_window", tsdb_spec["outOfOrderTimeWindow"], out_of_order_since,
                   "spec.tsdb.outOfOrderTimeWindow")
     threshold = tsdb_spec.get("staleSeriesCompactionThreshold")
     if threshold is not None:

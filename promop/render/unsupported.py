@@ -99,6 +99,7 @@ SUPPORTED: dict[str, Mapping[str, Any]] = {
         "serviceName": ALL, "portName": ALL, "listenLocal": ALL, "routePrefix": ALL, "externalUrl": ALL,
         "logLevel": ALL, "logFormat": ALL, "retention": ALL, "retentionSize": ALL, "enableAdminAPI": ALL,
         "enableFeatures": ALL, "enableRemoteWriteReceiver": ALL, "query": ALL, "walCompression": ALL,
+        "remoteWriteReceiverMessageVersions": ALL,
         "additionalArgs": ALL, "reloadStrategy": ALL, "secrets": ALL, "configMaps": ALL, "volumes": ALL,
         "volumeMounts": ALL, "storage": ALL, "containers": ALL, "initContainers": ALL, "podMetadata": ALL,
         "resources": ALL, "imagePullPolicy": ALL, "imagePullSecrets": ALL, "serviceAccountName": ALL,

@@ -118,13 +118,13 @@ def test_daemonset_reloaders_know_their_node():
 def test_probes_and_pod_fields(build):
     extra = {"mode": "DaemonSet"} if build is daemonset else {}
     w = build(agent(schedulerName="my-scheduler", enableServiceLinks=False, hostUsers=False,
-                    automountServiceAccountToken=False, maximumStartupDurationSeconds=120, **extra))
+                    automountServiceAccountToken=False, maximumStartupDurationSeconds=600, **extra))
     pod = w["spec"]["template"]["spec"]
     assert pod["schedulerName"] == "my-scheduler"
     assert pod["enableServiceLinks"] is False and pod["hostUsers"] is False
     assert pod["automountServiceAccountToken"] is False
     startup = pod["containers"][0]["startupProbe"]
-    assert (startup["periodSeconds"], startup["failureThreshold"]) == (15, 8)
+    assert (startup["periodSeconds"], startup["failureThreshold"]) == (60, 10)  # upstream's case
     assert pod["containers"][0]["readinessProbe"]["httpGet"]["path"] == "/-/ready"
     plain = build(agent(**extra))["spec"]["template"]["spec"]
     assert "enableServiceLinks" not in plain and plain["automountServiceAccountToken"] is True

@@ -150,7 +150,8 @@ def test_the_crd_schema_refuses_an_unknown_strategy():
     assert problems[0][0] == "spec.otlp.translationStrategy"
 
 
-# ---- the OTLP receiver: on with enableOTLPReceiver, and whenever spec.otlp is set ----
+# ---- the OTLP receiver: on with enableOTLPReceiver; unset, whenever spec.otlp is set (an explicit false wins,
+# as upstream's BuildCommonPrometheusArgs) ----
 
 @pytest.mark.parametrize("spec,version,flag,feature", [
     ({"otlp": {"promoteResourceAttributes": ["a"]}}, "v3.0.0", True, False),
@@ -160,6 +161,8 @@ def test_the_crd_schema_refuses_an_unknown_strategy():
     ({"enableOTLPReceiver": True}, "v2.46.0", False, False),
     ({"enableOTLPReceiver": False}, "v3.0.0", False, False),
     ({"enableOTLPReceiver": False, "otlp": {"promoteResourceAttributes": ["a"]}}, "v2.46.0", False, False),
+    ({"enableOTLPReceiver": False, "otlp": {"promoteResourceAttributes": ["a"]}}, "v3.0.0", False, False),
+    ({"enableOTLPReceiver": False, "otlp": {}}, "v2.55.0", False, False),
     ({}, "v3.13.2", False, False),
 ])
 def test_otlp_receiver_args(spec, version, flag, feature):

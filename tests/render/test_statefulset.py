@@ -247,7 +247,8 @@ def test_more_spec_fields_become_flags_and_fields():
                  "--rules.alert.resend-delay=2m"):
         assert flag in args
     assert "--web.enable-otlp-receiver" not in args  # before 3.0 it is a feature flag, from 2.47
-    assert container(s, "prometheus")["startupProbe"]["failureThreshold"] == 14  # ceil(200 / 15)
+    startup = container(s, "prometheus")["startupProbe"]
+    assert (startup["periodSeconds"], startup["failureThreshold"]) == (50, 4)  # ceil(200 / 60) probes, ceil(200 / 4)s
     assert s["spec"]["podManagementPolicy"] == "OrderedReady"
     assert s["spec"]["updateStrategy"] == {"type": "OnDelete"}
     assert "--enable-feature=otlp-write-receiver" in prometheus_args({**spec, "version": "v2.50.0"},

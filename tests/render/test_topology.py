@@ -165,3 +165,14 @@ def test_promtool_accepts_the_config_of_each_shard(tmp_path):
         path.write_text(without_kubernetes_sd(text))  # Debian's promtool has no Kubernetes SD
         checked = run_promtool("check", "config", "--syntax-only", str(path))
         assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_without_a_topology_strategy_the_gate_changes_nothing():
+    """statefulset_test.go TestConfigReloaderTopologyZoneEnvVar "no topology mode means no zone env var" (gate on),
+    and common_test.go TestNodeSelectorWithTopologyZone "shardingStrategy=nil returns original selector"."""
+    for sts in _objects({"shards": 2}, nodeSelector={"foo": "bar"}):
+        pod = sts["spec"]["template"]["spec"]
+        assert pod["nodeSelector"] == {"foo": "bar"}
+        for key in ("containers", "initContainers"):
+            for container in pod[key]:
+                assert not {"TOPOLOGY_ZONE", "INZONE_SHARD"} & set(_env(container))

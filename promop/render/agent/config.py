@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from promop.featuregates import AGENT_DAEMONSET
-from promop.quantity import QuantityError, approximate_float
+from promop.render import tsdb
 from promop.render.additional import additional_scrape_configs
 from promop.render.config import assemble, dump_job
 from promop.render.context import GenContext
@@ -29,58 +29,25 @@ API_VERSION = "monitoring.coreos.com/v1alpha1"
 AGENT_GATE = AGENT_DAEMONSET
 # Server-only global keys: an agent has no rule evaluation and no query engine.
 _SERVER_GLOBALS = ("evaluation_interval", "rule_query_offset", "query_log_file")
-# spec.tsdb fields and the Prometheus version that reads them in agent mode (upstream's gates).
+# The out-of-order window in agent mode (upstream's gate; the other spec.tsdb gates are the server's).
 OUT_OF_ORDER_SINCE = "2.54.0"
-STALE_SERIES_SINCE = "3.10.0"
-CHUNK_ENCODING_SINCE = "3.13.0"
 
 
 class InvalidAgent(ValueError):
     """The PrometheusAgent cannot be rendered (the message says which field and why)."""
 
 
-def tsdb_problems(spec: Mapping[str, Any]) -> list[str]:
-    """Upstream's TSDBSpec.Validate: what is wrong with spec.tsdb, one sentence each."""
-    tsdb = spec.get("tsdb") or {}
-    out = []
-    threshold = tsdb.get("staleSeriesCompactionThreshold")
-    if threshold is not None:
-        try:
-            value = approximate_float(threshold)
-        except QuantityError as e:
-            out.append(f"spec.tsdb.staleSeriesCompactionThreshold: {e}")
-        else:
-            if not 0 <= value <= 1:
-                out.append(f"spec.tsdb.staleSeriesCompactionThreshold: {threshold} is not between 0 and 1")
-    floats = (tsdb.get("chunkEncoding") or {}).get("floats")
-    if floats == "xor" and "st-storage" in (spec.get("enableFeatures") or ()):
-        out.append("spec.tsdb.chunkEncoding.floats: xor cannot be used with the st-storage feature; "
-                   "remove one of them")
-    return out
-
-
 def agent_storage(ctx: GenContext, scope: Scope) -> dict | None:
-    """storage.tsdb for an agent: each setting only from the version that reads it (else a warning)."""
-    tsdb_spec = ctx.spec.get("tsdb") or {}
-    tsdb: dict = {}
-    if tsdb_spec.get("outOfOrderTimeWindow"):
-        scope.put(tsdb, "out_of_order_time_window", tsdb_spec["outOfOrderTimeWindow"], OUT_OF_ORDER_SINCE,
-                  "spec.tsdb.outOfOrderTimeWindow")
-    threshold = tsdb_spec.get("staleSeriesCompactionThreshold")
-    if threshold is not None:
-        value = approximate_float(threshold)
-        scope.put(tsdb, "stale_series_compaction_threshold", int(value) if value.is_integer() else value,
-                  STALE_SERIES_SINCE, "spec.tsdb.staleSeriesCompactionThreshold")
-    floats = (tsdb_spec.get("chunkEncoding") or {}).get("floats")
-    if floats:
-        scope.put(tsdb, "chunk_encoding", {"floats": floats}, CHUNK_ENCODING_SINCE, "spec.tsdb.chunkEncoding")
-    return {"tsdb": tsdb} if tsdb else None
+    """storage.tsdb for an agent: the server's settings and gates (promop/render/tsdb.py), except the
+    out-of-order window, which agent mode reads from 2.54."""
+    settings = tsdb.tsdb_settings(ctx.spec, scope, out_of_order_since=OUT_OF_ORDER_SINCE)
+    return {"tsdb": settings} if settings else None
 
 
 def agent_context(agent: Mapping[str, Any], options: RenderOptions, store: Store,
                   daemonset: bool) -> tuple[GenContext, Scope]:
     """The generation context of an agent (in DaemonSet mode: node-local pods, no sharding)."""
-    problems = tsdb_problems(agent.get("spec") or {})
+    problems = [f"{field}: {why}" for field, why in tsdb.tsdb_problems(agent.get("spec") or {})]
     if problems:
         raise InvalidAgent("; ".join(problems))
     ctx, scope = new_context(agent, options, store)

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from promop.render import topology, webconfig
 from promop.render.agent.config import KIND, InvalidAgent, agent_context, build_agent_config
 from promop.render.agent.modes import is_daemonset, mode_problems
-from promop.render.agent.workload import build_agent_daemonset, build_agent_service, build_agent_statefulsets
+from promop.render.agent.workload import (build_agent_daemonset, build_agent_service, build_agent_statefulsets,
+                                          conflicting_agent_args)
 from promop.render.cache import RenderCache
 from promop.render.config import compress, config_secret
+from promop.render.context import GenContext
 from promop.render.generate import monitor_fragments
-from promop.render.model import MONITORING_GROUP, Problem, RenderInputs, RenderResult, obj_meta
+from promop.render.model import MONITORING_GROUP, Problem, RenderInputs, RenderOptions, RenderResult, obj_meta
 from promop.render.model import Decision
 from promop.render.pipeline import SCRAPE_SELECTORS, select_all
-from promop.render.service import build_service, build_web_config_secret
+from promop.render.schema_check import InvalidPrometheus
+from promop.render.service import build_service
 from promop.render.shape import sanitized_prometheus
-from promop.render.statefulset import compute_input_hash
-from promop.render.store import Store
+from promop.render.statefulset import compute_input_hash, web_config_enabled
+from promop.render.store import Reject, Scope, Store
 from promop.render.tls_assets import tls_secrets
 from promop.render.unsupported import unsupported_fields
 from promop.schema import SchemaNotFound, crd_schema, validate
@@ -82,6 +86,32 @@ def _check(agent: dict, inputs: RenderInputs) -> None:
         raise InvalidAgent("; ".join(problems))
 
 
+def _web_tls(agent: dict, scope: Scope) -> webconfig.TLSMounts | None:
+    """spec.web.tlsConfig's section and volumes, as for a Prometheus; a bad reference stops this agent (its pod
+    could never start), a version without web config files ignores it with a warning."""
+    spec = agent.get("spec") or {}
+    if not web_config_enabled(spec):
+        for key in ("tlsConfig", "httpConfig"):
+            if (spec.get("web") or {}).get(key) is not None:
+                scope.warn(f"spec.web.{key}", "ignored: Prometheus reads a web config file only from v2.24.0; "
+                                              "raise spec.version to serve it")
+        return None
+    try:
+        return webconfig.prometheus_web_tls(scope, spec)
+    except Reject as exc:
+        raise InvalidAgent(f"{exc.field}: {exc.message}") from None
+
+
+def _statefulsets(agent: dict, ctx: GenContext, options: RenderOptions, tls_names: list[str], input_hash: str,
+                  web_tls: webconfig.TLSMounts | None) -> list[dict]:
+    """The StatefulSets with the web TLS (HTTPS probes and reloads) and, under topology sharding, each
+    shard's zone (nodeSelector, and the TOPOLOGY_ZONE / INZONE_SHARD the reloaders put into the config)."""
+    spec = agent.get("spec") or {}
+    zones = topology.for_context(ctx)
+    return [topology.adapt_statefulset(webconfig.adapt_statefulset(s, spec, web_tls), shard, zones)
+            for shard, s in enumerate(build_agent_statefulsets(agent, options, tls_names, input_hash))]
+
+
 def render_agent(inputs: RenderInputs, cache: RenderCache | None = None) -> AgentRenderResult:
     """Every object one PrometheusAgent (in inputs.prometheus) needs. Pure, like render().
 
@@ -96,10 +126,16 @@ def render_agent(inputs: RenderInputs, cache: RenderCache | None = None) -> Agen
     daemonset = is_daemonset(agent)
     warnings = [Problem(KIND, ns, name, f, m) for f, m in malformed]
     warnings += unsupported_fields(agent)
+    warnings += [Problem(KIND, ns, name, "spec.additionalArgs", f"--{arg.lstrip('-')} is managed by the operator; "
+                         "this additional argument is ignored") for arg in conflicting_agent_args(spec)]
     decisions = select_all(inputs, warnings, agent, cache)
     sms = [] if daemonset else _selected(decisions["ServiceMonitor"], inputs.service_monitors)
     pms = _selected(decisions["PodMonitor"], inputs.pod_monitors)
-    ctx, scope = agent_context(agent, options, Store(inputs.secrets, inputs.configmaps), daemonset)
+    try:
+        ctx, scope = agent_context(agent, options, Store(inputs.secrets, inputs.configmaps), daemonset)
+    except InvalidPrometheus as exc:  # e.g. fewer shards than topology zones: the agent's own error type
+        raise InvalidAgent(str(exc)) from None
+    web_tls = _web_tls(agent, scope)
     extra = _other_scrape_kinds(inputs, decisions, daemonset)
     generated = build_agent_config(ctx, scope, monitor_fragments(ctx, sms, pms, cache, **extra))
     unmanaged = all(spec.get(s) is None for s in SCRAPE_SELECTORS)
@@ -112,7 +148,7 @@ def render_agent(inputs: RenderInputs, cache: RenderCache | None = None) -> Agen
     tls = tls_secrets(agent, options, generated.assets)
     tls_names = [s["metadata"]["name"] for s in tls]
     input_hash = compute_input_hash(agent, options, [], tls_names)
-    statefulsets = [] if daemonset else build_agent_statefulsets(agent, options, tls_names, input_hash)
+    statefulsets = [] if daemonset else _statefulsets(agent, ctx, options, tls_names, input_hash, web_tls)
     kinds = ("ServiceMonitor", "PodMonitor", *(k for k, _, _ in OTHER_SCRAPE_KINDS if k in decisions and not daemonset))
     return AgentRenderResult(
         config={} if unmanaged else generated.config,
@@ -126,8 +162,9 @@ def render_agent(inputs: RenderInputs, cache: RenderCache | None = None) -> Agen
         warnings=[*warnings, *generated.warnings],
         jobs=generated.jobs,
         input_hash=input_hash,
-        web_config_secret=build_web_config_secret(agent, options),
+        web_config_secret=webconfig.build_web_config_secret(agent, options, web_tls),
         config_text="" if unmanaged else generated.text,
         config_unmanaged=unmanaged,
-        daemonsets=[build_agent_daemonset(agent, options, tls_names)] if daemonset else [],
+        daemonsets=[webconfig.adapt_statefulset(build_agent_daemonset(agent, options, tls_names), spec, web_tls)]
+        if daemonset else [],
     )

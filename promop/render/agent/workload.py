@@ -17,7 +17,7 @@ from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions
 from promop.render.shards import shard_count
 from promop.render.statefulset import (STORAGE_DIR, build_statefulset, prometheus_args, statefulset_annotations,
-                                       statefulset_name)
+                                       statefulset_name, topology_spread_constraints)
 from promop.render.versions import Version, VersionError
 
 GOVERNING_SERVICE_NAME = "prometheus-agent-operated"
@@ -82,6 +82,13 @@ def agent_args(spec: Mapping[str, Any]) -> list[str]:
     return args
 
 
+def conflicting_agent_args(spec: Mapping[str, Any]) -> list[str]:
+    """Names in spec.additionalArgs that the operator already sets in agent mode (agent_args skips them)."""
+    managed = {a.split("=", 1)[0].lstrip("-").removeprefix("no-") for a in agent_args({**spec, "additionalArgs": []})}
+    return [str(a.get("name")) for a in spec.get("additionalArgs") or ()
+            if isinstance(a, Mapping) and str(a.get("name", "")).lstrip("-").removeprefix("no-") in managed]
+
+
 def _relabel_pod(obj: dict, agent: Mapping[str, Any], options: RenderOptions, name: str, shard: int | None,
                  annotations: Mapping[str, str]) -> dict:
     """Turn a Prometheus StatefulSet into the agent's: labels, selector, flags."""
@@ -96,6 +103,9 @@ def _relabel_pod(obj: dict, agent: Mapping[str, Any], options: RenderOptions, na
     pod_labels.update(sel)
     template["metadata"]["labels"] = dict(sorted(pod_labels.items()))
     obj["spec"]["selector"] = {"matchLabels": dict(sorted(sel.items()))}
+    spread = topology_spread_constraints(spec, sel)  # with the agent's selector labels, not the server's
+    if spread:
+        template["spec"]["topologySpreadConstraints"] = spread
     containers = template["spec"]["containers"]
     for c in containers:
         if c.get("name") == "prometheus":
