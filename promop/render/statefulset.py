@@ -111,9 +111,12 @@ def image_reference(spec: Mapping[str, Any], default_base: str, default_version:
 
 
 def selector_labels(prometheus: Mapping[str, Any], shard: int) -> dict[str, str]:
+    """The StatefulSet's pod selector, upstream's (makeSelectorLabels plus the shard): the same selector means a
+    StatefulSet upstream created is taken over in place (a selector is immutable; another one would recreate it)."""
     name = prometheus["metadata"]["name"]
     return {
         "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/managed-by": "prometheus-operator",
         "app.kubernetes.io/name": "prometheus",
         "operator.prometheus.io/name": name,
         "operator.prometheus.io/shard": str(shard),

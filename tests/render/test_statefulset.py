@@ -266,3 +266,15 @@ def test_web_page_title_and_max_connections():
     assert reloader["args"][:2] == ["--listen-address=:8080",
                                     "--web-config-file=/etc/prometheus/web_config/web-config.yaml"]
     assert reloader["volumeMounts"][-1]["name"] == "web-config"
+
+
+def test_selector_is_upstreams_so_its_statefulsets_are_taken_over_in_place():
+    """A StatefulSet's selector is immutable: any label short of upstream's makeSelectorLabels + shard would make
+    the operator recreate (restart) every Prometheus an upstream operator created. The pods carry them all."""
+    s = sts(prom(spec={"shards": 2}))[1]
+    want = {"app.kubernetes.io/instance": "test", "app.kubernetes.io/managed-by": "prometheus-operator",
+            "app.kubernetes.io/name": "prometheus", "operator.prometheus.io/name": "test",
+            "operator.prometheus.io/shard": "1", "prometheus": "test"}
+    assert s["spec"]["selector"]["matchLabels"] == want
+    pod_labels = s["spec"]["template"]["metadata"]["labels"]
+    assert want.items() <= pod_labels.items()
