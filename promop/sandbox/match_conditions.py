@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from promop.sandbox.errors import ApiError
-from promop.sandbox.validation import _qualified_key_problem
+from promop.sandbox.validation import qualified_key_problem
 from promop.schema.cel import EvalError, Unsupported, compile_error, compile_rule
 
 MAX_CONDITIONS = 64
@@ -58,7 +58,7 @@ def validate(conditions: Any, at: str) -> list[tuple[str, str]]:
         if not name:
             out.append((f"{here}.name", "Required value"))
         else:
-            problem = _qualified_key_problem(str(name))
+            problem = qualified_key_problem(str(name))
             if problem:
                 out.append((f"{here}.name", f"Invalid value: {json.dumps(name)}: {problem}"))
             if name in names:
