@@ -284,10 +284,36 @@ def validate_pdb(obj: dict) -> list[tuple[str, str]]:
     return out
 
 
+PRINTER_COLUMNS = [
+    {"name": "Name", "type": "string", "format": "name", "priority": 0,
+     "description": "Name must be unique within a namespace."},
+    {"name": "Min Available", "type": "string", "format": "", "priority": 0,
+     "description": "The minimum number or percentage of available pods this budget requires."},
+    {"name": "Max Unavailable", "type": "string", "format": "", "priority": 0,
+     "description": "The maximum number or percentage of unavailable pods this budget requires."},
+    {"name": "Allowed Disruptions", "type": "integer", "format": "", "priority": 0,
+     "description": "Number of pod disruptions that are currently allowed."},
+    {"name": "Age", "type": "string", "format": "", "priority": 0,
+     "description": "Time since the object was created."},
+]
+
+
+def _printer_cells(pdb: dict) -> list:
+    """`kubectl get pdb`'s row, as the apiserver's printer: N/A for the unset bound."""
+    from promop.sandbox.tables import human_age
+
+    spec = pdb.get("spec") or {}
+    bound = lambda value: "N/A" if value is None else str(value)  # noqa: E731
+    return [pdb["metadata"]["name"], bound(spec.get("minAvailable")), bound(spec.get("maxUnavailable")),
+            int((pdb.get("status") or {}).get("disruptionsAllowed") or 0),
+            human_age(pdb["metadata"].get("creationTimestamp"))]
+
+
 def _register_kind() -> None:
-    from promop.sandbox import kinds
+    from promop.sandbox import kinds, tables
 
     kinds.RULES[PDBS] = kinds.KindRules(validate_pdb)
+    tables.PRINTERS[PDBS] = (PRINTER_COLUMNS, _printer_cells)
 
 
 _register_kind()

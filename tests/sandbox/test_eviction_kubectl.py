@@ -30,6 +30,9 @@ def test_kubectl_drain_evicts_through_the_budget(sandbox, core, apps, kubectl):
     make_pod(core, "elsewhere", labels={"app": "b"})  # not on n1: drain leaves it
     make_pdb(sandbox, maxUnavailable=0)
     settled(sandbox)
+    header, row = kubectl("get", "pdb").stdout.splitlines()
+    assert header.split()[:7] == ["NAME", "MIN", "AVAILABLE", "MAX", "UNAVAILABLE", "ALLOWED", "DISRUPTIONS"]
+    assert row.split()[:4] == ["budget", "N/A", "0", "0"]
 
     refused = kubectl("drain", "n1", "--timeout=3s", check=False)
     assert refused.returncode != 0
