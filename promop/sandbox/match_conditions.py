@@ -69,8 +69,9 @@ def validate(conditions: Any, at: str) -> list[tuple[str, str]]:
 
 def variables(request: Mapping[str, Any]) -> dict[str, Any]:
     """What the expressions see of an AdmissionRequest."""
-    return {"object": request.get("object"), "oldObject": request.get("oldObject"),
-            "request": {k: request[k] for k in REQUEST_FIELDS if k in request}}
+    fields = {"name": "", "namespace": "", "subResource": "", "requestSubResource": ""}  # unset: empty, as in CEL
+    fields.update((k, request[k]) for k in REQUEST_FIELDS if k in request)
+    return {"object": request.get("object"), "oldObject": request.get("oldObject"), "request": fields}
 
 
 def _evaluate(expression: str, bound: dict[str, Any], hook_name: str) -> bool:

@@ -77,6 +77,14 @@ def test_the_webhook_is_called_only_when_every_condition_is_true(sandbox, hook):
     assert len(hook.seen) == 1
 
 
+def test_a_cluster_scoped_request_has_an_empty_namespace(sandbox, hook):
+    rules = [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["namespaces"]}]
+    register(sandbox, webhook(hook, "check.example.com", rules=rules, matchConditions=conditions(
+        ("cluster", "request.namespace == '' && request.subResource == ''"))))
+    sandbox.api.create(sandbox.registry.lookup("", "v1", "namespaces"), "", {"metadata": {"name": "fresh"}})
+    assert len(hook.seen) == 1 and "namespace" not in hook.seen[0]["request"]
+
+
 def test_conditions_see_the_old_object_and_the_request(sandbox, hook):
     register(sandbox, webhook(hook, "check.example.com", matchConditions=conditions(
         ("update", "request.operation == 'UPDATE'"),
