@@ -45,6 +45,12 @@ def test_kubectl_drain_evicts_through_the_budget(sandbox, core, apps, kubectl):
     assert code == 200
     make_pdb(sandbox, maxUnavailable=2)
     settled(sandbox)
+    rehearsed = kubectl("drain", "n1", "--dry-run=server", "--timeout=20s")
+    assert "node/n1 drained (server dry run)" in rehearsed.stdout, rehearsed.stdout
+    # kubectl puts dryRun in the Eviction's deleteOptions: answered 201, nothing deleted
+    assert sum(1 for r in sandbox.requests if r.subresource == "eviction" and r.code == 201) == 2
+    assert exists(sandbox, "web-0") and exists(sandbox, "web-1")
+    assert settled(sandbox)["status"]["disruptionsAllowed"] == 2  # a dry run spends nothing
     drained = kubectl("drain", "n1", "--timeout=20s")
     assert "pod/web-0 evicted" in drained.stdout and "pod/web-1 evicted" in drained.stdout
     assert "node/n1 drained" in drained.stdout
