@@ -21,6 +21,7 @@ PDB's status, which promop.sandbox.disruption keeps as kube-controller-manager w
   longer hold are 409; success is 201 with a `Success` Status.
 
 RBAC: the `create` verb on `pods/eviction` (the sandbox's authorizer handles subresources).
+Not simulated: admission webhooks registered for `pods/eviction` are not called.
 The budget check and the delete run under the store lock, so the apiserver's retries on
 conflicts are never needed here.
 """
@@ -30,7 +31,9 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-from promop.sandbox.disruption import PDBS, PODS, DisruptionController, now_text, pod_ready, selects
+from promop.sandbox import pdb_kind  # noqa: F401 - registers the kind (validation, printer)
+from promop.sandbox.disruption import (PDBS, PODS, DisruptionController, now_text, pod_ready, selects,
+                                       with_condition)
 from promop.sandbox.errors import ApiError, bad_request, not_found
 from promop.sandbox.resources import ResourceType
 
@@ -45,7 +48,7 @@ def _success() -> dict:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
-def _too_many(name: str, message: str, retry_after: int) -> ApiError:
+def _too_many(message: str, retry_after: int) -> ApiError:
     details: dict[str, Any] = {"causes": [{"type": "DisruptionBudget", "message": message}]}
     headers = {}
     if retry_after:
@@ -55,7 +58,7 @@ def _too_many(name: str, message: str, retry_after: int) -> ApiError:
 
 
 def _still_processing(name: str) -> ApiError:
-    return _too_many(name, f"The disruption budget {name} is still being processed by the server.", 10)
+    return _too_many(f"The disruption budget {name} is still being processed by the server.", 10)
 
 
 def _forbidden(name: str, why: str) -> ApiError:
@@ -159,12 +162,10 @@ class Evictions:
         if len(status.get("disruptedPods") or {}) > MAX_DISRUPTED_PODS:
             raise _forbidden(name, "DisruptedPods map too big - too many evictions not confirmed by PDB controller")
         if allowed == 0:
-            raise _too_many(name, f"The disruption budget {name} needs {int(status.get('desiredHealthy') or 0)} "
+            raise _too_many(f"The disruption budget {name} needs {int(status.get('desiredHealthy') or 0)} "
                                   f"healthy pods and has {int(status.get('currentHealthy') or 0)} currently", 0)
         if dry_run:
             return
-        from promop.sandbox.disruption import with_condition
-
         status["disruptionsAllowed"] = allowed - 1
         if allowed == 1:
             status = with_condition(status, False, int(status.get("observedGeneration") or 0))

@@ -139,6 +139,16 @@ def test_conditions_on_a_mutating_webhook(sandbox, hook):
     assert _cm(sandbox, "b", wants="it")["data"] == {"wants": "it", "added": "yes"}
 
 
+def test_a_condition_the_sandbox_cannot_evaluate_is_a_500_saying_so(sandbox, hook):
+    register(sandbox, webhook(hook, "check.example.com", failurePolicy="Ignore", matchConditions=conditions(
+        ("may", "authorizer.group('').resource('configmaps').check('create').allowed()"))))
+    with pytest.raises(ApiError) as err:
+        _cm(sandbox)
+    assert err.value.code == 500 and "the sandbox cannot evaluate a matchCondition" in err.value.message
+    assert "authorizer" in err.value.message or "allowed" in err.value.message
+    assert hook.seen == []
+
+
 @pytest.mark.parametrize("bad, cause", [
     (conditions(*[(f"c{i}", "true") for i in range(65)]),
      "webhooks[0].matchConditions: Too many: 65: must have at most 64 items"),
