@@ -358,7 +358,7 @@ def test_the_kubernetes_clients_eviction_and_budget_models(sandbox, api_client, 
     assert got.status.disruptions_allowed == 0
 
 
-def test_rbac_needs_create_on_pods_eviction(core):
+def test_rbac_needs_create_on_pods_eviction():
     from promop.sandbox import Sandbox
 
     with Sandbox(port=0, authorization="rbac") as sb:
