@@ -3,13 +3,16 @@
 Mutating webhooks run first (configurations by name, webhooks in order); their
 JSONPatch is applied and the object is checked again; then every validating
 webhook. What is honoured: `rules` (operations, apiGroups, apiVersions, resources,
-scope), `namespaceSelector`, `objectSelector`, `clientConfig` (url or service, with
-caBundle: see webhook_call), `failurePolicy` (Fail by default), `timeoutSeconds`
-(10 by default), `sideEffects` on dry-run requests, `admissionReviewVersions` (v1),
-warnings, and the denial wording: `admission webhook "<name>" denied the request:
-<message>` with the webhook's status code (400 when it gives none).
-Not simulated: matchConditions (CEL), matchPolicy Equivalent (rules must name the
-version written), reinvocationPolicy, DELETE and CONNECT operations.
+scope), `namespaceSelector`, `objectSelector`, `matchConditions` (CEL, see
+match_conditions), `clientConfig` (url or service, with caBundle: see webhook_call),
+`failurePolicy` (Fail by default), `timeoutSeconds` (10 by default), `sideEffects` on
+dry-run requests, `admissionReviewVersions` (v1), warnings, `reinvocationPolicy:
+IfNeeded` (a mutating webhook called before a later one changed the object is called
+once more, in one extra round, as the apiserver's reinvocation), and the denial
+wording: `admission webhook "<name>" denied the request: <message>` with the
+webhook's status code (400 when it gives none).
+Not simulated: matchPolicy Equivalent (rules must name the version written), DELETE
+and CONNECT operations.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 import jsonpatch
 
 from promop.labelselector import SelectorError, matches
+from promop.sandbox import match_conditions
 from promop.sandbox.errors import ApiError
 from promop.sandbox.resources import ResourceType
 from promop.sandbox.webhook_call import CallError, ServiceAddresses, post
@@ -89,13 +93,14 @@ class Webhooks:
             return False  # the configuration's validation refuses such selectors on a real cluster
 
     def _hooks(self, key: tuple[str, str], rt: ResourceType, operation: str, obj: dict,
-               old: dict | None) -> list[dict]:
+               old: dict | None) -> list[tuple[tuple[str, int], dict]]:
+        """((configuration name, index), webhook) of those whose rules and selectors match."""
         out = []
         for config in self._configured(key):
-            for hook in config.get("webhooks") or []:
+            for i, hook in enumerate(config.get("webhooks") or []):
                 if any(rule_matches(r, rt, operation) for r in hook.get("rules") or []) and \
                         self._selected(hook, rt, obj, old):
-                    out.append(hook)
+                    out.append(((config["metadata"]["name"], i), hook))
         return out
 
     @staticmethod
@@ -155,18 +160,40 @@ class Webhooks:
 
     def mutate(self, rt: ResourceType, operation: str, obj: dict, old: dict | None, dry_run: bool,
                warnings: list[str]) -> dict:
-        """`obj` after every matching mutating webhook (a new dict when one patched it)."""
-        for hook in self._hooks(MUTATING, rt, operation, obj, old):
+        """`obj` after every matching mutating webhook (a new dict when one patched it), and after
+        the one reinvocation round of the IfNeeded webhooks a later change concerns."""
+        obj, again = self._mutating_round(rt, operation, obj, old, dry_run, warnings, None)
+        if again:
+            obj, _ = self._mutating_round(rt, operation, obj, old, dry_run, warnings, again)
+        return obj
+
+    def _mutating_round(self, rt: ResourceType, operation: str, obj: dict, old: dict | None, dry_run: bool,
+                        warnings: list[str], only: set | None) -> tuple[dict, set | None]:
+        """One pass (over `only` on the reinvocation); returns the object and, when a webhook
+        changed it, the IfNeeded webhooks called before that change (to call again)."""
+        invoked: list[tuple[str, int]] = []
+        reinvoke: set | None = None
+        for key, hook in self._hooks(MUTATING, rt, operation, obj, old):
+            if only is not None and key not in only:
+                continue  # a reinvocation calls no webhook for the first time
+            review = self._review(rt, operation, obj, old, dry_run)
+            if not match_conditions.should_call(hook, review["request"], rt.qualified):
+                continue
             self._dry_run_ok(hook, dry_run)
-            response = self._call(hook, self._review(rt, operation, obj, old, dry_run))
+            response = self._call(hook, review)
             if response is None:
                 continue
             warnings.extend(str(w) for w in response.get("warnings") or [])
             if not response.get("allowed"):
                 raise self._denied(hook.get("name", ""), response)
             if response.get("patch"):
-                obj = self._patched(hook.get("name", ""), obj, response)
-        return obj
+                patched = self._patched(hook.get("name", ""), obj, response)
+                if patched != obj:
+                    reinvoke = (reinvoke or set()) | set(invoked)
+                obj = patched
+            if hook.get("reinvocationPolicy") == "IfNeeded":
+                invoked.append(key)
+        return obj, reinvoke
 
     @staticmethod
     def _patched(name: str, obj: dict, response: Mapping[str, Any]) -> dict:
@@ -184,9 +211,12 @@ class Webhooks:
     def validate(self, rt: ResourceType, operation: str, obj: dict, old: dict | None, dry_run: bool,
                  warnings: list[str]) -> None:
         """ApiError from the first validating webhook that refuses `obj`."""
-        for hook in self._hooks(VALIDATING, rt, operation, obj, old):
+        for _, hook in self._hooks(VALIDATING, rt, operation, obj, old):
+            review = self._review(rt, operation, obj, old, dry_run)
+            if not match_conditions.should_call(hook, review["request"], rt.qualified):
+                continue
             self._dry_run_ok(hook, dry_run)
-            response = self._call(hook, self._review(rt, operation, obj, old, dry_run))
+            response = self._call(hook, review)
             if response is None:
                 continue
             warnings.extend(str(w) for w in response.get("warnings") or [])
@@ -222,7 +252,7 @@ def _unsupported(value: Any, allowed: tuple[str, ...]) -> str:
     return f"Unsupported value: {json.dumps(value)}: supported values: " + ", ".join(json.dumps(a) for a in allowed)
 
 
-def _hook_causes(hook: Any, at: str) -> list[tuple[str, str]]:
+def _hook_causes(hook: Any, at: str, mutating: bool = False) -> list[tuple[str, str]]:
     if not isinstance(hook, Mapping):
         return [(at, "Invalid value: must be an object")]
     out = []
@@ -252,15 +282,18 @@ def _hook_causes(hook: Any, at: str) -> list[tuple[str, str]]:
     if timeout is not None and not (isinstance(timeout, int) and 1 <= timeout <= 30):
         out.append((f"{at}.timeoutSeconds", f"Invalid value: {timeout}: the timeout value must be between 1 and "
                                             "30 seconds"))
+    if mutating and hook.get("reinvocationPolicy") not in (None, "Never", "IfNeeded"):
+        out.append((f"{at}.reinvocationPolicy", _unsupported(hook["reinvocationPolicy"], ("IfNeeded", "Never"))))
+    out += match_conditions.validate(hook.get("matchConditions"), f"{at}.matchConditions")
     return out
 
 
-def validate_configuration(obj: dict) -> list[tuple[str, str]]:
+def validate_configuration(obj: dict, mutating: bool = False) -> list[tuple[str, str]]:
     """The causes kube-apiserver gives for a bad Validating/MutatingWebhookConfiguration."""
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
     for i, hook in enumerate(obj.get("webhooks") or []):
-        out += _hook_causes(hook, f"webhooks[{i}]")
+        out += _hook_causes(hook, f"webhooks[{i}]", mutating)
         name = hook.get("name") if isinstance(hook, Mapping) else None
         if name in seen:
             out.append((f"webhooks[{i}].name", f"Duplicate value: {json.dumps(name)}"))
@@ -274,7 +307,7 @@ def _register_kinds() -> None:
     kinds.RULES[VALIDATING] = kinds.KindRules(
         validate_configuration, None, lambda obj, old: _default_configuration(obj, old, mutating=False))
     kinds.RULES[MUTATING] = kinds.KindRules(
-        validate_configuration, None, lambda obj, old: _default_configuration(obj, old, mutating=True))
+        lambda obj: validate_configuration(obj, mutating=True), None, lambda obj, old: _default_configuration(obj, old, mutating=True))
 
 
 _register_kinds()

@@ -95,6 +95,7 @@ class Registry:
                                   "namespaced": True, "kind": "TokenRequest",
                                   "group": "authentication.k8s.io", "version": "v1",
                                   "verbs": ["create"]})
+            resources.extend(dict(e) for e in rt.extra.get("subresources") or ())  # pods/eviction
             if rt.scale is not None:
                 resources.append({"name": f"{rt.plural}/scale", "singularName": "",
                                   "namespaced": rt.namespaced, "kind": "Scale",

@@ -80,6 +80,8 @@ def builtin_types() -> list[ResourceType]:
         ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",),
                      status_subresource=True, categories=("all",), generation=True),
         ResourceType("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",)),
+        ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, short_names=("pdb",),
+                     status_subresource=True, generation=True),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
         ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),
         ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True),

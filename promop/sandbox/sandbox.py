@@ -77,6 +77,9 @@ class Sandbox:
         from promop.sandbox import aggregation  # APIService objects and the aggregation proxy
 
         aggregation.install(self)
+        from promop.sandbox import eviction  # pods/eviction, PodDisruptionBudget status
+
+        eviction.install(self)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> "Sandbox":

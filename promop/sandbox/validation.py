@@ -89,7 +89,7 @@ def name_problems(rt: ResourceType, obj: dict) -> list[str]:
 
 
 
-def _qualified_key_problem(key: str) -> str | None:
+def qualified_key_problem(key: str) -> str | None:
     prefix, _, name = key.rpartition("/")
     if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
         return "prefix part must be a DNS-1123 subdomain"
@@ -109,7 +109,7 @@ def check_metadata(rt: ResourceType, obj: dict) -> None:
         causes += [("metadata.name", f'Invalid value: "{name}": {problem}')
                    for problem in name_problems(rt, obj)]
     for key, value in (meta.get("labels") or {}).items():
-        problem = _qualified_key_problem(key)
+        problem = qualified_key_problem(key)
         if problem:
             causes.append((f"metadata.labels", f'Invalid value: "{key}": {problem}'))
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
@@ -118,7 +118,7 @@ def check_metadata(rt: ResourceType, obj: dict) -> None:
                            "'_' or '.', starting and ending with an alphanumeric"))
     annotations = meta.get("annotations") or {}
     for key in annotations:
-        problem = _qualified_key_problem(key)
+        problem = qualified_key_problem(key)
         if problem:
             causes.append(("metadata.annotations", f'Invalid value: "{key}": {problem}'))
     size = sum(len(k) + len(str(v)) for k, v in annotations.items())

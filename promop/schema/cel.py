@@ -105,6 +105,14 @@ class Rule:
         except Exception as e:  # noqa: BLE001 - RuntimeError, TypeError, KeyError, IndexError...
             raise EvalError(_clean(e)) from None
 
+    def evaluate_with(self, variables: dict[str, Any]) -> Any:
+        """The expression's value with other variables than `self` bound (admission webhooks'
+        matchConditions bind `object`, `oldObject`, `request`); EvalError on failure."""
+        try:
+            return self._program.execute(dict(self._functions, **variables))
+        except Exception as e:  # noqa: BLE001 - as evaluate
+            raise EvalError(_clean(e)) from None
+
 
 def _clean(error: Exception) -> str:
     text = str(error).split("\n", 1)[0]

@@ -72,7 +72,7 @@ def repaired(kube, kind: str, name: str, sts_name: str, verb: str) -> None:
 
 
 def test_a_stuck_agent_rollout_is_repaired(cluster, kube, start_operator):
-    start_operator(repair_policy="delete")  # the sandbox has no Eviction subresource yet
+    start_operator(repair_policy="delete")  # evict: test_operator_repair_evict.py
     kube.create(PROMETHEUSAGENTS, {
         "apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "PrometheusAgent",
         "metadata": {"name": "edge", "namespace": NS},
