@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the operator with --manage-crds (and grant it the CRD permissions that needs)")
     p.add_argument("--kubelet-service", default="", metavar="NAMESPACE/NAME",
                    help="run the kubelet endpoints sync for this Service (and grant what it needs)")
+    p.add_argument("--repair-policy-for-statefulsets", default="none", choices=("none", "delete", "evict"),
+                   help="run the operator with this repair policy (and grant the pod permissions it needs: "
+                        "list and delete, or list and the eviction subresource)")
     p.add_argument("--ca-bundle", type=Path, metavar="FILE",
                    help="admission-webhook: PEM file of the CA that signed the webhook's serving certificate, "
                         "put into the webhook configurations and the CRD conversion (default: left to "
@@ -67,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--image {args.image!r}: not an image reference; pass e.g. "
                         "--image registry.example.com/promop:0.1.0 (build and push it first: see the README)")
     files = render_bundle(args.namespace, args.image, args.component, manage_crds=args.manage_crds,
-                          kubelet_service=args.kubelet_service, ca_bundle=_ca_bundle(args.ca_bundle))
+                          kubelet_service=args.kubelet_service, ca_bundle=_ca_bundle(args.ca_bundle),
+                          repair_policy=args.repair_policy_for_statefulsets)
     if args.output_dir is None:
         sys.stdout.write(as_stream(files))
         return 0

@@ -54,7 +54,7 @@ def component_rules(component: str) -> list[dict]:
 
 def render_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_RELOADER_IMAGE,
                   component: str = OPERATOR, manage_crds: bool = False, kubelet_service: str = "",
-                  ca_bundle: str = "") -> list[BundleFile]:
+                  ca_bundle: str = "", repair_policy: str = "none") -> list[BundleFile]:
     """One file per template of the component, in apply order (the Namespace first).
 
     The operator's templates are the top-level files of promop/templates; another
@@ -73,10 +73,11 @@ def render_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_RELOA
         "name": name,
         "selector": selector,
         "labels": {**selector, "app.kubernetes.io/part-of": NAME},
-        "rules": cluster_role_rules(manage_crds, bool(kubelet_service)) if component == OPERATOR
+        "rules": cluster_role_rules(manage_crds, bool(kubelet_service), repair_policy) if component == OPERATOR
         else component_rules(component),
         "manage_crds": manage_crds,  # hook (Alertmanager issue): --manage-crds, --kubelet-service
         "kubelet_service": kubelet_service,
+        "repair_policy": repair_policy,  # --repair-policy-for-statefulsets, and the pod permissions it needs
         "ca_bundle": ca_bundle,  # hook (admission webhook): base64 PEM for the webhook clientConfigs
         "load_crd": _load_crd,
     }

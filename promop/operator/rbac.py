@@ -59,20 +59,29 @@ KUBELET_PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("discovery.k8s.io", "endpointslices", ("list", "create", "update", "delete")),
 )
 
+# Only with `--repair-policy-for-statefulsets` (`promop manifests --repair-policy-for-statefulsets=...`): the
+# stuck pods are listed, then deleted or evicted (the Eviction subresource honours PodDisruptionBudgets).
+REPAIR_PERMISSIONS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
+    "none": (),
+    "delete": (("", "pods", ("list", "delete")),),
+    "evict": (("", "pods", ("list",)), ("", "pods/eviction", ("create",))),
+}
 
-def _table(manage_crds: bool = False, kubelet: bool = False) -> tuple:
-    return (*PERMISSIONS, *(MANAGE_CRDS_PERMISSIONS if manage_crds else ()), *(KUBELET_PERMISSIONS if kubelet else ()))
+
+def _table(manage_crds: bool = False, kubelet: bool = False, repair: str = "none") -> tuple:
+    return (*PERMISSIONS, *(MANAGE_CRDS_PERMISSIONS if manage_crds else ()), *(KUBELET_PERMISSIONS if kubelet else ()),
+            *REPAIR_PERMISSIONS[repair])
 
 
-def cluster_role_rules(manage_crds: bool = False, kubelet: bool = False) -> list[dict]:
+def cluster_role_rules(manage_crds: bool = False, kubelet: bool = False, repair: str = "none") -> list[dict]:
     """PolicyRules grouped per API group and verb set, in a stable order."""
     grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for group, resource, verbs in _table(manage_crds, kubelet):
+    for group, resource, verbs in _table(manage_crds, kubelet, repair):
         grouped.setdefault((group, tuple(sorted(verbs))), []).append(resource)
     return [{"apiGroups": [group], "resources": resources, "verbs": list(verbs)}
             for (group, verbs), resources in grouped.items()]
 
 
-def granted(manage_crds: bool = False, kubelet: bool = False) -> set[tuple[str, str, str]]:
+def granted(manage_crds: bool = False, kubelet: bool = False, repair: str = "none") -> set[tuple[str, str, str]]:
     """Every (group, resource[/subresource], verb) the ClusterRole grants."""
-    return {(g, r, v) for g, r, verbs in _table(manage_crds, kubelet) for v in verbs}
+    return {(g, r, v) for g, r, verbs in _table(manage_crds, kubelet, repair) for v in verbs}

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 from operator_fakes import fake_references, fake_render
-from operator_testlib import ROOT, eventually, modify
+from operator_testlib import OPERATOR_AGENT, ROOT, eventually, modify
 
 from promop.kube.client import KubeClient
 from promop.kube.errors import NotFound
 from promop.kube.resources import EVENTS, NAMESPACES, PODS, PROMETHEUSES, STATEFULSETS
 from promop.operator.install import install_crds
+from promop.operator.rbac import granted
 from promop.operator.repair import REASON, pod_to_repair, repair
 from promop.sandbox import Sandbox
 
@@ -115,3 +116,7 @@ def test_a_stuck_rollout_is_repaired_by_deleting_its_failing_pod(cluster, kube, 
     assert "deleted pod prometheus-p-2 of StatefulSet prometheus-p" in notes[1]
     note = notes[0]
     assert "rev-b" in note and "--repair-policy-for-statefulsets=delete" in note
+    # the bundle's ClusterRole (promop manifests --repair-policy-for-statefulsets=delete) grants exactly these
+    used = {("", "pods" + (f"/{r.subresource}" if r.subresource else ""), r.verb) for r in cluster.requests
+            if r.user_agent.startswith(OPERATOR_AGENT) and r.resource == "pods"}
+    assert used == {t for t in granted(repair="delete") if t[1].startswith("pods")}

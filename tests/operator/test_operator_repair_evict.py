@@ -9,7 +9,7 @@ import logging
 import pytest
 from kubernetes import client
 from operator_fakes import fake_references, fake_render
-from operator_testlib import ROOT, eventually, modify
+from operator_testlib import OPERATOR_AGENT, ROOT, eventually, modify
 
 from promop.kube.client import KubeClient
 from promop.kube.errors import NotFound
@@ -135,12 +135,29 @@ def test_a_stuck_pod_with_no_budget_is_evicted(cluster, kube, start_operator):
     eventually(lambda: not exists(kube, "prometheus-p-1"), what="the stuck pod evicted")
     assert evictions(cluster, 201) == 1 and exists(kube, "prometheus-p-0")
     assert not any(r.resource == "pods" and r.verb == "delete" for r in cluster.requests)
+    assert pod_permissions_used(cluster) == pod_permissions_granted("evict")
 
 
-@pytest.mark.xfail(strict=True, reason="the install bundle's ClusterRole (promop/operator/rbac.py) grants no pods "
-                                       "list/delete nor pods/eviction create, so --repair-policy-for-statefulsets "
-                                       "is refused (403) on a cluster with RBAC; left to the rbac table's owner")
-def test_the_install_bundle_grants_what_repair_needs():
+def pod_permissions_used(sb) -> set[tuple[str, str, str]]:
+    """The (group, resource, verb) triples of the operator's pod requests, from the sandbox's request log."""
+    return {("", "pods" + (f"/{r.subresource}" if r.subresource else ""), r.verb) for r in sb.requests
+            if r.user_agent.startswith(OPERATOR_AGENT) and r.resource == "pods"}
+
+
+def pod_permissions_granted(repair: str) -> set[tuple[str, str, str]]:
     from promop.operator.rbac import granted
 
-    assert {("", "pods", "list"), ("", "pods", "delete"), ("", "pods/eviction", "create")} <= granted()
+    return {t for t in granted(repair=repair) if t[1].startswith("pods")}
+
+
+def test_the_install_bundle_grants_what_each_repair_policy_uses():
+    """Least privilege: no pod access without the flag; with it, the verbs its mode sends and no other."""
+    from promop.operator.bundle import render_bundle
+
+    assert pod_permissions_granted("none") == set()
+    assert pod_permissions_granted("evict") == {("", "pods", "list"), ("", "pods/eviction", "create")}
+    assert pod_permissions_granted("delete") == {("", "pods", "list"), ("", "pods", "delete")}
+    files = {f.name: f.text for f in render_bundle(repair_policy="evict")}
+    assert "--repair-policy-for-statefulsets=evict" in "".join(files.values())
+    assert "pods/eviction" in "".join(files.values())
+    assert "repair-policy" not in "".join(f.text for f in render_bundle())
