@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+import orjson
 import yaml
 
 from promop.errors import UserError
@@ -26,17 +27,36 @@ KINDS[SCRAPECONFIGS.kind] = SCRAPECONFIGS
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+# file -> (mtime_ns, size, its documents as JSON): parsing the shipped CRDs (570 KB of YAML) takes ~0.5 s, and a
+# process installs them more than once (--manage-crds after a restart of the watch, the test suite's sandboxes).
+_PARSED: dict[Path, tuple[int, int, bytes]] = {}
+
+
+def _documents_of(f: Path) -> list:
+    """The non-empty YAML documents of one file, fresh objects each call (callers may change them)."""
+    st = f.stat()
+    cached = _PARSED.get(f.resolve())
+    if cached and cached[:2] == (st.st_mtime_ns, st.st_size):
+        return orjson.loads(cached[2])
+    with open(f, encoding="utf-8") as fh:
+        try:
+            docs = [d for d in yaml.load_all(fh, Loader=_Loader) if d]
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{f}: not valid YAML ({' '.join(str(exc).split())})") from None
+    try:
+        _PARSED[f.resolve()] = (st.st_mtime_ns, st.st_size, orjson.dumps(docs))
+    except TypeError:  # a YAML-only value (a date, a set): not cached, still returned
+        pass
+    return docs
+
+
 def load_documents(paths: Iterable[Path]) -> list[dict]:
     """Every YAML document of every .yaml/.yml file (directories expanded, sorted)."""
     out = []
     for path in paths:
         files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml")) if path.is_dir() else [path]
         for f in files:
-            with open(f, encoding="utf-8") as fh:
-                try:
-                    docs = [d for d in yaml.load_all(fh, Loader=_Loader) if d]
-                except yaml.YAMLError as exc:
-                    raise ValueError(f"{f}: not valid YAML ({' '.join(str(exc).split())})") from None
+            docs = _documents_of(f)
             bad = next((d for d in docs if not isinstance(d, dict) or not d.get("kind")
                         or not isinstance(d.get("metadata"), dict) or not d["metadata"].get("name")), None)
             if bad is not None:

@@ -271,14 +271,15 @@ def test_allow_listed_namespaces_only(kube, start_operator, ns):
 
 def test_unsupported_fields_get_one_warning_event(kube, start_operator, ns):
     op = start_operator()
-    kube.create(PROMETHEUSES, prometheus(remoteWriteReceiverMessageVersions=["V2.0"]))
+    # a field upstream's sidecar ignores too (promop says so; upstream is silent)
+    kube.create(PROMETHEUSES, prometheus(thanos={"grpcServerTlsConfig": {"insecureSkipVerify": True}}))
 
     def events():
         return [e for e in kube.list(EVENTS, NS)["items"] if e["involvedObject"]["kind"] == "Prometheus"]
     eventually(events, 20, "a Warning Event about the Prometheus")
     ev = events()[0]
     assert ev["type"] == "Warning" and ev["reason"] == "UnsupportedConfiguration"
-    assert "remoteWriteReceiverMessageVersions" in ev["message"]
+    assert "thanos.grpcServerTlsConfig.insecureSkipVerify" in ev["message"]
     op.controller.enqueue_all()
     eventually(op.idle)
     assert len(events()) == 1
