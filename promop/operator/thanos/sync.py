@@ -14,20 +14,16 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from promop.kube.client import KubeClient
 from promop.kube.errors import Forbidden, NotFound
 from promop.kube.resources import CONFIGMAPS, SECRETS, SERVICES, STATEFULSETS, Resource
 from promop.operator import feedback
 from promop.operator.apply import UNCHANGED
 from promop.operator.diff import input_hash
-from promop.operator.metrics import OperatorMetrics
-from promop.operator.status import now_rfc3339
 from promop.operator.thanos import CONTROLLER, THANOSRULERS
 from promop.operator.thanos.status import ruler_status
 from promop.operator.workload.sync import SyncReport, WorkloadSyncer, merge_owners, ns_name
-from promop.render.model import RenderOptions
 from promop.render.thanos.ruler_render import InvalidThanosRuler, RulerInputs, RulerResult, render_ruler
 
 log = logging.getLogger("promop.operator.thanos")
@@ -71,11 +67,6 @@ class RulerSyncer(WorkloadSyncer):
     resource = THANOSRULERS
     controller = CONTROLLER
     log = log
-
-    def __init__(self, client: KubeClient, stores: Stores, options: RenderOptions, metrics: OperatorMetrics,
-                 namespace_allowed: Callable[[str], bool] = lambda ns: True,
-                 now: Callable[[], str] = now_rfc3339) -> None:
-        super().__init__(client, stores, options, metrics, namespace_allowed, now)
 
     def instance(self, key: str) -> dict | None:
         return self.stores.thanosrulers.get(key)

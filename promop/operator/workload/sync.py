@@ -23,13 +23,9 @@ from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, Conflict, NotFound
 from promop.kube.resources import EVENTS, Resource
 from promop.operator import feedback
-from promop.operator.apply import UNCHANGED, Applier, RetryLater
+from promop.operator.apply import UNCHANGED, Applier, OwnerGone, RetryLater, owner_check
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.status import keep_transition_times, now_rfc3339, status_changed
-
-
-class OwnerGone(Exception):
-    """The workload object was deleted while our cache still had it."""
 
 
 @dataclass
@@ -76,24 +72,6 @@ def merge_owners(desired: dict, current: Mapping[str, Any]) -> dict:
     return {**desired, "metadata": {**desired["metadata"], "ownerReferences": refs}}
 
 
-def owner_check(client: KubeClient, res: Resource, owner: Mapping[str, Any]) -> Callable[[], None]:
-    """Run before each create: is `owner` (same uid) still there? A direct GET, because the cache may lag
-    behind a deletion whose garbage collection already ran; creating then would leak objects owned by
-    nothing. Creates are rare, so the GET is cheap. Raises OwnerGone."""
-    ns, name = ns_name(owner)
-    uid = (owner.get("metadata") or {}).get("uid")
-
-    def check() -> None:
-        try:
-            live = client.get(res, name, ns)
-        except NotFound:
-            raise OwnerGone(f"{ns}/{name}") from None
-        md = live.get("metadata") or {}
-        if md.get("uid") != uid or md.get("deletionTimestamp"):
-            raise OwnerGone(f"{ns}/{name}")
-    return check
-
-
 def stale_shards(objects: Iterable[Mapping[str, Any]], owner: Mapping[str, Any], kind: str, prefix: str,
                  suffix: re.Pattern[str], wanted: set[str]) -> list[str]:
     """Names of the generated shards (`<prefix><suffix>`, e.g. `-rulefiles-3`) in `owner`'s namespace that
@@ -118,7 +96,8 @@ class WorkloadSyncer:
     log: logging.Logger
 
     def __init__(self, client: KubeClient, stores: Any, options: Any, metrics: OperatorMetrics,
-                 namespace_allowed: Callable[[str], bool], now: Callable[[], str] = now_rfc3339) -> None:
+                 namespace_allowed: Callable[[str], bool] = lambda ns: True,
+                 now: Callable[[], str] = now_rfc3339) -> None:
         self.client = client
         self.stores = stores
         self.options = options
