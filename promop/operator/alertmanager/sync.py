@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 
 from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, Conflict, Forbidden, NotFound
-from promop.kube.resources import CONFIGMAPS, SECRETS, SERVICES, STATEFULSETS, Resource
+from promop.kube.resources import SECRETS, STATEFULSETS
 from promop.operator import feedback
 from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS, CONTROLLER
 from promop.operator.alertmanager.status import alertmanager_status, desired_bindings
@@ -32,14 +32,13 @@ from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.status import keep_transition_times, now_rfc3339
 from promop.operator.workload.sync import SyncReport, WorkloadSyncer, merge_owners, ns_name, resource_version
+from promop.operator.writer import BY_KIND
 from promop.render.alertmanager.cache import AMRenderCache
 from promop.render.alertmanager.model import AMRenderInputs, AMRenderOptions, AMRenderResult
 from promop.render.alertmanager.pipeline import references, render
 
 log = logging.getLogger("promop.operator.alertmanager")
 
-BY_KIND: dict[str, Resource] = {"Secret": SECRETS, "ConfigMap": CONFIGMAPS, "Service": SERVICES,
-                                "StatefulSet": STATEFULSETS}
 _TLS_SHARD = re.compile(r"-tls-assets-\d+$")
 
 

@@ -17,19 +17,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from promop.kube.errors import Forbidden, NotFound
-from promop.kube.resources import CONFIGMAPS, SECRETS, SERVICES, STATEFULSETS, Resource
+from promop.kube.resources import CONFIGMAPS, SECRETS, STATEFULSETS
 from promop.operator import feedback
 from promop.operator.apply import UNCHANGED
 from promop.operator.diff import input_hash
 from promop.operator.thanos import CONTROLLER, THANOSRULERS
 from promop.operator.thanos.status import ruler_status
 from promop.operator.workload.sync import SyncReport, WorkloadSyncer, merge_owners, ns_name
+from promop.operator.writer import BY_KIND
 from promop.render.thanos.ruler_render import InvalidThanosRuler, RulerInputs, RulerResult, render_ruler
 
 log = logging.getLogger("promop.operator.thanos")
 
-BY_KIND: dict[str, Resource] = {"Secret": SECRETS, "ConfigMap": CONFIGMAPS, "Service": SERVICES,
-                                "StatefulSet": STATEFULSETS}
 _RULE_SHARD = re.compile(r"-rulefiles-\d+$")
 
 

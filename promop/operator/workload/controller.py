@@ -20,6 +20,7 @@ from typing import Any, Callable
 from prometheus_client import CollectorRegistry
 
 from promop.host.logs import fields
+from promop.host.workers import keys_from
 from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, NotFound
 from promop.kube.informer import Informer
@@ -129,12 +130,7 @@ class WorkloadController(InformerGroup):
     # ---- workers ----------------------------------------------------------------------
 
     def _worker(self) -> None:
-        while True:
-            key, shutdown = self.queue.get()
-            if shutdown:
-                return
-            if key is None:
-                continue
+        for key in keys_from(self.queue):
             if self._stopping.is_set():
                 self.queue.done(key)  # stop taking work: the backlog is dropped, in-flight syncs finish
                 continue
