@@ -17,6 +17,7 @@ from promop.kube.errors import ApiError, Conflict, NotFound
 from promop.kube.resources import MONITORING_GROUP, Resource
 from promop.operator.apply import UNCHANGED, Applied, OwnerGone, RetryLater, owner_check
 from promop.operator.metrics import OperatorMetrics
+from promop.operator.status import combined_availability
 from promop.operator.workload.controller import crds_served
 from promop.operator.workload.status import statefulset_status
 from promop.operator.workload.sync import SyncReport, WorkloadSyncer, stale_shards
@@ -149,6 +150,13 @@ def test_transition_time_kept_while_a_condition_holds():
                                 error=None, now="NOW")
     assert _conditions(status)["Available"]["lastTransitionTime"] == "NOW"  # True -> Degraded: a transition
     assert _conditions(status)["Reconciled"]["lastTransitionTime"] == "EARLIER"
+
+
+def test_several_workloads_report_the_worst_with_every_reason_once():
+    parts = [("True", "", ""), ("Degraded", "SomePodsNotReady", "a: 1/2"), ("False", "NoPodReady", "b: 0/2"),
+             ("Degraded", "SomePodsNotReady", "c: 1/2")]
+    assert combined_availability(parts) == ("False", "SomePodsNotReadyAndNoPodReady", "a: 1/2; b: 0/2; c: 1/2")
+    assert combined_availability([("True", "", "")] * 2) == ("True", "", "")
 
 
 # ---- WorkloadSyncer: status write and Events ------------------------------------------------------

@@ -31,7 +31,7 @@ from promop.operator.diff import input_hash
 from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.status import keep_transition_times, now_rfc3339
-from promop.operator.workload.sync import SyncReport, WorkloadSyncer, merge_owners, ns_name, resource_version
+from promop.operator.workload.sync import SyncReport, WorkloadSyncer, ns_name, resource_version
 from promop.operator.writer import BY_KIND
 from promop.render.alertmanager.cache import AMRenderCache
 from promop.render.alertmanager.model import AMRenderInputs, AMRenderOptions, AMRenderResult
@@ -163,10 +163,7 @@ class AlertmanagerSyncer(WorkloadSyncer):
                 continue
             if kind == "Secret":
                 wanted_secrets.add(obj["metadata"]["name"])
-            current = self._get(BY_KIND[kind], obj["metadata"]["name"], ns)
-            if kind == "Service" and current is not None:
-                obj = merge_owners(obj, current)
-            report.count(self.applier.apply(BY_KIND[kind], obj, current, before_create=check))
+            self._apply_rendered(obj, ns, check, report)
         self._delete_stale(SECRETS, self.stores.secrets.list(), am, f"alertmanager-{name}", _TLS_SHARD,
                            wanted_secrets, report)
         sts = result.statefulset

@@ -23,8 +23,7 @@ from promop.operator.apply import UNCHANGED
 from promop.operator.diff import input_hash
 from promop.operator.thanos import CONTROLLER, THANOSRULERS
 from promop.operator.thanos.status import ruler_status
-from promop.operator.workload.sync import SyncReport, WorkloadSyncer, merge_owners, ns_name
-from promop.operator.writer import BY_KIND
+from promop.operator.workload.sync import SyncReport, WorkloadSyncer, ns_name
 from promop.render.thanos.ruler_render import InvalidThanosRuler, RulerInputs, RulerResult, render_ruler
 
 log = logging.getLogger("promop.operator.thanos")
@@ -111,12 +110,8 @@ class RulerSyncer(WorkloadSyncer):
     def _write_all(self, ruler: dict, result: RulerResult, report: SyncReport) -> None:
         ns, name = ns_name(ruler)
         check = self._owner_check(ruler)
-        for obj in result.objects()[:-1]:
-            kind = obj["kind"]
-            current = self._get(BY_KIND[kind], obj["metadata"]["name"], ns)
-            if kind == "Service" and current is not None:
-                obj = merge_owners(obj, current)
-            report.count(self.applier.apply(BY_KIND[kind], obj, current, before_create=check))
+        for obj in result.objects()[:-1]:  # the StatefulSet last, below
+            self._apply_rendered(obj, ns, check, report)
         self._delete_stale(CONFIGMAPS, self.stores.configmaps.list(), ruler, f"thanos-ruler-{name}", _RULE_SHARD,
                            {cm["metadata"]["name"] for cm in result.rule_configmaps}, report)
         sts = result.statefulset

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from promop.operator.status import AVAILABLE, RECONCILED, condition, keep_transition_times
+from promop.operator.status import AVAILABLE, RECONCILED, condition, keep_transition_times, statefulset_counts
 
 
 def pod_selector(app: str, name: str) -> str:
@@ -42,10 +42,8 @@ def statefulset_status(obj: Mapping[str, Any], sts: Mapping[str, Any] | None, *,
     md = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     generation = int(md.get("generation") or 0)
-    st = (sts or {}).get("status") or {}
-    total = int(st.get("replicas") or 0)
-    available = int(st.get("availableReplicas", st.get("readyReplicas")) or 0)
-    avail = _available(f"{app}-{md.get('name')}", sts, available, expected, generation, now)
+    counts = statefulset_counts(sts)
+    avail = _available(f"{app}-{md.get('name')}", sts, counts["availableReplicas"], expected, generation, now)
     if error:
         rec = condition(RECONCILED, "False", "ReconciliationFailed", error, generation, now)
     else:
@@ -53,10 +51,7 @@ def statefulset_status(obj: Mapping[str, Any], sts: Mapping[str, Any] | None, *,
     old = ((obj.get("status") or {}).get("conditions")) or []
     return {
         "paused": bool(spec.get("paused", False)),
-        "replicas": total,
-        "updatedReplicas": int(st.get("updatedReplicas") or 0),
-        "availableReplicas": available,
-        "unavailableReplicas": max(0, total - available),
+        **counts,
         "selector": pod_selector(app, md.get("name", "")),
         "conditions": keep_transition_times(old, [avail, rec]),
     }

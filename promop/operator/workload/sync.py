@@ -26,6 +26,7 @@ from promop.operator import feedback
 from promop.operator.apply import UNCHANGED, Applier, OwnerGone, RetryLater, owner_check
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.status import keep_transition_times, now_rfc3339, status_changed
+from promop.operator.writer import BY_KIND
 
 
 @dataclass
@@ -174,6 +175,15 @@ class WorkloadSyncer:
             return self.client.get(res, name, ns)
         except NotFound:
             return None
+
+    def _apply_rendered(self, obj: dict, ns: str, check: Callable[[], None], report: SyncReport) -> None:
+        """Write one rendered object compared with what a GET returns; a Service is shared by the
+        namespace's workload objects, so it keeps the owner references of the others."""
+        kind = obj["kind"]
+        current = self._get(BY_KIND[kind], obj["metadata"]["name"], ns)
+        if kind == "Service" and current is not None:
+            obj = merge_owners(obj, current)
+        report.count(self.applier.apply(BY_KIND[kind], obj, current, before_create=check))
 
     def _delete_stale(self, res: Resource, objects: Iterable[Mapping[str, Any]], owner: Mapping[str, Any],
                       prefix: str, suffix: re.Pattern[str], wanted: set[str], report: SyncReport) -> None:
