@@ -74,6 +74,8 @@ class AlertmanagerSyncer(WorkloadSyncer):
         return self.stores.alertmanagers.get(key)
 
     def _reconcile(self, key: str, am: dict) -> SyncReport:
+        """Render and write; a fatal render error (base config, global AlertmanagerConfig, version) writes
+        nothing, so the previous configuration keeps running, and the status and an Event say why."""
         report = SyncReport(key)
         result: AMRenderResult | None = None
 

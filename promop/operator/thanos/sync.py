@@ -70,6 +70,8 @@ class RulerSyncer(WorkloadSyncer):
         return self.stores.thanosrulers.get(key)
 
     def _reconcile(self, key: str, ruler: dict) -> SyncReport:
+        """Render and write; a ThanosRuler upstream would refuse writes nothing, its status and an Event say
+        why (not retried: only a change of it can help). Any other failure is in the status, then retried."""
         report = SyncReport(key)
 
         def work() -> None:
