@@ -7,9 +7,20 @@ work queue, worker threads and informers gets both from `QueueController`.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 from promop.kube.informer_group import InformerGroup
+
+
+def keys_from(queue: Any) -> Iterator[Any]:
+    """What a worker takes from `queue`, one key at a time, until the queue shuts down (client-go's
+    processNextWorkItem loop); the worker marks each key done."""
+    while True:
+        key, shutdown = queue.get()
+        if shutdown:
+            return
+        if key is not None:
+            yield key
 
 
 class QueueController(InformerGroup):

@@ -29,6 +29,29 @@ class RetryLater(Exception):
     """The object is in a transient state (e.g. still terminating); sync again after a backoff."""
 
 
+class OwnerGone(Exception):
+    """The owner of the objects being written was deleted while our cache still had it: creating objects
+    for it would leak them."""
+
+
+def owner_check(client: KubeClient, res: Resource, owner: dict) -> Callable[[], None]:
+    """A `before_create` for the objects `owner` owns: is it (same uid) still there? A direct GET, because
+    the cache may lag behind a deletion whose garbage collection already ran; creating then would leak
+    objects owned by nothing. Creates are rare, so the GET is cheap. Raises OwnerGone."""
+    md = owner.get("metadata") or {}
+    ns, name, uid = md.get("namespace") or "", md.get("name") or "", md.get("uid")
+
+    def check() -> None:
+        try:
+            live = client.get(res, name, ns)
+        except NotFound:
+            raise OwnerGone(f"{ns}/{name}") from None
+        live_md = live.get("metadata") or {}
+        if live_md.get("uid") != uid or live_md.get("deletionTimestamp"):
+            raise OwnerGone(f"{ns}/{name}")
+    return check
+
+
 @dataclass(frozen=True)
 class Applied:
     """What `Applier.apply` did: `before` is the object it compared with or wrote over (None:

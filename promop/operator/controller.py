@@ -25,6 +25,7 @@ from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
 from promop.operator import mapping, ownership, repair, scope
 from promop.host.logs import fields
+from promop.host.workers import keys_from
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.options import Options
 from promop.operator.apply import RetryLater
@@ -166,12 +167,7 @@ class Controller(InformerGroup):
 
     def _worker(self) -> None:
         q = self.queue
-        while True:
-            key, shutdown = q.get()
-            if shutdown:
-                return
-            if key is None:
-                continue
+        for key in keys_from(q):
             if self._stopping.is_set():
                 q.done(key)  # stop taking work: the backlog is dropped, in-flight syncs finish
                 continue

@@ -8,7 +8,7 @@ condition's status does not change, as upstream does.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from promop.render.statefulset import shard_count as render_shard_count
 
@@ -39,7 +39,8 @@ def pod_selector(name: str) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
-def _counts(sts: Mapping[str, Any] | None) -> dict[str, int]:
+def statefulset_counts(sts: Mapping[str, Any] | None) -> dict[str, int]:
+    """The replica counts of a status from one StatefulSet (None: absent, all 0)."""
     st = (sts or {}).get("status") or {}
     replicas = int(st.get("replicas") or 0)
     available = int(st.get("availableReplicas", st.get("readyReplicas")) or 0)
@@ -55,12 +56,26 @@ def _shard_availability(name: str, sts: Mapping[str, Any] | None, expected: int)
     """(status, reason, message) of one shard."""
     if sts is None:
         return "False", "StatefulSetNotFound", f"StatefulSet {name} not found"
-    available = _counts(sts)["availableReplicas"]
+    available = statefulset_counts(sts)["availableReplicas"]
     if expected > 0 and available == 0:
         return "False", "NoPodReady", f"shard {name}: 0/{expected} pods ready"
     if available < expected:
         return "Degraded", "SomePodsNotReady", f"shard {name}: {available}/{expected} pods ready"
     return "True", "", ""
+
+
+def combined_availability(parts: Iterable[tuple[str, str, str]]) -> tuple[str, str, str]:
+    """One Available (status, reason, message) from each workload's (shard's): the worst status, the
+    distinct reasons joined by "And", the messages joined by "; " (as upstream reports several shards)."""
+    worst, reasons, messages = "True", [], []
+    for status, reason, message in parts:
+        if _ORDER[status] > _ORDER[worst]:
+            worst = status
+        if reason and reason not in reasons:
+            reasons.append(reason)
+        if message:
+            messages.append(message)
+    return worst, "And".join(reasons), "; ".join(messages)
 
 
 def condition(ctype: str, status: str, reason: str, message: str, generation: int, now: str) -> dict:
@@ -108,22 +123,16 @@ def prometheus_status(
         expected = 1
     totals = {"replicas": 0, "updatedReplicas": 0, "availableReplicas": 0, "unavailableReplicas": 0}
     shard_statuses = []
-    worst, reasons, messages = "True", [], []
+    parts = []
     for shard in range(shards):
         sts = statefulsets.get(shard)
-        counts = _counts(sts)
+        counts = statefulset_counts(sts)
         for k, v in counts.items():
             totals[k] += v
         shard_statuses.append({"shardID": str(shard), **counts})
         sts_name = f"prometheus-{name}" + (f"-shard-{shard}" if shard else "")
-        status, reason, message = _shard_availability(sts_name, sts, expected)
-        if _ORDER[status] > _ORDER[worst]:
-            worst = status
-        if reason and reason not in reasons:
-            reasons.append(reason)
-        if message:
-            messages.append(message)
-    available = condition(AVAILABLE, worst, "And".join(reasons), "; ".join(messages), generation, now)
+        parts.append(_shard_availability(sts_name, sts, expected))
+    available = condition(AVAILABLE, *combined_availability(parts), generation, now)
     if error:
         reconciled = condition(RECONCILED, "False", reconciled_reason or "ReconciliationFailed", error, generation, now)
     else:

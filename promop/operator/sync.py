@@ -23,13 +23,13 @@ from promop.kube.errors import Forbidden, NotFound
 from promop.kube.resources import SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, PROBES, Resource
 from promop.kube.resources import SCRAPECONFIGS
 from promop.operator import feedback
-from promop.operator.apply import RetryLater
+from promop.operator.apply import OwnerGone, RetryLater
 from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.reporter import Outcome, Reporter
 from promop.operator.status import now_rfc3339
 from promop.operator.writelog import WriteLog
-from promop.operator.writer import BY_KIND, ConfigWriter, OwnerGone, fingerprint, key_of
+from promop.operator.writer import BY_KIND, ConfigWriter, fingerprint, key_of
 from promop.render import fast_reload, split
 from promop.render.model import RenderInputs, RenderOptions, RenderResult
 

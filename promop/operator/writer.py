@@ -23,7 +23,7 @@ from promop.kube.client import KubeClient
 from promop.kube.errors import NotFound
 from promop.kube.resources import (CONFIGMAPS, PROMETHEUSES, ROLEBINDINGS, ROLES, SECRETS, SERVICES, STATEFULSETS,
                                    Resource)
-from promop.operator.apply import CREATED, DELETED, RECREATED, UNCHANGED, UPDATED, Applier, RetryLater
+from promop.operator.apply import CREATED, DELETED, RECREATED, UNCHANGED, UPDATED, Applier, RetryLater, owner_check
 from promop.operator import shard_retention
 from promop.operator.diff import input_hash
 from promop.operator.writelog import NOTHING, WriteLog
@@ -36,10 +36,6 @@ BY_KIND: dict[str, Resource] = {
 }
 _TLS_SHARD = re.compile(r"-tls-assets-\d+$")
 _STS_SHARD = re.compile(r"^(?:-shard-\d+)?$")
-
-
-class OwnerGone(Exception):
-    """The Prometheus was deleted while our cache still had it: creating objects for it would leak them."""
 
 
 @dataclass
@@ -122,21 +118,8 @@ class ConfigWriter:
     # ---- helpers ------------------------------------------------------------------------
 
     def _owner_check(self, prom: dict) -> Callable[[], None]:
-        """Run before each create: is this Prometheus (same uid) still there? A direct GET, because
-        the cache may lag behind a deletion whose garbage collection already ran; creating then
-        would leak objects owned by nothing. Creates are rare, so the GET is cheap."""
-        ns, name = key_of(prom)
-        uid = (prom.get("metadata") or {}).get("uid")
-
-        def check() -> None:
-            try:
-                live = self.client.get(PROMETHEUSES, name, ns)
-            except NotFound:
-                raise OwnerGone(f"{ns}/{name}") from None
-            md = live.get("metadata") or {}
-            if md.get("uid") != uid or md.get("deletionTimestamp"):
-                raise OwnerGone(f"{ns}/{name}")
-        return check
+        """Run before each create: is this Prometheus (same uid) still there? (apply.owner_check)"""
+        return owner_check(self.client, PROMETHEUSES, prom)
 
     def _meta_store(self, res: Resource) -> Any:
         return {"Secret": self.stores.secrets, "ConfigMap": self.stores.configmaps}.get(res.kind)

@@ -8,6 +8,7 @@ owner (a status refresh); a Namespace label change the agents with namespace sel
 Beside other operators as the Prometheus controller: only agents `ownership.manages` (--controller-id),
 informers scoped by `scope.informer_factory` with the Prometheus instance flags (as upstream), and
 `repair.repair` on the agent's StatefulSets after each sync (--repair-policy-for-statefulsets).
+The queue, workers and routing are the shared `WorkloadController`'s.
 """
 
 from __future__ import annotations
@@ -18,19 +19,15 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from promop.host.logs import fields
 from promop.kube.client import KubeClient
-from promop.kube.errors import ApiError, NotFound
 from promop.kube.informer import Informer
-from promop.kube.informer_group import InformerGroup
 from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, PROBES, SCRAPECONFIGS, SECRETS,
                                    SERVICEMONITORS, STATEFULSETS)
-from promop.kube.store import Tombstone
-from promop.kube.workqueue import RateLimitingQueue
-from promop.operator import mapping, ownership, repair, scope
+from promop.operator import mapping, scope
 from promop.operator.agent import CONTROLLER, DAEMONSETS, PROMETHEUSAGENTS
 from promop.operator.agent.sync import KIND, AgentStores, AgentSyncer
 from promop.operator.apply import RetryLater
+from promop.operator.workload.controller import WorkloadController, crds_served, metadata
 
 log = logging.getLogger("promop.operator.agent")
 
@@ -38,28 +35,27 @@ log = logging.getLogger("promop.operator.agent")
 WORKLOAD_SELECTOR = "managed-by in (prometheus-operator),operator.prometheus.io/name,operator.prometheus.io/mode in (agent)"
 
 
-def _obj(obj: Any) -> dict:
-    return obj.obj if isinstance(obj, Tombstone) else obj
+class AgentController(WorkloadController):
+    """Owns the informers, queue and workers for PrometheusAgent objects (the Controller interface).
 
+    A key queued only for changes of its workloads' status gets a status refresh from the last render
+    (`AgentSyncer.refresh_status`), any other event a full sync."""
 
-def _md(obj: Any) -> dict:
-    return _obj(obj).get("metadata") or {}
-
-
-class AgentController(InformerGroup):
-    """Owns the informers, queue and workers for PrometheusAgent objects (the Controller interface)."""
+    kind = KIND
+    name = CONTROLLER
+    worker_name = "agent"
+    log = log
+    max_workers = 2
+    owner_controller_only = False  # any ownerReference of a PrometheusAgent maps its StatefulSet/DaemonSet
 
     def __init__(self, client: KubeClient, options: Any, registry: CollectorRegistry | None = None,
                  informer_kwargs: dict | None = None) -> None:
-        self.client = client
-        self.options = options
-        self.registry = registry if registry is not None else CollectorRegistry()
-        self.queue = RateLimitingQueue(name=CONTROLLER, registry=self.registry)
-        kw = {"resync_period": 0, "registry": self.registry, **(informer_kwargs or {})}
+        super().__init__(client, options, registry, informer_kwargs)
         # upstream: agents share the Prometheus instance flags (--prometheus-instance-namespaces/-selector)
-        informer = scope.informer_factory(client, options, options.prometheus_instance_namespaces, kw)
-        self.agents = informer(PROMETHEUSAGENTS, True, resync_period=options.resync_period,
-                               label_selector=options.prometheus_instance_selector or None)
+        informer = scope.informer_factory(client, options, options.prometheus_instance_namespaces,
+                                          self.informer_kwargs)
+        self.agents = self.instances = informer(PROMETHEUSAGENTS, True, resync_period=options.resync_period,
+                                                label_selector=options.prometheus_instance_selector or None)
         self.servicemonitors = informer(SERVICEMONITORS)
         self.podmonitors = informer(PODMONITORS)
         self.probes = informer(PROBES) if scope.crd_served(client, PROBES) else None
@@ -69,7 +65,7 @@ class AgentController(InformerGroup):
         self.statefulsets = informer(STATEFULSETS, True, label_selector=WORKLOAD_SELECTOR)
         # always watched: an agent switched back to StatefulSet mode (or the gate turned off) loses its DaemonSet
         self.daemonsets = informer(DAEMONSETS, True, label_selector=WORKLOAD_SELECTOR)
-        self.namespaces = Informer(client, NAMESPACES, **kw)
+        self.namespaces = Informer(client, NAMESPACES, **self.informer_kwargs)
         self.informers = [i for i in (self.agents, self.servicemonitors, self.podmonitors, self.probes,
                                       self.scrapeconfigs, self.secrets, self.configmaps, self.statefulsets,
                                       self.daemonsets, self.namespaces) if i is not None]
@@ -81,194 +77,83 @@ class AgentController(InformerGroup):
         self.syncer = AgentSyncer(client, stores, options.render_options(), namespace_allowed=options.namespace_allowed)
         self._full: set[str] = set()  # keys queued for a full sync (others: a status refresh)
         self._lock = threading.Lock()
-        self._workers: list[threading.Thread] = []
-        self._stopping = threading.Event()
         self.synced_keys: set[str] = set()
         self._register_handlers()
 
-    # ---- lifecycle ----------------------------------------------------------------------
+    # ---- the status-refresh path (hooks of WorkloadController) ----------------------------
 
-    def start_workers(self) -> None:
-        if self._workers:
-            return
-        for i in range(max(1, min(2, self.options.workers))):
-            t = threading.Thread(target=self._worker, name=f"promop-agent-worker-{i}", daemon=True)
-            t.start()
-            self._workers.append(t)
-
-    def stop_taking_work(self) -> None:
-        self._stopping.set()
-
-    def stop(self, timeout: float = 8.0) -> None:
-        self._stopping.set()
-        self.queue.shutdown()
-        for t in self._workers:
-            t.join(timeout)
-        for inf in self.informers:
-            inf.stop(timeout)
-
-    repair_recheck = 60.0  # seconds: a rollout still unfinished is looked at again (--repair-policy-for-statefulsets)
-
-    def idle(self) -> bool:
-        """Every known agent of ours synced at least once, nothing queued or in flight."""
-        done = all(k in self.synced_keys for k in self.agents.store.keys()
-                   if ownership.key_managed(self.agents.store, k, self.options.controller_id))
-        return done and len(self.queue) == 0 and self.queue.processing() == 0 and self.queue.waiting() == 0
-
-    # ---- workers ------------------------------------------------------------------------
-
-    def _worker(self) -> None:
-        q = self.queue
-        while True:
-            key, shutdown = q.get()
-            if shutdown:
-                return
-            if key is None:
-                continue
-            if self._stopping.is_set():
-                q.done(key)
-                continue
+    def _queued(self, key: str, status_only: bool) -> None:
+        if not status_only:
             with self._lock:
-                status_only = key not in self._full
-                self._full.discard(key)
-            if not ownership.key_managed(self.agents.store, key, self.options.controller_id):
-                q.forget(key)  # another operator's (--controller-id): neither reconciled nor its status written
-                q.done(key)
-                continue
-            try:
-                if status_only and key in self.synced_keys:
-                    self.syncer.refresh_status(key)
-                else:
-                    self.syncer.sync(key)
-                    self.synced_keys.add(key)
-            except RetryLater as exc:
-                log.debug("sync deferred; retrying", **fields(key=key, reason=str(exc)))
-                self._retry(key, status_only)
-            except Exception as exc:  # noqa: BLE001 - every failure is retried with backoff
-                log.warning("sync failed; retrying with backoff",
-                            **fields(key=key, kind=KIND, error=str(exc), retries=q.num_requeues(key)))
-                self.synced_keys.add(key)
-                self._retry(key, status_only)
-            else:
-                q.forget(key)
-                self._repair(key)
-            finally:
-                q.done(key)
+                self._full.add(key)
+
+    def _take(self, key: str) -> bool:
+        """True when only workload status changes queued `key` since it was last taken."""
+        with self._lock:
+            status_only = key not in self._full
+            self._full.discard(key)
+        return status_only
+
+    def _reconcile(self, key: str, status_only: bool) -> None:
+        if status_only and key in self.synced_keys:
+            self.syncer.refresh_status(key)
+            return
+        try:
+            self.syncer.sync(key)
+        except RetryLater:
+            raise
+        except Exception:
+            self.synced_keys.add(key)  # failed, but tried once: `idle` does not wait for it
+            raise
+        self.synced_keys.add(key)
 
     def _retry(self, key: str, status_only: bool) -> None:
         """Queue `key` again with backoff; a failed full sync is retried as a full sync (were it retried as
         a status refresh, what it did not write would wait for the next change of the agent)."""
-        if not status_only:
-            with self._lock:
-                self._full.add(key)
+        self._queued(key, status_only)
         self.queue.add_rate_limited(key)
 
-    def _repair(self, key: str) -> None:
-        """--repair-policy-for-statefulsets: after a sync, unstick the agent's StatefulSets (repair.py)."""
-        agent = self.agents.store.get(key)
-        if self.options.repair_policy == "none" or agent is None:
-            return
-        mine = [s for s in self.statefulsets.store.list() if key in self._owner_keys(s)]
-        repair.repair(self.client, mine, self.options.repair_policy,
-                      lambda note: self.syncer.tell({**agent, "kind": KIND}, repair.REASON, note))
-        if any(repair.rolling(s) for s in mine):  # a stuck pod changes nothing: look again later
-            self.queue.add_after(key, self.repair_recheck)
-
-    @staticmethod
-    def _owner_keys(obj: Any) -> list[str]:
-        """The agents owning a StatefulSet/DaemonSet (its ownerReferences)."""
-        md = _md(obj)
-        return [f"{md.get('namespace')}/{r.get('name')}" for r in md.get("ownerReferences") or ()
-                if r.get("kind") == KIND]
+    def _synced_once(self, key: str) -> bool:
+        return key in self.synced_keys
 
     # ---- events -------------------------------------------------------------------------
-
-    def _enqueue(self, keys: list[str], status_only: bool = False) -> None:
-        """Queue `keys` (those of other operators' agents dropped, --controller-id); a key queued only for
-        workload status changes gets a status refresh, not a sync."""
-        for key in ownership.managed_keys(keys, self.agents.store, self.options.controller_id):
-            if not status_only:
-                with self._lock:
-                    self._full.add(key)
-            self.queue.add(key)
-
-    def _agents(self) -> list[dict]:
-        return [a for a in self.agents.store.list() if ownership.manages(a, self.options.controller_id)]
 
     def _ns_labels(self, namespace: str) -> dict | None:
         ns = self.namespaces.store.get(namespace)
         return ((ns or {}).get("metadata") or {}).get("labels") or {}
 
+    def _namespace_keys(self, old: Any, new: Any) -> list[str]:
+        old_labels = (metadata(old).get("labels") or {}) if old is not None else None
+        new_labels = (metadata(new).get("labels") or {}) if new is not None else None
+        name = metadata(new if new is not None else old).get("name", "")
+        return mapping.for_namespace_change(old_labels, new_labels, name, self.managed())
+
     def _register_handlers(self) -> None:
-        e = self._enqueue
-
-        def agent_key(obj: Any) -> list[str]:
-            if not ownership.manages(_obj(obj), self.options.controller_id):
-                return []  # another operator's, also when it is deleted
-            return [obj.key] if isinstance(obj, Tombstone) else [mapping.key_of(obj)]
-
-        self.agents.add_handler(
-            on_add=lambda o, initial: e(agent_key(o)),
-            on_update=lambda old, new: e(agent_key(new)) if mapping.prometheus_update_matters(old, new)
-            or not mapping.resource_version_changed(old, new) else None,
-            on_delete=lambda o: e(agent_key(o)))
+        self.route_instances()
         for kind, inf in (("ServiceMonitor", self.servicemonitors), ("PodMonitor", self.podmonitors),
                           ("Probe", self.probes), ("ScrapeConfig", self.scrapeconfigs)):
             if inf is None:  # CRD not installed
                 continue
             def monitor_keys(obj: Any, kind: str = kind) -> list[str]:
-                return mapping.for_monitor(kind, _md(obj).get("namespace", ""), self._agents(), self._ns_labels)
+                return mapping.for_monitor(kind, metadata(obj).get("namespace", ""), self.managed(), self._ns_labels)
 
-            inf.add_handler(
-                on_add=lambda o, initial, f=monitor_keys: None if initial else e(f(o)),
-                on_update=lambda old, new, f=monitor_keys: e(f(new)) if mapping.monitor_update_matters(old, new)
-                else None,
-                on_delete=lambda o, f=monitor_keys: e(f(o)))
+            self.route(inf, kind, monitor_keys, mapping.monitor_update_matters)
         for kind, inf in (("Secret", self.secrets), ("ConfigMap", self.configmaps)):
             def ref_keys(obj: Any, kind: str = kind) -> list[str]:
-                md = _md(obj)
+                md = metadata(obj)
                 me = (kind, md.get("namespace", ""), md.get("name", ""))
                 return [k for k, refs in list(self.syncer.references.items()) if me in refs]
 
-            inf.add_handler(
-                on_add=lambda o, initial, f=ref_keys: None if initial else e(f(o)),
-                on_update=lambda old, new, f=ref_keys: e(f(new)) if mapping.resource_version_changed(old, new)
-                else None,
-                on_delete=lambda o, f=ref_keys: e(f(o)))
-        for inf in (self.statefulsets, self.daemonsets):
-            if inf is None:
-                continue
-
-            owner = self._owner_keys
-            inf.add_handler(
-                on_add=lambda o, initial: e(owner(o), status_only=True),
-                on_update=lambda old, new: e(owner(new), status_only=mapping.statefulset_status_only(old, new))
-                if mapping.resource_version_changed(old, new) else None,
-                on_delete=lambda o: e(owner(o)))
-
-        def ns_change(old: Any, new: Any) -> None:
-            old_labels = (_md(old).get("labels") or {}) if old is not None else None
-            new_labels = (_md(new).get("labels") or {}) if new is not None else None
-            name = _md(new if new is not None else old).get("name", "")
-            e(mapping.for_namespace_change(old_labels, new_labels, name, self._agents()))
-
-        self.namespaces.add_handler(
-            on_add=lambda o, initial: None if initial else ns_change(None, o),
-            on_update=ns_change,
-            on_delete=lambda o: ns_change(o, None))
+            self.route(inf, kind, ref_keys, mapping.resource_version_changed)
+        for kind, inf in (("StatefulSet", self.statefulsets), ("DaemonSet", self.daemonsets)):
+            self.route(inf, kind, self.owner_keys, mapping.resource_version_changed, on_initial=True,
+                       status_only=mapping.statefulset_status_only)
+        self.route_namespaces()
 
 
 def start_if_served(client: KubeClient, options: Any, registry: CollectorRegistry,
                     informer_kwargs: dict | None = None) -> AgentController | None:
     """The controller, or None (with a warning) when the PrometheusAgent CRD is not installed."""
-    try:
-        client.list(PROMETHEUSAGENTS, limit=1)
-    except NotFound:
-        log.warning("the PrometheusAgent CRD is not installed; the PrometheusAgent controller is not started "
-                    "(install crds/ or run with --manage-crds)")
-        return None
-    except ApiError as exc:
-        log.warning("cannot check the PrometheusAgent CRD; the PrometheusAgent controller is not started",
-                    **fields(error=str(exc)))
+    if not crds_served(client, (PROMETHEUSAGENTS,), KIND, log):
         return None
     return AgentController(client, options, registry, informer_kwargs=informer_kwargs)

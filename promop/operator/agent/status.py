@@ -6,18 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from promop.operator.status import condition, keep_transition_times
+from promop.operator.status import (AVAILABLE, RECONCILED, combined_availability, condition, keep_transition_times,
+                                    statefulset_counts)
 from promop.render.agent.workload import selector_labels
-
-AVAILABLE, RECONCILED = "Available", "Reconciled"
-
-
-def _sts_counts(sts: Mapping[str, Any] | None) -> dict[str, int]:
-    st = (sts or {}).get("status") or {}
-    replicas = int(st.get("replicas") or 0)
-    available = int(st.get("availableReplicas", st.get("readyReplicas")) or 0)
-    return {"replicas": replicas, "updatedReplicas": int(st.get("updatedReplicas") or 0),
-            "availableReplicas": available, "unavailableReplicas": max(0, replicas - available)}
 
 
 def _ds_counts(ds: Mapping[str, Any] | None) -> dict[str, int]:
@@ -39,9 +30,6 @@ def _availability(kind: str, name: str, obj: Mapping[str, Any] | None, counts: d
     return "True", "", ""
 
 
-_ORDER = {"True": 0, "Degraded": 1, "False": 2}
-
-
 def agent_status(agent: Mapping[str, Any], workloads: Sequence[tuple[str, Mapping[str, Any] | None]],
                  daemonset: bool, *, error: str | None, now: str, reason: str = "") -> dict:
     """The desired status, from (name, live object or None) of each desired StatefulSet (or the DaemonSet)."""
@@ -49,24 +37,17 @@ def agent_status(agent: Mapping[str, Any], workloads: Sequence[tuple[str, Mappin
     spec = agent.get("spec") or {}
     generation = int(md.get("generation") or 0)
     totals = dict.fromkeys(("replicas", "updatedReplicas", "availableReplicas", "unavailableReplicas"), 0)
-    shard_statuses, worst, reasons, messages = [], "True", [], []
+    shard_statuses, parts = [], []
     for shard, (name, obj) in enumerate(workloads):
-        counts = _ds_counts(obj) if daemonset else _sts_counts(obj)
+        counts = _ds_counts(obj) if daemonset else statefulset_counts(obj)
         for k, v in counts.items():
             totals[k] += v
         if not daemonset:
             shard_statuses.append({"shardID": str(shard), **counts})
         expected = counts["replicas"] if daemonset else int(spec.get("replicas") or 1)
-        status, why, message = _availability("DaemonSet" if daemonset else "StatefulSet", name, obj, counts, expected)
-        if _ORDER[status] > _ORDER[worst]:
-            worst = status
-        if why and why not in reasons:
-            reasons.append(why)
-        if message:
-            messages.append(message)
-    if error:
-        worst, reasons, messages = "False", ["ReconciliationFailed"], [error]
-    conditions = [condition(AVAILABLE, worst, "And".join(reasons), "; ".join(messages), generation, now)]
+        parts.append(_availability("DaemonSet" if daemonset else "StatefulSet", name, obj, counts, expected))
+    available = ("False", "ReconciliationFailed", error) if error else combined_availability(parts)
+    conditions = [condition(AVAILABLE, *available, generation, now)]
     if error:
         conditions.append(condition(RECONCILED, "False", "ReconciliationFailed", error, generation, now))
     else:

@@ -23,6 +23,7 @@ from promop.operator.agent import DAEMONSETS, PROMETHEUSAGENTS
 from promop.operator.agent.status import agent_status
 from promop.operator.apply import Applier, RetryLater
 from promop.operator.status import now_rfc3339, status_changed
+from promop.operator.workload.sync import ns_name, owned_by
 from promop.operator.writer import BY_KIND
 from promop.render.agent import InvalidAgent, render_agent
 from promop.render.agent.modes import is_daemonset
@@ -53,16 +54,6 @@ class AgentStores:
         self.namespaces = namespaces
         self.statefulsets = statefulsets
         self.daemonsets = daemonsets
-
-
-def _ns_name(obj: Mapping[str, Any]) -> tuple[str, str]:
-    md = obj.get("metadata") or {}
-    return md.get("namespace") or "", md.get("name") or ""
-
-
-def _owned(obj: Mapping[str, Any], agent: Mapping[str, Any]) -> bool:
-    uid = (agent.get("metadata") or {}).get("uid")
-    return any(r.get("uid") == uid and r.get("kind") == KIND for r in (obj.get("metadata") or {}).get("ownerReferences") or ())
 
 
 class AgentSyncer:
@@ -134,7 +125,7 @@ class AgentSyncer:
             pod_monitors=self.stores.monitors["PodMonitor"].list(),
             probes=self._listed("Probe"),
             scrape_configs=self._listed("ScrapeConfig"),
-            namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(_ns_name(n)[1])],
+            namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(ns_name(n)[1])],
             options=self.options,
         )
         refs: set[ObjectRef] = render_references(inputs)
@@ -159,22 +150,22 @@ class AgentSyncer:
     def _write(self, agent: dict, result: Any) -> None:
         for obj in result.objects():
             res = WRITE_RESOURCES[obj["kind"]]
-            ns, name = _ns_name(obj)
+            ns, name = ns_name(obj)
             store = {"StatefulSet": self.stores.statefulsets, "DaemonSet": self.stores.daemonsets}.get(obj["kind"])
             # workloads from the informer cache (a stale cache means a conflict, retried later); the rest by GET
             current = store.get(f"{ns}/{name}") if store is not None else self._get(res, name, ns)
             if obj is result.config_secret and result.config_unmanaged and current is not None:
                 continue  # unmanaged: the user's Secret, created once, never overwritten
-            if current is not None and not _owned(current, agent) and obj["kind"] != "Service":
+            if current is not None and not owned_by(current, agent, KIND) and obj["kind"] != "Service":
                 raise InvalidAgent(f"{obj['kind']} {ns}/{name} exists and is not owned by this PrometheusAgent; "
                                    "delete or rename it")
             self.applier.apply(res, obj, current, refetch=store is None)
         wanted = {(o["kind"], o["metadata"]["name"]) for o in result.objects()}
-        ns = _ns_name(agent)[0]
+        ns = ns_name(agent)[0]
         for kind, store in (("StatefulSet", self.stores.statefulsets), ("DaemonSet", self.stores.daemonsets)):
             for obj in (store.list() if store is not None else ()):
-                o_ns, o_name = _ns_name(obj)
-                if o_ns == ns and _owned(obj, agent) and (kind, o_name) not in wanted:
+                o_ns, o_name = ns_name(obj)
+                if o_ns == ns and owned_by(obj, agent, KIND) and (kind, o_name) not in wanted:
                     self.applier.delete(WRITE_RESOURCES[kind], o_name, ns, propagation_policy="Foreground")
 
     def _get(self, res: Any, name: str, ns: str) -> dict | None:
@@ -186,7 +177,7 @@ class AgentSyncer:
     # ---- status, Events, bindings ---------------------------------------------------------
 
     def workloads(self, agent: Mapping[str, Any], result: Any) -> list[tuple[str, dict | None]]:
-        ns, _ = _ns_name(agent)
+        ns, _ = ns_name(agent)
         if result is None:
             return []
         desired = result.daemonsets if result.daemonsets else result.statefulsets
@@ -229,9 +220,9 @@ class AgentSyncer:
         api_version = API_VERSION if kind in V1ALPHA1_KINDS else "monitoring.coreos.com/v1"
         ev = feedback.event_for(obj, api_version, kind, reason, note, event_type, self.now())
         try:
-            self.client.create(EVENTS, ev, _ns_name(obj)[0])
+            self.client.create(EVENTS, ev, ns_name(obj)[0])
         except ApiError as exc:
-            log.warning("cannot create an Event", **fields(object="/".join(_ns_name(obj)), error=str(exc)))
+            log.warning("cannot create an Event", **fields(object="/".join(ns_name(obj)), error=str(exc)))
 
     def _feedback(self, agent: dict, result: Any) -> None:
         for problems, rejected in ((result.rejected, True), (result.warnings, False)):
@@ -246,7 +237,7 @@ class AgentSyncer:
         """status.bindings of every monitor made to say what `verdicts` says (absent: not selected)."""
         for kind, store in self.stores.monitors.items():
             for obj in store.list():
-                ns, name = _ns_name(obj)
+                ns, name = ns_name(obj)
                 verdict = verdicts.get((kind, ns, name))
                 if feedback.binding_current(obj, agent, verdict):
                     continue

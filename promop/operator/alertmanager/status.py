@@ -4,51 +4,25 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from promop.operator.status import AVAILABLE, RECONCILED, condition, keep_transition_times
+from promop.operator.status import keep_transition_times
+from promop.operator.workload import status as workload_status
 from promop.render.alertmanager.statefulset import replicas
 from promop.render.model import MONITORING_GROUP
 
 ACCEPTED = "Accepted"
+APP = "alertmanager"
 
 
 def pod_selector(name: str) -> str:
-    labels = {"alertmanager": name, "app.kubernetes.io/instance": name,
-              "app.kubernetes.io/managed-by": "prometheus-operator", "app.kubernetes.io/name": "alertmanager"}
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    return workload_status.pod_selector(APP, name)
 
 
 def alertmanager_status(am: Mapping[str, Any], sts: Mapping[str, Any] | None, *, error: str | None,
                         reconciled_reason: str = "", reconciled_message: str = "", now: str) -> dict:
-    md = am.get("metadata") or {}
-    spec = am.get("spec") or {}
-    generation = int(md.get("generation") or 0)
-    st = (sts or {}).get("status") or {}
-    total = int(st.get("replicas") or 0)
-    available = int(st.get("availableReplicas", st.get("readyReplicas")) or 0)
-    expected = replicas(spec)
-    name = f"alertmanager-{md.get('name')}"
-    if sts is None:
-        avail = condition(AVAILABLE, "False", "StatefulSetNotFound", f"StatefulSet {name} not found", generation, now)
-    elif expected > 0 and available == 0:
-        avail = condition(AVAILABLE, "False", "NoPodReady", f"0/{expected} pods ready", generation, now)
-    elif available < expected:
-        avail = condition(AVAILABLE, "Degraded", "SomePodsNotReady", f"{available}/{expected} pods ready", generation, now)
-    else:
-        avail = condition(AVAILABLE, "True", "", "", generation, now)
-    if error:
-        rec = condition(RECONCILED, "False", "ReconciliationFailed", error, generation, now)
-    else:
-        rec = condition(RECONCILED, "True", reconciled_reason, reconciled_message, generation, now)
-    old = ((am.get("status") or {}).get("conditions")) or []
-    return {
-        "paused": bool(spec.get("paused", False)),
-        "replicas": total,
-        "updatedReplicas": int(st.get("updatedReplicas") or 0),
-        "availableReplicas": available,
-        "unavailableReplicas": max(0, total - available),
-        "selector": pod_selector(md.get("name", "")),
-        "conditions": keep_transition_times(old, [avail, rec]),
-    }
+    """What status should say: pods from the StatefulSet, Reconciled False with the reason on an error."""
+    return workload_status.statefulset_status(am, sts, app=APP, expected=replicas(am.get("spec") or {}), error=error,
+                                              reconciled_reason=reconciled_reason,
+                                              reconciled_message=reconciled_message, now=now)
 
 
 def _is_for(binding: Mapping[str, Any], am: Mapping[str, Any]) -> bool:
@@ -76,7 +50,3 @@ def desired_bindings(obj: Mapping[str, Any], am: Mapping[str, Any], verdict: tup
         return [*current, binding]
     return [binding if _is_for(b, am) else b for b in current]
 
-
-def status_changed(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> bool:
-    current = current or {}
-    return any(current.get(k) != v for k, v in desired.items())

@@ -17,35 +17,29 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, Conflict, Forbidden, NotFound
-from promop.kube.resources import CONFIGMAPS, EVENTS, SECRETS, SERVICES, STATEFULSETS, Resource
+from promop.kube.resources import SECRETS, STATEFULSETS
 from promop.operator import feedback
 from promop.operator.alertmanager import ALERTMANAGERCONFIGS, ALERTMANAGERS, CONTROLLER
-from promop.operator.alertmanager.status import alertmanager_status, desired_bindings, status_changed
-from promop.operator.apply import UNCHANGED, Applier, RetryLater
+from promop.operator.alertmanager.status import alertmanager_status, desired_bindings
+from promop.operator.apply import UNCHANGED, RetryLater
 from promop.operator.diff import input_hash
 from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.status import keep_transition_times, now_rfc3339
+from promop.operator.workload.sync import SyncReport, WorkloadSyncer, ns_name, resource_version
+from promop.operator.writer import BY_KIND
 from promop.render.alertmanager.cache import AMRenderCache
 from promop.render.alertmanager.model import AMRenderInputs, AMRenderOptions, AMRenderResult
 from promop.render.alertmanager.pipeline import references, render
 
 log = logging.getLogger("promop.operator.alertmanager")
 
-BY_KIND: dict[str, Resource] = {"Secret": SECRETS, "ConfigMap": CONFIGMAPS, "Service": SERVICES,
-                                "StatefulSet": STATEFULSETS}
 _TLS_SHARD = re.compile(r"-tls-assets-\d+$")
-
-
-class OwnerGone(Exception):
-    """The Alertmanager was deleted while our cache still had it."""
 
 
 @dataclass
@@ -58,98 +52,47 @@ class Stores:
     configmaps: Any = None
 
 
-@dataclass
-class SyncReport:
-    key: str
-    skipped: str = ""
-    writes: int = 0
-    actions: dict[str, int] = field(default_factory=dict)
-    selected: int = 0
-    rejected: int = 0
-    error: str = ""
-
-
-def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    md = obj.get("metadata") or {}
-    return md.get("namespace") or "", md.get("name") or ""
-
-
-def _rv(obj: Mapping[str, Any] | None) -> str:
-    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
-
-
-def _owned_by(obj: Mapping[str, Any], am: Mapping[str, Any]) -> bool:
-    uid = (am.get("metadata") or {}).get("uid")
-    return any(r.get("uid") == uid and r.get("kind") == "Alertmanager"
-               for r in (obj.get("metadata") or {}).get("ownerReferences") or [])
-
-
-class AlertmanagerSyncer:
+class AlertmanagerSyncer(WorkloadSyncer):
     """Reconciles one Alertmanager per call; safe for concurrent calls on different keys."""
+
+    kind = "Alertmanager"
+    resource = ALERTMANAGERS
+    controller = CONTROLLER
+    log = log
 
     def __init__(self, client: KubeClient, stores: Stores, options: AMRenderOptions, metrics: OperatorMetrics,
                  namespace_allowed: Callable[[str], bool] = lambda ns: True,
                  now: Callable[[], str] = now_rfc3339) -> None:
-        self.client = client
-        self.stores = stores
-        self.options = options
-        self.metrics = metrics
-        self.namespace_allowed = namespace_allowed
-        self.now = now
-        self.applier = Applier(client, on_sts_recreate=lambda: metrics.sts_delete_create.labels(CONTROLLER).inc())
-        self.events = feedback.EventDeduper()
-        self._lock = threading.Lock()
-        self.references: dict[str, set[tuple[str, str, str]]] = {}  # key -> (kind, ns, name) its last sync read
-        self.last_result: dict[str, AMRenderResult] = {}
-        self.last_report: dict[str, SyncReport] = {}
+        super().__init__(client, stores, options, metrics, namespace_allowed, now)
         self._counts: dict[str, tuple[int, int]] = {}  # key -> (selected, rejected) AlertmanagerConfigs
         self._ok: dict[str, bool] = {}  # key -> whether its last sync succeeded
         self._written: dict[tuple, tuple[str, str, Any]] = {}  # memo key -> (cached rv, our new rv, what we wrote)
-        self._caches: dict[str, AMRenderCache] = {}
-        self._contents: dict[tuple[str, str, str], dict] = {}  # referenced Secret/ConfigMap content by rv  # per Alertmanager: unchanged AlertmanagerConfigs are reused
+        self._caches: dict[str, AMRenderCache] = {}  # per Alertmanager: unchanged AlertmanagerConfigs are reused
+        self._contents: dict[tuple[str, str, str], dict] = {}  # referenced Secret/ConfigMap content by rv
 
-    def sync(self, key: str) -> SyncReport:
-        try:
-            report = self._sync(key)
-        except Exception:
-            self.last_report[key] = SyncReport(key, skipped="failed")
-            raise
-        self.last_report[key] = report
-        return report
+    def instance(self, key: str) -> dict | None:
+        return self.stores.alertmanagers.get(key)
 
-    def _sync(self, key: str) -> SyncReport:
-        am = self.stores.alertmanagers.get(key)
-        if am is None:
-            self._deleted(key)
-            return SyncReport(key, skipped="deleted")
-        if (am.get("metadata") or {}).get("deletionTimestamp"):
-            return SyncReport(key, skipped="deleting")
-        if (am.get("spec") or {}).get("paused"):
-            log.info("paused: no action taken", **fields(key=key))
-            return SyncReport(key, skipped="paused")
-        started = time.monotonic()
-        self.metrics.reconcile_operations.labels(CONTROLLER).inc()
+    def _reconcile(self, key: str, am: dict) -> SyncReport:
+        """Render and write; a fatal render error (base config, global AlertmanagerConfig, version) writes
+        nothing, so the previous configuration keeps running, and the status and an Event say why."""
         report = SyncReport(key)
-        error: Exception | None = None
         result: AMRenderResult | None = None
-        try:
+
+        def work() -> None:
+            nonlocal result
             result = self._render(key, am)
             if result.fatal is None:
                 self._write_all(am, result, report)
             else:
                 report.error = str(result.fatal)
-                self._event(am, "Alertmanager", "ReconciliationFailed",
+                self._event(am, "ReconciliationFailed",
                             f"no configuration generated (the previous one stays): {result.fatal}")
             self._feedback(am, result, report)
-        except OwnerGone:
+
+        alive, error = self._attempt(work)
+        if not alive:
             return SyncReport(key, skipped="deleted")
-        except RetryLater:
-            raise
-        except Exception as exc:  # noqa: BLE001 - reported in status, then retried
-            error = exc
-            self.metrics.reconcile_errors.labels(CONTROLLER).inc()
-        finally:
-            self.metrics.reconcile_duration.labels(CONTROLLER).observe(time.monotonic() - started)
         message = str(error) if error else (str(result.fatal) if result is not None and result.fatal else None)
         try:
             self._update_status(am, message, result)
@@ -166,7 +109,7 @@ class AlertmanagerSyncer:
         inputs = AMRenderInputs(
             alertmanager=am,
             alertmanager_configs=self.stores.alertmanagerconfigs.list(),
-            namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(_key(n)[1])],
+            namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(ns_name(n)[1])],
             options=self.options,
         )
         with self._lock:
@@ -194,7 +137,7 @@ class AlertmanagerSyncer:
         memo_key = (ref.kind, ref.namespace, ref.name)
         with self._lock:
             known = self._contents.get(memo_key)
-        if meta is not None and known is not None and _rv(known) == _rv(meta):
+        if meta is not None and known is not None and resource_version(known) == resource_version(meta):
             return known
         try:
             obj = self.client.get(BY_KIND[ref.kind], ref.name, ref.namespace)
@@ -212,34 +155,8 @@ class AlertmanagerSyncer:
 
     # ---- writes ---------------------------------------------------------------------
 
-    def _count(self, report: SyncReport, applied: Any) -> None:
-        action = getattr(applied, "action", applied)  # Applier.apply returns an Applied (was: the action string)
-        report.actions[action] = report.actions.get(action, 0) + 1
-        if action != UNCHANGED:
-            report.writes += 1
-
-    def _owner_check(self, am: dict) -> Callable[[], None]:
-        ns, name = _key(am)
-        uid = (am.get("metadata") or {}).get("uid")
-
-        def check() -> None:
-            try:
-                live = self.client.get(ALERTMANAGERS, name, ns)
-            except NotFound:
-                raise OwnerGone(f"{ns}/{name}") from None
-            md = live.get("metadata") or {}
-            if md.get("uid") != uid or md.get("deletionTimestamp"):
-                raise OwnerGone(f"{ns}/{name}")
-        return check
-
-    def _get(self, res: Resource, name: str, ns: str) -> dict | None:
-        try:
-            return self.client.get(res, name, ns)
-        except NotFound:
-            return None
-
     def _write_all(self, am: dict, result: AMRenderResult, report: SyncReport) -> None:
-        ns, name = _key(am)
+        ns, name = ns_name(am)
         check = self._owner_check(am)
         wanted_secrets = set()
         for obj in result.objects():
@@ -248,49 +165,29 @@ class AlertmanagerSyncer:
                 continue
             if kind == "Secret":
                 wanted_secrets.add(obj["metadata"]["name"])
-            current = self._get(BY_KIND[kind], obj["metadata"]["name"], ns)
-            if kind == "Service" and current is not None:
-                obj = _merge_owners(obj, current)
-            self._count(report, self.applier.apply(BY_KIND[kind], obj, current, before_create=check))
-        prefix = f"alertmanager-{name}"
-        for meta in self.stores.secrets.list():
-            o_ns, o_name = _key(meta)
-            m = _TLS_SHARD.search(o_name)
-            if (o_ns == ns and m and o_name[: m.start()] == prefix and o_name not in wanted_secrets
-                    and _owned_by(meta, am)):
-                if self.applier.delete(SECRETS, o_name, ns):
-                    self._count(report, "deleted")
+            self._apply_rendered(obj, ns, check, report)
+        self._delete_stale(SECRETS, self.stores.secrets.list(), am, f"alertmanager-{name}", _TLS_SHARD,
+                           wanted_secrets, report)
         sts = result.statefulset
         current = self.stores.statefulsets.get(f"{ns}/{sts['metadata']['name']}")
         memo_key = ("sts", ns, sts["metadata"]["name"])
         known, _ = self._as_written(memo_key, current, input_hash(current))
         if known is not None and known == input_hash(sts):
-            self._count(report, UNCHANGED)  # also when the cache has not shown our own write yet
+            report.count(UNCHANGED)  # also when the cache has not shown our own write yet
         else:
             with self._lock:
                 pending = self._written.get(memo_key)
-            if pending is not None and pending[0] == _rv(current):
+            if pending is not None and pending[0] == resource_version(current):
                 raise RetryLater(f"StatefulSet {ns}/{sts['metadata']['name']}: our last write is not in the cache yet")
             applied = self.applier.apply(STATEFULSETS, sts, current, refetch=False, before_create=check)
             if applied.action != UNCHANGED and applied.after is not None:  # what the server answered to our write
                 self._remember(memo_key, current, applied.after, input_hash(applied.after))
-            self._count(report, applied)
+            report.count(applied)
 
     # ---- feedback -------------------------------------------------------------------
 
-    def _event(self, obj: dict, kind: str, reason: str, note: str) -> None:
-        if not self.events.should_emit(obj, reason, note):
-            return
-        ns, name = _key(obj)
-        log.warning(note, **fields(kind=kind, object=f"{ns}/{name}"))
-        api_version = ALERTMANAGERCONFIGS.api_version if kind == "AlertmanagerConfig" else ALERTMANAGERS.api_version
-        try:
-            self.client.create(EVENTS, feedback.event_for(obj, api_version, kind, reason, note, "Warning", self.now()), ns)
-        except ApiError as exc:
-            log.warning("cannot record event", **fields(object=f"{ns}/{name}", error=str(exc)))
-
     def _feedback(self, am: dict, result: AMRenderResult, report: SyncReport) -> None:
-        ns, name = _key(am)
+        ns, name = ns_name(am)
         problems: dict[tuple[str, str], list[str]] = {}
         for p in result.rejected:
             problems.setdefault((p.namespace, p.name), []).append(f"{p.field}: {p.message}")
@@ -300,7 +197,7 @@ class AlertmanagerSyncer:
         now = self.now()
         conflicts = 0
         for obj in self.stores.alertmanagerconfigs.list():
-            key = _key(obj)
+            key = ns_name(obj)
             verdict = None
             if key in selected and result.fatal is None:
                 msgs = problems.get(key)
@@ -308,17 +205,18 @@ class AlertmanagerSyncer:
             elif key in selected:
                 continue  # nothing was generated: keep what the last good sync said
             if msgs_for := problems.get(key):
-                self._event(obj, "AlertmanagerConfig", feedback.INVALID,
+                self._event(obj, feedback.INVALID,
                             f"AlertmanagerConfig {key[1]} was rejected due to invalid configuration "
-                            f"(Alertmanager {ns}/{name}): {'; '.join(msgs_for)}")
+                            f"(Alertmanager {ns}/{name}): {'; '.join(msgs_for)}",
+                            kind="AlertmanagerConfig", api_version=ALERTMANAGERCONFIGS.api_version)
             conflicts += not self._write_bindings(obj, am, verdict, now)
         if conflicts:
             raise RetryLater(f"{conflicts} AlertmanagerConfig status writes conflicted; retrying")
 
     def _write_bindings(self, obj: dict, am: dict, verdict: tuple[bool, str] | None, now: str) -> bool:
         """Write `obj`'s status.bindings if they change; False on a conflict (the caller requeues)."""
-        ns, name = _key(obj)
-        memo_key = ("bindings", ns, name, "/".join(_key(am)))
+        ns, name = ns_name(obj)
+        memo_key = ("bindings", ns, name, "/".join(ns_name(am)))
         current, base_rv = self._as_written(memo_key, obj, ((obj.get("status") or {}).get("bindings")) or [])
         bindings = desired_bindings({**obj, "status": {"bindings": current}}, am, verdict, now)
         if list(current) == bindings:
@@ -337,7 +235,7 @@ class AlertmanagerSyncer:
     def _as_written(self, memo_key: tuple, cached: Mapping[str, Any], value: Any) -> tuple[Any, str]:
         """(what the object holds, the resourceVersion to write over): our last write when the informer cache
         has not caught up with it yet (writing over the stale copy would only conflict), else the cache."""
-        rv = _rv(cached)
+        rv = resource_version(cached)
         with self._lock:
             memo = self._written.get(memo_key)
         if memo is not None and memo[0] == rv:
@@ -347,13 +245,13 @@ class AlertmanagerSyncer:
     def _remember(self, memo_key: tuple, based_on: Mapping[str, Any], written: Mapping[str, Any], value: Any) -> None:
         with self._lock:
             old = self._written.get(memo_key)
-            base = old[0] if old is not None and old[0] == _rv(based_on) else _rv(based_on)
-            self._written[memo_key] = (base, _rv(written), value)
+            base = old[0] if old is not None and old[0] == resource_version(based_on) else resource_version(based_on)
+            self._written[memo_key] = (base, resource_version(written), value)
 
     # ---- status ---------------------------------------------------------------------
 
     def _update_status(self, am: dict, error: str | None, result: AMRenderResult | None) -> None:
-        ns, name = _key(am)
+        ns, name = ns_name(am)
         sts = self.stores.statefulsets.get(f"{ns}/alertmanager-{name}")
         reason = message = ""
         if result is not None and not error:
@@ -366,23 +264,12 @@ class AlertmanagerSyncer:
         current, base_rv = self._as_written(memo_key, am, am.get("status"))
         desired = {**desired, "conditions": keep_transition_times((current or {}).get("conditions"),
                                                                   desired["conditions"])}
-        if not status_changed(current, desired):
-            return
-        self.metrics.status_updates.labels(CONTROLLER).inc()
-        try:
-            written = self.client.update(ALERTMANAGERS, {**am, "metadata": {**am["metadata"], "resourceVersion": base_rv},
-                                                         "status": desired}, subresource="status")
-        except Conflict:
-            raise RetryLater(f"status of Alertmanager {ns}/{name}: our cached copy is outdated") from None
-        except NotFound:
-            return
-        except ApiError:
-            self.metrics.status_update_errors.labels(CONTROLLER).inc()
-            raise
-        self._remember(memo_key, am, written, desired)
+        written = self._write_status(am, desired, current, resource_version=base_rv)
+        if written is not None:
+            self._remember(memo_key, am, written, desired)
 
     def _record(self, key: str, am: dict, result: AMRenderResult | None, ok: bool) -> None:
-        ns, name = _key(am)
+        ns, name = ns_name(am)
         spec = am.get("spec") or {}
         value = spec.get("replicas")
         self.metrics.spec_replicas.labels(CONTROLLER, ns, name).set(value if isinstance(value, int) else 1)
@@ -425,10 +312,3 @@ class AlertmanagerSyncer:
         if conflicts:
             raise RetryLater(f"removing bindings of deleted Alertmanager {key}: {conflicts} conflicts")
 
-
-def _merge_owners(desired: dict, current: Mapping[str, Any]) -> dict:
-    """The shared Service keeps every Alertmanager's (non-controller) owner reference."""
-    refs = list((current.get("metadata") or {}).get("ownerReferences") or [])
-    uids = {r.get("uid") for r in refs}
-    refs += [r for r in desired["metadata"].get("ownerReferences") or [] if r.get("uid") not in uids]
-    return {**desired, "metadata": {**desired["metadata"], "ownerReferences": refs}}
