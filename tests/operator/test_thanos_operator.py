@@ -93,3 +93,48 @@ def test_prometheus_with_spec_thanos_gets_the_sidecar(cluster, kube, start_opera
     assert {"name": "grpc", "port": 10901, "protocol": "TCP", "targetPort": "grpc"} in svc["spec"]["ports"]
     eventually(lambda: _get(kube, SECRETS, "prometheus-p-thanos-prometheus-http-client-file"), 20,
                "the sidecar's http client Secret")
+
+
+def test_web_tls_secret_is_checked_and_its_fix_resyncs_the_ruler(cluster, kube, start_operator):
+    """The operator reads the web TLS Secret the ruler names: a key that is not the certificate's refuses the
+    ruler (nothing rolled), and fixing the Secret alone brings the ruler back (the Secret maps to its reader)."""
+    from promop.certs import CA
+
+    ca = CA.create("promop-thanos-operator-web-ca")
+    cert, key = ca.issue("localhost", hosts=["localhost"])
+    _, other_key = ca.issue("other", hosts=["other"])
+    kube.create(NAMESPACES, {"metadata": {"name": NS}})
+    start_operator()
+    kube.create(SECRETS, {"metadata": {"name": "web-tls", "namespace": NS},
+                          "stringData": {"tls.crt": cert.decode(), "tls.key": other_key.decode()}}, NS)
+    tls = {"cert": {"secret": {"name": "web-tls", "key": "tls.crt"}}, "keySecret": {"name": "web-tls", "key": "tls.key"}}
+    kube.create(THANOSRULERS, thanos_ruler(web={"tlsConfig": tls}))
+    cond = eventually(lambda: _condition(_get(kube, THANOSRULERS, "tr"), "Reconciled") or None, 20, "status")
+    assert cond["status"] == "False" and "does not belong to the certificate" in cond["message"]
+    assert _get(kube, STATEFULSETS, "thanos-ruler-tr") is None
+    fixed = kube.get(SECRETS, "web-tls", NS)
+    fixed["stringData"] = {"tls.key": key.decode()}
+    kube.update(SECRETS, fixed, NS)
+    sts = eventually(lambda: _get(kube, STATEFULSETS, "thanos-ruler-tr"), 20, "the StatefulSet once the key fits")
+    web = kube.get(SECRETS, "thanos-ruler-tr-web-config", NS)
+    import base64
+    assert "tls_server_config" in base64.b64decode(web["data"]["web-config.yaml"]).decode()
+    reloader = next(c for c in sts["spec"]["template"]["spec"]["containers"] if c["name"] == "config-reloader")
+    assert any(a.startswith("--reload-url=https://localhost:10902") for a in reloader["args"])
+    eventually(lambda: _condition(_get(kube, THANOSRULERS, "tr"), "Reconciled").get("status") == "True", 20,
+               "Reconciled=True")
+
+
+def test_stale_tls_asset_shards_are_deleted(cluster, kube, start_operator):
+    """A -tls-assets-<i> Secret the ruler owns but no longer renders (fewer shards) is deleted."""
+    kube.create(NAMESPACES, {"metadata": {"name": NS}})
+    start_operator()
+    kube.create(THANOSRULERS, thanos_ruler())
+    eventually(lambda: _get(kube, STATEFULSETS, "thanos-ruler-tr"), 20, "the StatefulSet")
+    ruler = kube.get(THANOSRULERS, "tr", NS)
+    owner = {"apiVersion": "monitoring.coreos.com/v1", "kind": "ThanosRuler", "name": "tr",
+             "uid": ruler["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+    kube.create(SECRETS, {"metadata": {"name": "thanos-ruler-tr-tls-assets-1", "namespace": NS,
+                                       "ownerReferences": [owner]}, "data": {}}, NS)
+    eventually(lambda: _get(kube, SECRETS, "thanos-ruler-tr-tls-assets-1") is None, 20, "the stale shard deleted")
+    assert _get(kube, SECRETS, "thanos-ruler-tr-tls-assets-0") is not None

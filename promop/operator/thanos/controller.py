@@ -3,7 +3,8 @@
 Event mapping: a ThanosRuler event enqueues itself; a PrometheusRule add/delete, or an update of its
 spec or labels, enqueues every ThanosRuler that may select it (same namespace, or a namespace
 selector matching its namespace); a StatefulSet or rule ConfigMap change enqueues its owner; a
-Namespace label change enqueues the ThanosRulers with a namespace selector.
+Namespace label change enqueues the ThanosRulers with a namespace selector; a Secret or ConfigMap
+change enqueues the ThanosRulers whose last render read it (remote write credentials, web TLS).
 
 Beside other operators as the Prometheus controller: only ThanosRulers `ownership.manages`
 (--controller-id), informers scoped by `scope.informer_factory` with --thanos-ruler-instance-namespaces/
@@ -20,7 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from promop.kube.client import KubeClient
 from promop.kube.informer import Informer
-from promop.kube.resources import CONFIGMAPS, NAMESPACES, PROMETHEUSRULES, STATEFULSETS
+from promop.kube.resources import CONFIGMAPS, NAMESPACES, PROMETHEUSRULES, SECRETS, STATEFULSETS
 from promop.operator import mapping, scope
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.thanos import CONTROLLER, THANOSRULERS
@@ -30,7 +31,6 @@ from promop.operator.workload.controller import WorkloadController, crds_served,
 log = logging.getLogger("promop.operator.thanos")
 
 OWNED_SELECTOR = "app.kubernetes.io/managed-by in (prometheus-operator),app.kubernetes.io/name in (thanos-ruler)"
-RULE_CONFIGMAP_SELECTOR = "thanos-ruler-name"
 
 
 class ThanosRulerController(WorkloadController):
@@ -54,12 +54,15 @@ class ThanosRulerController(WorkloadController):
             label_selector=options.thanos_ruler_instance_selector or None)
         self.prometheusrules = informer(PROMETHEUSRULES)
         self.statefulsets = informer(STATEFULSETS, True, label_selector=OWNED_SELECTOR)
-        self.configmaps = informer(CONFIGMAPS, True, metadata_only=True, label_selector=RULE_CONFIGMAP_SELECTOR)
+        # metadata only, every ConfigMap/Secret of the watched namespaces: rule shards, and what a ruler reads
+        self.configmaps = informer(CONFIGMAPS, True, metadata_only=True)
+        self.secrets = informer(SECRETS, True, metadata_only=True, field_selector=options.secret_field_selector)
         self.namespaces = Informer(client, NAMESPACES, **self.informer_kwargs)
-        self.informers = [self.thanosrulers, self.prometheusrules, self.statefulsets, self.configmaps, self.namespaces]
+        self.informers = [self.thanosrulers, self.prometheusrules, self.statefulsets, self.configmaps, self.secrets,
+                          self.namespaces]
         self.syncer = RulerSyncer(
             client, Stores(self.thanosrulers.store, self.prometheusrules.store, self.namespaces.store,
-                           self.statefulsets.store, self.configmaps.store),
+                           self.statefulsets.store, self.configmaps.store, self.secrets.store),
             options.render_options(), self.metrics, namespace_allowed=options.namespace_allowed)
         self._register_handlers()
 
@@ -67,8 +70,15 @@ class ThanosRulerController(WorkloadController):
         self.route_instances()
         self.route(self.prometheusrules, "PrometheusRule",
                    lambda o: self.for_namespace(metadata(o).get("namespace", "")), mapping.monitor_update_matters)
-        for kind, inf in (("StatefulSet", self.statefulsets), ("ConfigMap", self.configmaps)):
-            self.route(inf, kind, self.owner_keys, mapping.resource_version_changed)
+        self.route(self.statefulsets, "StatefulSet", self.owner_keys, mapping.resource_version_changed)
+        for kind, inf in (("ConfigMap", self.configmaps), ("Secret", self.secrets)):
+            def keys(obj: Any, kind: str = kind) -> list[str]:
+                md = metadata(obj)
+                me = (kind, md.get("namespace", ""), md.get("name", ""))
+                readers = [k for k, refs in list(self.syncer.references.items()) if me in refs]
+                return sorted(set(readers) | set(self.owner_keys(obj)))
+
+            self.route(inf, kind, keys, mapping.resource_version_changed)
         self.route_namespaces()
 
 

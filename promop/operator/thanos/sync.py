@@ -5,7 +5,9 @@ rule ConfigMaps (stale shards deleted), Secrets, the governing Service (owner re
 across the namespace's ThanosRulers), the StatefulSet (skipped when its input hash is unchanged);
 Events for rejected PrometheusRules; the ThanosRuler status. A ThanosRuler upstream would refuse
 (no query endpoint, a bad version, a clashing additional argument) writes nothing: the status and
-an Event say why. Referenced Secret content (remote write credentials) is read with direct GETs.
+an Event say why. Referenced Secret content (remote write credentials) and the web TLS Secrets and
+ConfigMaps (checked before the pods mount them) are read with direct GETs; a change of one of them
+re-syncs the ruler (the controller maps it through `references`).
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from promop.operator.thanos import CONTROLLER, THANOSRULERS
 from promop.operator.thanos.status import ruler_status
 from promop.operator.workload.sync import SyncReport, WorkloadSyncer, ns_name
 from promop.render.thanos.ruler_render import InvalidThanosRuler, RulerInputs, RulerResult, render_ruler
+from promop.render.thanos.ruler_web import web_tls_references
 
 log = logging.getLogger("promop.operator.thanos")
 
 _RULE_SHARD = re.compile(r"-rulefiles-\d+$")
+_TLS_SHARD = re.compile(r"-tls-assets-\d+$")
 
 
 @dataclass
@@ -38,6 +42,7 @@ class Stores:
     namespaces: Any
     statefulsets: Any
     configmaps: Any
+    secrets: Any = None  # metadata only: the ruler's TLS asset shards, for deleting the stale ones
 
 
 def secret_refs(ruler: Mapping[str, Any]) -> set[tuple[str, str]]:
@@ -92,20 +97,21 @@ class RulerSyncer(WorkloadSyncer):
         return report
 
     def _render(self, key: str, ruler: dict) -> RulerResult:
-        secrets: dict[tuple[str, str], dict] = {}
-        refs = secret_refs(ruler)
-        for ns, name in sorted(refs):
+        refs = {("Secret", ns, name) for ns, name in secret_refs(ruler)} | set(web_tls_references(ruler))
+        fetched: dict[str, dict[tuple[str, str], dict]] = {"Secret": {}, "ConfigMap": {}}
+        for kind, ns, name in sorted(refs):
             try:
-                secrets[(ns, name)] = self.client.get(SECRETS, name, ns)
+                fetched[kind][(ns, name)] = self.client.get(SECRETS if kind == "Secret" else CONFIGMAPS, name, ns)
             except (NotFound, Forbidden):
-                continue  # the renderer says what is missing
+                continue  # the renderer says what is missing (web TLS objects may come later, as upstream)
+        with self._lock:  # before rendering: a ruler refused for a bad Secret is re-synced when it is fixed
+            self.references[key] = refs
         inputs = RulerInputs(
             ruler=ruler, prometheus_rules=self.stores.prometheusrules.list(),
             namespaces=[n for n in self.stores.namespaces.list() if self.namespace_allowed(ns_name(n)[1])],
-            secrets=secrets, options=self.options)
+            secrets=fetched["Secret"], configmaps=fetched["ConfigMap"], options=self.options)
         result = render_ruler(inputs)
         with self._lock:
-            self.references[key] = refs
             self.last_result[key] = result
         return result
 
@@ -116,6 +122,9 @@ class RulerSyncer(WorkloadSyncer):
             self._apply_rendered(obj, ns, check, report)
         self._delete_stale(CONFIGMAPS, self.stores.configmaps.list(), ruler, f"thanos-ruler-{name}", _RULE_SHARD,
                            {cm["metadata"]["name"] for cm in result.rule_configmaps}, report)
+        if self.stores.secrets is not None:  # fewer TLS asset shards than before: the extra ones go
+            self._delete_stale(SECRETS, self.stores.secrets.list(), ruler, f"thanos-ruler-{name}", _TLS_SHARD,
+                               {s["metadata"]["name"] for s in result.tls_secrets}, report)
         sts = result.statefulset
         current = self.stores.statefulsets.get(f"{ns}/{sts['metadata']['name']}")
         if current is not None and input_hash(current) == input_hash(sts):
