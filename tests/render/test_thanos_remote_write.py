@@ -92,10 +92,31 @@ def test_azure_managed_identity_without_client_id_needs_thanos_0_40(version, cli
     from promop.render.thanos.versions import thanos_version
 
     managed = {} if client_id is None else {"clientId": client_id}
-    spec = {"remoteWrite": [{"url": "http://x"}, {"url": "http://y", "azureAD": {"managedIdentity": managed}}]}
+    spec = {"remoteWrite": [{"url": "http://x"}, {"url": "http://y", "azureAd": {"managedIdentity": managed}}]}
     problem = remote_write_problem(spec, thanos_version(version))
     if refused:
-        assert problem.field == "spec.remoteWrite[1].azureAD.managedIdentity.clientId"
+        assert problem.field == "spec.remoteWrite[1].azureAd.managedIdentity.clientId"
         assert problem.message == f"is required with Thanos < 0.40.0, current = {version}"
     else:
         assert problem is None
+
+
+def _texts(result) -> str:
+    return base64.b64decode(result.config_secret["data"]["remote-write.yaml"]).decode()
+
+
+def test_two_authentication_methods_drop_that_remote_write_only():
+    """sigv4 is rendered apart from the shared remote-write code, but the one-method rule still sees it."""
+    result = _render("v0.42.0", {"sigv4": {"region": "eu"},
+                                 "basicAuth": {"username": {"name": "s", "key": "k"}, "password": {"name": "s", "key": "k"}}})
+    assert "http://x" not in _texts(result)
+    assert any(p.field == "spec.remoteWrite[0]" and "mutually exclusive" in p.message for p in result.warnings)
+    assert "http://x" in _texts(_render("v0.42.0", {"sigv4": {"region": "eu"}}))
+
+
+def test_azure_ad_fields_thanos_cannot_read_are_dropped():
+    """The CRD's key is azureAd: workloadIdentity and scope are never read by Thanos."""
+    result = _render("v0.42.0", {"azureAd": {"cloud": "AzurePublic", "scope": "x",
+                                             "managedIdentity": {"clientId": "00000000-0000-0000-0000-000000000000"}}})
+    assert "scope" not in _entry(result)["azuread"]
+    assert any(p.field == "spec.remoteWrite[0].azureAd.scope" for p in result.warnings)

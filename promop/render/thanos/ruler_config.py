@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from promop.render.cloudauth import REMOTE_WRITE_METHODS, check_methods
 from promop.render.emit import emit
 from promop.render.generate import new_context
 from promop.render.model import Problem, RenderOptions, obj_meta
@@ -30,17 +31,17 @@ THANOS_CERTS_DIR = "/etc/thanos/certs"
 # Remote-write fields a Thanos older than the version shown does not read, as upstream's
 # createOrUpdateRulerConfigSecret resets them (a path in spec.remoteWrite[i], "" = every version).
 _UNSUPPORTED_BEFORE = (
-    ("", ("azureAD", "workloadIdentity")), ("", ("azureAD", "scope")), ("", ("sigv4", "externalId")),
+    ("", ("azureAd", "workloadIdentity")), ("", ("azureAd", "scope")), ("", ("sigv4", "externalId")),
     ("0.38.0", ("roundRobinDNS",)),  # Prometheus 3.1
     ("0.37.0", ("messageVersion",)),  # Prometheus 2.54
-    ("0.36.0", ("azureAD", "sdk")),
+    ("0.36.0", ("azureAd", "sdk")),
     ("0.32.0", ("queueConfig", "sampleAgeLimit")), ("0.32.0", ("noProxy",)), ("0.32.0", ("proxyFromEnvironment",)),
     ("0.32.0", ("proxyConnectHeader",)),
-    ("0.31.0", ("azureAD", "oauth")), ("0.31.0", ("azureAD",)),
+    ("0.31.0", ("azureAd", "oauth")), ("0.31.0", ("azureAd",)),
     ("0.30.0", ("tlsConfig", "maxVersion")), ("0.30.0", ("sendNativeHistograms",)),
     ("0.28.0", ("tlsConfig", "minVersion")),
 )
-EMPTY_CLIENT_ID_SINCE = "0.40.0"  # azureAD.managedIdentity without clientId (system-assigned identity)
+EMPTY_CLIENT_ID_SINCE = "0.40.0"  # azureAd.managedIdentity without clientId (system-assigned identity)
 REMOTE_WRITE_SINCE = "0.24.0"
 
 
@@ -60,9 +61,9 @@ def remote_write_problem(spec: Mapping[str, Any], version: Version) -> RemoteWri
         return RemoteWriteError("spec.remoteWrite", f"thanos remote-write configuration requires at least version "
                                 f"{REMOTE_WRITE_SINCE}: current version {version}; raise spec.version or remove it")
     for i, rw in enumerate(remote_write if isinstance(remote_write, list) else []):
-        managed = ((rw or {}).get("azureAD") or {}).get("managedIdentity") if isinstance(rw, Mapping) else None
+        managed = ((rw or {}).get("azureAd") or {}).get("managedIdentity") if isinstance(rw, Mapping) else None
         if isinstance(managed, Mapping) and not managed.get("clientId") and not version.at_least(EMPTY_CLIENT_ID_SINCE):
-            return RemoteWriteError(f"spec.remoteWrite[{i}].azureAD.managedIdentity.clientId",
+            return RemoteWriteError(f"spec.remoteWrite[{i}].azureAd.managedIdentity.clientId",
                                     f"is required with Thanos < {EMPTY_CLIENT_ID_SINCE}, current = {version}")
     return None
 
@@ -122,6 +123,11 @@ def remote_write_config(ruler: Mapping[str, Any], version: Version, store: Store
         if isinstance(rw, Mapping):
             rw = thanos_supported(rw, version, field,
                                   lambda f, m: warnings.append(Problem(KIND, ns, name, f, m)))
+            try:  # sigv4 is taken out below: the one-method rule must see it first
+                check_methods(rw, field, REMOTE_WRITE_METHODS)
+            except Reject as err:
+                warnings.append(Problem(KIND, ns, name, err.field, f"{err.message}; this remote write is ignored"))
+                continue
         plain = {k: v for k, v in rw.items() if k != "sigv4"} if isinstance(rw, Mapping) else rw
         shadow = {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus", "metadata": dict(ruler["metadata"]),
                   "spec": {"remoteWrite": [plain]}}
