@@ -6,9 +6,11 @@ validates names per kind as kube-apiserver does (RBAC names are path segments, s
 from __future__ import annotations
 
 import pytest
-from operator_testlib import kubectl_runner
+from operator_testlib import ROOT, kubectl_runner
 
+from promop.kube.client import KubeClient
 from promop.operator.bundle import as_stream, components, render_bundle
+from promop.operator.install import install_crds
 
 VARIANTS = [(c, {}) for c in components()] + [
     ("operator", {"manage_crds": True}),
@@ -27,8 +29,8 @@ REPLACED = {"admission-webhook": {"customresourcedefinition.apiextensions.k8s.io
                          ids=[f"{c}-{'-'.join(o) or 'default'}" for c, o in VARIANTS])
 def test_bundle_applies_with_kubectl(sandbox, tmp_path, component, options):
     kubectl = kubectl_runner(sandbox, tmp_path)
-    kubectl("apply", "-f", "crds/")
-    kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", "crds/")
+    # the CRDs first, as the README's install does (kubectl's own apply of crds/: tests/sandbox/test_crd_validation.py)
+    install_crds(KubeClient(sandbox.api_client()), ROOT / "crds")
     files = render_bundle(component=component, **options)
     namespace = options.get("namespace", "promop")
     docs = [d for f in files for d in f.documents()]
