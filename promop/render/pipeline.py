@@ -176,18 +176,23 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     return result
 
 
-def _web_tls(prometheus: dict, scope: Scope) -> webconfig.TLSMounts | None:
-    """spec.web.tlsConfig's section and volumes; a bad reference stops this Prometheus (InvalidPrometheus),
-    since a pod pointed at a missing certificate would never start."""
-    spec = prometheus.get("spec") or {}
+def served_web_tls(spec: Mapping[str, Any], scope: Scope) -> webconfig.TLSMounts | None:
+    """spec.web.tlsConfig's section and volumes (a Prometheus or an agent); Reject for a bad reference. A version
+    without web config files ignores spec.web's TLS and HTTP settings with a warning."""
     if not web_config_enabled(spec):
         for key in ("tlsConfig", "httpConfig"):
             if (spec.get("web") or {}).get(key) is not None:
                 scope.warn(f"spec.web.{key}", "ignored: Prometheus reads a web config file only from v2.24.0; "
                                               "raise spec.version to serve it")
         return None
+    return webconfig.prometheus_web_tls(scope, spec)
+
+
+def _web_tls(prometheus: dict, scope: Scope) -> webconfig.TLSMounts | None:
+    """served_web_tls; a bad reference stops this Prometheus (InvalidPrometheus), since a pod pointed at a
+    missing certificate would never start."""
     try:
-        return webconfig.prometheus_web_tls(scope, prometheus.get("spec") or {})
+        return served_web_tls(prometheus.get("spec") or {}, scope)
     except Reject as exc:
         ns, name = obj_meta(prometheus)
         raise InvalidPrometheus([Problem("Prometheus", ns, name, exc.field, exc.message)]) from None

@@ -20,11 +20,11 @@ from promop.render.context import GenContext
 from promop.render.generate import monitor_fragments
 from promop.render.model import MONITORING_GROUP, Problem, RenderInputs, RenderOptions, RenderResult, obj_meta
 from promop.render.model import Decision
-from promop.render.pipeline import SCRAPE_SELECTORS, select_all
+from promop.render.pipeline import SCRAPE_SELECTORS, select_all, served_web_tls
 from promop.render.schema_check import InvalidPrometheus
 from promop.render.service import build_service
 from promop.render.shape import sanitized_prometheus
-from promop.render.statefulset import compute_input_hash, web_config_enabled
+from promop.render.statefulset import compute_input_hash
 from promop.render.store import Reject, Scope, Store
 from promop.render.tls_assets import tls_secrets
 from promop.render.unsupported import unsupported_fields
@@ -87,17 +87,9 @@ def _check(agent: dict, inputs: RenderInputs) -> None:
 
 
 def _web_tls(agent: dict, scope: Scope) -> webconfig.TLSMounts | None:
-    """spec.web.tlsConfig's section and volumes, as for a Prometheus; a bad reference stops this agent (its pod
-    could never start), a version without web config files ignores it with a warning."""
-    spec = agent.get("spec") or {}
-    if not web_config_enabled(spec):
-        for key in ("tlsConfig", "httpConfig"):
-            if (spec.get("web") or {}).get(key) is not None:
-                scope.warn(f"spec.web.{key}", "ignored: Prometheus reads a web config file only from v2.24.0; "
-                                              "raise spec.version to serve it")
-        return None
+    """As for a Prometheus (served_web_tls); a bad reference stops this agent (its pod could never start)."""
     try:
-        return webconfig.prometheus_web_tls(scope, spec)
+        return served_web_tls(agent.get("spec") or {}, scope)
     except Reject as exc:
         raise InvalidAgent(f"{exc.field}: {exc.message}") from None
 
