@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 
 from promop.host.flags import (LOG_FORMATS, LOG_LEVELS, OptionsError, add_cluster_flags, add_leader_election_flags,
                                add_log_flags, add_web_flag, add_web_tls_flags, check_leader_election,
-                               default_identity, default_lease_namespace, parse_list, parse_listen_address, parse_map,
-                               web_tls_from_args)
+                               default_identity, default_lease_namespace, go_bool, parse_list, parse_listen_address,
+                               parse_map, web_tls_from_args)
 from promop.host.webtls import WebTLS
 from promop.operator import ownership  # --controller-id, instance scopes, repair policy (hook)
 from promop.featuregates import (SHARD_RETENTION_POLICY, FeatureGateError, FeatureGates, add_feature_gates_flag,
                                  parse_feature_gates)
 from promop.operator.alertmanager import flags as am_flags  # Alertmanager/kubelet/CRD flags (hook)
 from promop.render.model import DEFAULT_PROMETHEUS_BASE_IMAGE, DEFAULT_RELOADER_IMAGE, RenderOptions
+from promop.render.reloader_container import ReloaderSettings, settings_from_flags
 from promop.render.thanos.versions import DEFAULT_THANOS_BASE_IMAGE
 
 __all__ = ["LOG_FORMATS", "LOG_LEVELS", "Options", "OptionsError", "add_flags", "default_lease_namespace",
@@ -79,6 +80,11 @@ class Options:
     thanos_ruler_instance_selector: str = ""
     repair_policy: str = "none"  # --repair-policy-for-statefulsets: none, evict or delete
     web_tls: WebTLS = field(default_factory=WebTLS)  # --web.enable-tls and friends
+    # --config-reloader-{cpu,memory}-{request,limit} and --enable-config-reloader-probes
+    config_reloader: ReloaderSettings = field(default_factory=ReloaderSettings)
+    # Secrets/ConfigMaps watched in --namespaces too, not only in --prometheus-instance-namespaces
+    watch_referenced_objects_in_all_namespaces: bool = False
+    disable_unmanaged_prometheus_configuration: bool = False  # nil selectors: generate the config all the same
 
     def render_options(self) -> RenderOptions:
         return RenderOptions(
@@ -91,6 +97,8 @@ class Options:
             config_secret_max_bytes=self.config_secret_max_bytes,
             shard_retention_policy=self.feature_gates.enabled(SHARD_RETENTION_POLICY),
             feature_gates=self.feature_gates,
+            config_reloader=self.config_reloader,
+            unmanaged_configuration=not self.disable_unmanaged_prometheus_configuration,
         )
 
     def namespace_field_selector(self) -> str:
@@ -184,8 +192,34 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--full-secret-informers", action="store_true", help=argparse.SUPPRESS)
     add_feature_gates_flag(run)
     add_leader_election_flags(parser, DEFAULT_LEASE_NAME)
+    _add_reloader_flags(parser)
     am_flags.add_flags(parser)
     ownership.add_flags(parser)
+
+
+def _add_reloader_flags(parser: argparse.ArgumentParser) -> None:
+    """Upstream's flags for the config reloader containers and for what a Prometheus's config covers
+    (`cmd/operator/main.go`); Go booleans: the bare flag means true, `=false` turns it off."""
+    g = parser.add_argument_group("config reloader and Prometheus configuration (upstream's flags)")
+    d = ReloaderSettings()
+    for what, kind, default in (("cpu", "request", d.cpu_request), ("cpu", "limit", d.cpu_limit),
+                                ("memory", "request", d.memory_request), ("memory", "limit", d.memory_limit)):
+        g.add_argument(f"--config-reloader-{what}-{kind}", default="", metavar="QUANTITY",
+                       help=f"{what} {kind} of every config reloader container (Prometheus, PrometheusAgent, "
+                            f"Alertmanager, ThanosRuler); 0 sets no {kind} (default {default})")
+    g.add_argument("--enable-config-reloader-probes", nargs="?", const=True, default=False, metavar="BOOL",
+                   help="give the config-reloader containers liveness, readiness and startup probes (GET /healthz "
+                        "on port 8080; an exec probe when the reloader listens on localhost only)")
+    g.add_argument("--watch-referenced-objects-in-all-namespaces", nargs="?", const=True, default=False,
+                   metavar="BOOL",
+                   help="with --prometheus-instance-namespaces, watch Secrets and ConfigMaps in the --namespaces "
+                        "namespaces too (all of them without --namespaces), so a change of one that a monitor "
+                        "references there triggers a sync")
+    g.add_argument("--disable-unmanaged-prometheus-configuration", nargs="?", const=True, default=False,
+                   metavar="BOOL",
+                   help="a Prometheus with no serviceMonitorSelector, podMonitorSelector, probeSelector or "
+                        "scrapeConfigSelector gets a generated config (without monitors) instead of a config "
+                        "Secret left to the user")
 
 
 def from_args(args: argparse.Namespace) -> Options:
@@ -215,6 +249,12 @@ def from_args(args: argparse.Namespace) -> Options:
     except FeatureGateError as exc:
         raise OptionsError(str(exc)) from None
     beside = ownership.from_args(args)  # OptionsError naming the flag
+    try:
+        reloader = settings_from_flags(args.config_reloader_cpu_request, args.config_reloader_cpu_limit,
+                                       args.config_reloader_memory_request, args.config_reloader_memory_limit,
+                                       go_bool("--enable-config-reloader-probes", args.enable_config_reloader_probes))
+    except ValueError as exc:
+        raise OptionsError(str(exc)) from None
     return Options(
         **beside,
         web_tls=web_tls_from_args(args),
@@ -249,4 +289,9 @@ def from_args(args: argparse.Namespace) -> Options:
         gc_freeze=True,
         alertmanager=alertmanager,
         feature_gates=gates,
+        config_reloader=reloader,
+        watch_referenced_objects_in_all_namespaces=go_bool("--watch-referenced-objects-in-all-namespaces",
+                                                           args.watch_referenced_objects_in_all_namespaces),
+        disable_unmanaged_prometheus_configuration=go_bool("--disable-unmanaged-prometheus-configuration",
+                                                           args.disable_unmanaged_prometheus_configuration),
     )
