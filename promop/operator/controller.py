@@ -98,7 +98,7 @@ class Controller(InformerGroup):
         referenced = (scope.informer_factory(client, options, referenced_namespaces(options), kw)
                       if options.watch_referenced_objects_in_all_namespaces else informer)
         self.secrets = referenced(SECRETS, True, metadata_only=meta, field_selector=options.secret_field_selector)
-        self.configmaps = referenced(CONFIGMAPS, True, metadata_only=meta)
+        self.configmaps = referenced(CONFIGMAPS, True, metadata_only=meta, field_selector=options.configmap_field_selector)
         self.statefulsets = informer(STATEFULSETS, True, label_selector=STATEFULSET_SELECTOR)
         self.namespaces = Informer(client, NAMESPACES, **kw)
         self.informers = [self.prometheuses, self.servicemonitors, self.podmonitors, self.rules, self.secrets,

@@ -85,6 +85,9 @@ class Options:
     # Secrets/ConfigMaps watched in --namespaces too, not only in --prometheus-instance-namespaces
     watch_referenced_objects_in_all_namespaces: bool = False
     disable_unmanaged_prometheus_configuration: bool = False  # nil selectors: generate the config all the same
+    configmap_field_selector: str = ""  # --configmap-field-selector, as --secret-field-selector for ConfigMaps
+    web_enable_http2: bool = False  # --web.enable-http2: accepted; promop serves HTTP/1.1 only (a warning at start)
+    web_tls_reload_interval: float = 60.0  # --web.tls-reload-interval: promop checks the files at every connection
 
     def render_options(self) -> RenderOptions:
         return RenderOptions(
@@ -130,6 +133,31 @@ def _image_base(text: str, flag: str) -> str:
     return text
 
 
+def _go_duration(flag: str, text: str) -> float:
+    """A Go duration (`1m`, `1m30s`, `500ms`) of 0 or more, in seconds; OptionsError naming `flag`."""
+    from promop.duration import GoDurationError, parse_go_seconds
+
+    try:
+        seconds = parse_go_seconds(text)
+    except GoDurationError:
+        raise OptionsError(f"{flag}: {text!r} is not a duration; pass e.g. {flag}=1m") from None
+    if seconds < 0:
+        raise OptionsError(f"{flag}: {text!r} is negative; pass e.g. {flag}=1m")
+    return seconds
+
+
+def _field_selector(flag: str, text: str) -> str:
+    """`text` if it parses as a Kubernetes field selector, else OptionsError naming `flag`."""
+    from promop.fieldselector import parse_field_selector
+    from promop.labelselector import SelectorError
+
+    try:
+        parse_field_selector(text)
+    except SelectorError as exc:
+        raise OptionsError(f"{flag}: {exc}") from None
+    return text
+
+
 def _positive_bytes(text: str) -> int:
     """--config-secret-max-bytes: a byte count, above 0 and at most a Secret's 1 MiB."""
     try:
@@ -152,6 +180,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default="",
         help="field selector for the Secrets the operator watches, e.g. type!=helm.sh/release.v1",
     )
+    kube.add_argument("--configmap-field-selector", default="",
+                      help="field selector for the ConfigMaps the Prometheus controller watches, "
+                           "e.g. metadata.name!=kube-root-ca.crt")
     out = parser.add_argument_group("managed objects")
     out.add_argument("--labels", default="", help="k=v,... labels added to every object the operator creates")
     out.add_argument("--annotations", default="", help="k=v,... annotations added to every object created")
@@ -187,6 +218,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     add_log_flags(run)
     add_web_flag(run, DEFAULT_LISTEN_ADDRESS)
     add_web_tls_flags(run)
+    run.add_argument("--web.enable-http2", dest="web_enable_http2", nargs="?", const=True, default=False,
+                     metavar="BOOL", help="accepted for upstream's command lines; promop serves HTTP/1.1 only "
+                                          "(upstream's default too), true logs a warning")
+    run.add_argument("--web.tls-reload-interval", dest="web_tls_reload_interval", default="1m", metavar="DURATION",
+                     help="accepted for upstream's command lines (a Go duration); promop checks the certificate "
+                          "files at every new connection, which is never later than any interval")
     run.add_argument("--resync-period", type=float, default=DEFAULT_RESYNC_SECONDS,
                      help="seconds between full resyncs of every Prometheus (default 300)")
     run.add_argument("--full-secret-informers", action="store_true", help=argparse.SUPPRESS)
@@ -294,4 +331,7 @@ def from_args(args: argparse.Namespace) -> Options:
                                                            args.watch_referenced_objects_in_all_namespaces),
         disable_unmanaged_prometheus_configuration=go_bool("--disable-unmanaged-prometheus-configuration",
                                                            args.disable_unmanaged_prometheus_configuration),
+        configmap_field_selector=_field_selector("--configmap-field-selector", args.configmap_field_selector),
+        web_enable_http2=go_bool("--web.enable-http2", args.web_enable_http2),
+        web_tls_reload_interval=_go_duration("--web.tls-reload-interval", args.web_tls_reload_interval),
     )

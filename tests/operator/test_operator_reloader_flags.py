@@ -254,3 +254,37 @@ def test_secrets_of_monitor_namespaces_are_watched_only_with_the_flag(kube, star
     else:  # upstream too: only the next resync (5 min) would see it
         eventually(op.idle, 30, "idle")
         assert _password(kube) == "old"
+
+
+# ---- the other upstream flags promop accepts ----------------------------------------------------------
+
+def test_web_flags_of_upstream_are_accepted():
+    o = options()
+    assert (o.web_enable_http2, o.web_tls_reload_interval) == (False, 60.0)  # upstream's defaults
+    o = options("--web.enable-http2", "--web.tls-reload-interval=1m30s")
+    assert (o.web_enable_http2, o.web_tls_reload_interval) == (True, 90.0)
+    assert options("--web.enable-http2=false").web_enable_http2 is False
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--web.tls-reload-interval=soon"], "--web.tls-reload-interval: 'soon' is not a duration"),
+    (["--web.tls-reload-interval=-1m"], "--web.tls-reload-interval: '-1m' is negative"),
+    (["--web.enable-http2=2"], "--web.enable-http2: '2' is not true or false"),
+    (["--configmap-field-selector=name"], "--configmap-field-selector: invalid selector: 'name'"),
+])
+def test_other_refused_values_name_the_flag(argv, message):
+    with pytest.raises(OptionsError) as info:
+        options(*argv)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_configmap_field_selector_filters_the_configmap_informer(kube, start_operator):
+    from promop.kube.resources import CONFIGMAPS
+
+    kube.create(NAMESPACES, {"metadata": {"name": NS}})
+    for name in ("kept", "ignored"):
+        kube.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": NS},
+                                 "data": {"a": "b"}}, NS)
+    op = start_operator(configmap_field_selector="metadata.name!=ignored", deny_namespaces=("elsewhere",))
+    keys = op.controller.configmaps.store.keys()
+    assert f"{NS}/kept" in keys and f"{NS}/ignored" not in keys  # filtered by the apiserver, with the deny-list
