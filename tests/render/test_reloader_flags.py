@@ -207,3 +207,19 @@ def test_refused_values_name_their_flag_in_one_line(args, message):
 def test_a_request_without_a_limit_or_equal_to_it_is_accepted():
     assert settings_from_flags("2", "0", "1Gi", "0", False).resources() == {"requests": {"cpu": "2", "memory": "1Gi"}}
     assert settings_from_flags("100m", "0.1", "", "", False).resources()["limits"]["cpu"] == "100m"
+
+
+def test_agent_daemonset_reloaders_get_the_flags_too():
+    from promop.featuregates import FeatureGates
+
+    options = RenderOptions(feature_gates=FeatureGates((("PrometheusAgentDaemonSet", True),)),
+                            config_reloader=settings_from_flags("0", "0", "10Mi", "20Mi", True))
+    agent = {"apiVersion": "monitoring.coreos.com/v1alpha1", "kind": "PrometheusAgent", "metadata": dict(META),
+             "spec": {"mode": "DaemonSet", "podMonitorSelector": {},
+                      "remoteWrite": [{"url": "http://rw.example/api/v1/write"}]}}
+    ds = render_agent(RenderInputs(prometheus=agent, options=options)).daemonsets[0]
+    found = reloaders(ds)
+    assert {c["name"] for c in found} == {"config-reloader", "init-config-reloader"}
+    for c in found:
+        assert c["resources"] == {"limits": {"memory": "20Mi"}, "requests": {"memory": "10Mi"}}
+        assert ("livenessProbe" in c) is (c["name"] == "config-reloader")
