@@ -50,16 +50,6 @@ def _describe(obj: Any) -> str:
     return f"{md.get('namespace')}/{md.get('name')}" if md.get("namespace") else str(md.get("name"))
 
 
-def referenced_namespaces(options: Options) -> tuple[str, ...]:
-    """Where Secrets and ConfigMaps are watched with --watch-referenced-objects-in-all-namespaces, as an
-    instance allow-list for scope.informer_factory: the Prometheus namespaces plus the --namespaces ones;
-    () (every namespace, less --deny-namespaces) when either of them is every namespace. Without
-    --prometheus-instance-namespaces that is what they follow anyway: the flag then changes nothing."""
-    if not options.prometheus_instance_namespaces or not options.namespaces:
-        return ()
-    return tuple(dict.fromkeys((*options.prometheus_instance_namespaces, *options.namespaces)))
-
-
 class Controller(InformerGroup):
     """Owns the informers, the queue and the workers for Prometheus objects."""
 
@@ -95,7 +85,7 @@ class Controller(InformerGroup):
         self.scrapeconfigs = informer(SCRAPECONFIGS) if scope.crd_served(client, SCRAPECONFIGS) else None
         meta = not options.full_secret_informers
         # --watch-referenced-objects-in-all-namespaces: also where the monitors are (upstream's MergeAllowLists)
-        referenced = (scope.informer_factory(client, options, referenced_namespaces(options), kw)
+        referenced = (scope.informer_factory(client, options, scope.referenced_namespaces(options), kw)
                       if options.watch_referenced_objects_in_all_namespaces else informer)
         self.secrets = referenced(SECRETS, True, metadata_only=meta, field_selector=options.secret_field_selector)
         self.configmaps = referenced(CONFIGMAPS, True, metadata_only=meta, field_selector=options.configmap_field_selector)

@@ -19,7 +19,7 @@ from promop.kube.errors import NotFound
 from promop.kube.resources import NAMESPACES, PROMETHEUSES, SECRETS, SERVICEMONITORS, STATEFULSETS
 from promop.operator.agent import PROMETHEUSAGENTS
 from promop.operator.alertmanager import ALERTMANAGERS
-from promop.operator.controller import referenced_namespaces
+from promop.operator.scope import referenced_namespaces
 from promop.operator.options import from_args
 from promop.operator.thanos import THANOSRULERS
 from promop.render.reloader_container import ReloaderSettings
