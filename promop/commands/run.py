@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
     options = from_args(args)  # UserError: one line, exit 2 (promop.cli)
     check_kubeconfig(options.kubeconfig, options.context)
     logs.setup(options.log_level, options.log_format)
+    if options.web_enable_http2:  # upstream's flag, accepted so its command lines run; we cannot honour it
+        logging.getLogger("promop.operator").warning(
+            "--web.enable-http2: promop's web server speaks HTTP/1.1 only; serving HTTP/1.1")
     operator = Operator(options)
     operator.start_web()  # a busy --web.listen-address is a one-line error, before anything else
     stop = threading.Event()

@@ -85,8 +85,11 @@ class Controller(InformerGroup):
         self.probes = informer(PROBES) if scope.crd_served(client, PROBES) else None
         self.scrapeconfigs = informer(SCRAPECONFIGS) if scope.crd_served(client, SCRAPECONFIGS) else None
         meta = not options.full_secret_informers
-        self.secrets = informer(SECRETS, True, metadata_only=meta, field_selector=options.secret_field_selector)
-        self.configmaps = informer(CONFIGMAPS, True, metadata_only=meta)
+        # --watch-referenced-objects-in-all-namespaces: also where the monitors are (upstream's MergeAllowLists)
+        referenced = (scope.informer_factory(client, options, scope.referenced_namespaces(options), kw)
+                      if options.watch_referenced_objects_in_all_namespaces else informer)
+        self.secrets = referenced(SECRETS, True, metadata_only=meta, field_selector=options.secret_field_selector)
+        self.configmaps = referenced(CONFIGMAPS, True, metadata_only=meta, field_selector=options.configmap_field_selector)
         self.statefulsets = informer(STATEFULSETS, True, label_selector=STATEFULSET_SELECTOR)
         self.namespaces = Informer(client, NAMESPACES, **kw)
         self.informers = [self.prometheuses, self.servicemonitors, self.podmonitors, self.rules, self.secrets,

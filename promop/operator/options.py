@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 
 from promop.host.flags import (LOG_FORMATS, LOG_LEVELS, OptionsError, add_cluster_flags, add_leader_election_flags,
                                add_log_flags, add_web_flag, add_web_tls_flags, check_leader_election,
-                               default_identity, default_lease_namespace, parse_list, parse_listen_address, parse_map,
-                               web_tls_from_args)
+                               default_identity, default_lease_namespace, go_bool, parse_list, parse_listen_address,
+                               parse_map, web_tls_from_args)
 from promop.host.webtls import WebTLS
 from promop.operator import ownership  # --controller-id, instance scopes, repair policy (hook)
 from promop.featuregates import (SHARD_RETENTION_POLICY, FeatureGateError, FeatureGates, add_feature_gates_flag,
                                  parse_feature_gates)
 from promop.operator.alertmanager import flags as am_flags  # Alertmanager/kubelet/CRD flags (hook)
 from promop.render.model import DEFAULT_PROMETHEUS_BASE_IMAGE, DEFAULT_RELOADER_IMAGE, RenderOptions
+from promop.render.reloader_container import ReloaderSettings, settings_from_flags
 from promop.render.thanos.versions import DEFAULT_THANOS_BASE_IMAGE
 
 __all__ = ["LOG_FORMATS", "LOG_LEVELS", "Options", "OptionsError", "add_flags", "default_lease_namespace",
@@ -79,6 +80,14 @@ class Options:
     thanos_ruler_instance_selector: str = ""
     repair_policy: str = "none"  # --repair-policy-for-statefulsets: none, evict or delete
     web_tls: WebTLS = field(default_factory=WebTLS)  # --web.enable-tls and friends
+    # --config-reloader-{cpu,memory}-{request,limit} and --enable-config-reloader-probes
+    config_reloader: ReloaderSettings = field(default_factory=ReloaderSettings)
+    # Secrets/ConfigMaps watched in --namespaces too, not only in --prometheus-instance-namespaces
+    watch_referenced_objects_in_all_namespaces: bool = False
+    disable_unmanaged_prometheus_configuration: bool = False  # nil selectors: generate the config all the same
+    configmap_field_selector: str = ""  # --configmap-field-selector, as --secret-field-selector for ConfigMaps
+    web_enable_http2: bool = False  # --web.enable-http2: accepted; promop serves HTTP/1.1 only (a warning at start)
+    web_tls_reload_interval: float = 60.0  # --web.tls-reload-interval: promop checks the files at every connection
 
     def render_options(self) -> RenderOptions:
         return RenderOptions(
@@ -91,6 +100,8 @@ class Options:
             config_secret_max_bytes=self.config_secret_max_bytes,
             shard_retention_policy=self.feature_gates.enabled(SHARD_RETENTION_POLICY),
             feature_gates=self.feature_gates,
+            config_reloader=self.config_reloader,
+            unmanaged_configuration=not self.disable_unmanaged_prometheus_configuration,
         )
 
     def namespace_field_selector(self) -> str:
@@ -122,6 +133,31 @@ def _image_base(text: str, flag: str) -> str:
     return text
 
 
+def _go_duration(flag: str, text: str) -> float:
+    """A Go duration (`1m`, `1m30s`, `500ms`) of 0 or more, in seconds; OptionsError naming `flag`."""
+    from promop.duration import GoDurationError, parse_go_seconds
+
+    try:
+        seconds = parse_go_seconds(text)
+    except GoDurationError:
+        raise OptionsError(f"{flag}: {text!r} is not a duration; pass e.g. {flag}=1m") from None
+    if seconds < 0:
+        raise OptionsError(f"{flag}: {text!r} is negative; pass e.g. {flag}=1m")
+    return seconds
+
+
+def _field_selector(flag: str, text: str) -> str:
+    """`text` if it parses as a Kubernetes field selector, else OptionsError naming `flag`."""
+    from promop.fieldselector import parse_field_selector
+    from promop.labelselector import SelectorError
+
+    try:
+        parse_field_selector(text)
+    except SelectorError as exc:
+        raise OptionsError(f"{flag}: {exc}") from None
+    return text
+
+
 def _positive_bytes(text: str) -> int:
     """--config-secret-max-bytes: a byte count, above 0 and at most a Secret's 1 MiB."""
     try:
@@ -144,6 +180,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default="",
         help="field selector for the Secrets the operator watches, e.g. type!=helm.sh/release.v1",
     )
+    kube.add_argument("--configmap-field-selector", default="",
+                      help="field selector for the ConfigMaps the Prometheus controller watches, "
+                           "e.g. metadata.name!=kube-root-ca.crt")
     out = parser.add_argument_group("managed objects")
     out.add_argument("--labels", default="", help="k=v,... labels added to every object the operator creates")
     out.add_argument("--annotations", default="", help="k=v,... annotations added to every object created")
@@ -179,13 +218,45 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     add_log_flags(run)
     add_web_flag(run, DEFAULT_LISTEN_ADDRESS)
     add_web_tls_flags(run)
+    run.add_argument("--web.enable-http2", dest="web_enable_http2", nargs="?", const=True, default=False,
+                     metavar="BOOL", help="accepted for upstream's command lines; promop serves HTTP/1.1 only "
+                                          "(upstream's default too), true logs a warning")
+    run.add_argument("--web.tls-reload-interval", dest="web_tls_reload_interval", default="1m", metavar="DURATION",
+                     help="accepted for upstream's command lines (a Go duration); promop checks the certificate "
+                          "files at every new connection, which is never later than any interval")
     run.add_argument("--resync-period", type=float, default=DEFAULT_RESYNC_SECONDS,
                      help="seconds between full resyncs of every Prometheus (default 300)")
     run.add_argument("--full-secret-informers", action="store_true", help=argparse.SUPPRESS)
     add_feature_gates_flag(run)
     add_leader_election_flags(parser, DEFAULT_LEASE_NAME)
+    _add_reloader_flags(parser)
     am_flags.add_flags(parser)
     ownership.add_flags(parser)
+
+
+def _add_reloader_flags(parser: argparse.ArgumentParser) -> None:
+    """Upstream's flags for the config reloader containers and for what a Prometheus's config covers
+    (`cmd/operator/main.go`); Go booleans: the bare flag means true, `=false` turns it off."""
+    g = parser.add_argument_group("config reloader and Prometheus configuration (upstream's flags)")
+    d = ReloaderSettings()
+    for what, kind, default in (("cpu", "request", d.cpu_request), ("cpu", "limit", d.cpu_limit),
+                                ("memory", "request", d.memory_request), ("memory", "limit", d.memory_limit)):
+        g.add_argument(f"--config-reloader-{what}-{kind}", default="", metavar="QUANTITY",
+                       help=f"{what} {kind} of every config reloader container (Prometheus, PrometheusAgent, "
+                            f"Alertmanager, ThanosRuler); 0 sets no {kind} (default {default})")
+    g.add_argument("--enable-config-reloader-probes", nargs="?", const=True, default=False, metavar="BOOL",
+                   help="give the config-reloader containers liveness, readiness and startup probes (GET /healthz "
+                        "on port 8080; an exec probe when the reloader listens on localhost only)")
+    g.add_argument("--watch-referenced-objects-in-all-namespaces", nargs="?", const=True, default=False,
+                   metavar="BOOL",
+                   help="with --prometheus-instance-namespaces, watch Secrets and ConfigMaps in the --namespaces "
+                        "namespaces too (all of them without --namespaces), so a change of one that a monitor "
+                        "references there triggers a sync")
+    g.add_argument("--disable-unmanaged-prometheus-configuration", nargs="?", const=True, default=False,
+                   metavar="BOOL",
+                   help="a Prometheus with no serviceMonitorSelector, podMonitorSelector, probeSelector or "
+                        "scrapeConfigSelector gets a generated config (without monitors) instead of a config "
+                        "Secret left to the user")
 
 
 def from_args(args: argparse.Namespace) -> Options:
@@ -215,6 +286,12 @@ def from_args(args: argparse.Namespace) -> Options:
     except FeatureGateError as exc:
         raise OptionsError(str(exc)) from None
     beside = ownership.from_args(args)  # OptionsError naming the flag
+    try:
+        reloader = settings_from_flags(args.config_reloader_cpu_request, args.config_reloader_cpu_limit,
+                                       args.config_reloader_memory_request, args.config_reloader_memory_limit,
+                                       go_bool("--enable-config-reloader-probes", args.enable_config_reloader_probes))
+    except ValueError as exc:
+        raise OptionsError(str(exc)) from None
     return Options(
         **beside,
         web_tls=web_tls_from_args(args),
@@ -249,4 +326,12 @@ def from_args(args: argparse.Namespace) -> Options:
         gc_freeze=True,
         alertmanager=alertmanager,
         feature_gates=gates,
+        config_reloader=reloader,
+        watch_referenced_objects_in_all_namespaces=go_bool("--watch-referenced-objects-in-all-namespaces",
+                                                           args.watch_referenced_objects_in_all_namespaces),
+        disable_unmanaged_prometheus_configuration=go_bool("--disable-unmanaged-prometheus-configuration",
+                                                           args.disable_unmanaged_prometheus_configuration),
+        configmap_field_selector=_field_selector("--configmap-field-selector", args.configmap_field_selector),
+        web_enable_http2=go_bool("--web.enable-http2", args.web_enable_http2),
+        web_tls_reload_interval=_go_duration("--web.tls-reload-interval", args.web_tls_reload_interval),
     )

@@ -46,6 +46,16 @@ def informer_factory(client: Any, options: Any, instance_namespaces: Sequence[st
     return informer
 
 
+def referenced_namespaces(options: Any) -> tuple[str, ...]:
+    """Where Secrets and ConfigMaps are watched with --watch-referenced-objects-in-all-namespaces, as an
+    instance allow-list for informer_factory: the Prometheus namespaces plus the --namespaces ones;
+    () (every namespace, less --deny-namespaces) when either of them is every namespace. Without
+    --prometheus-instance-namespaces that is what they follow anyway: the flag then changes nothing."""
+    if not options.prometheus_instance_namespaces or not options.namespaces:
+        return ()
+    return tuple(dict.fromkeys((*options.prometheus_instance_namespaces, *options.namespaces)))
+
+
 def crd_served(client: KubeClient, res: Any) -> bool:
     """False (with a warning) when the apiserver does not serve `res`: its CRD is not installed.
 

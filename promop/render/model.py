@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from promop.featuregates import FeatureGates
+from promop.render.reloader_container import ReloaderSettings
 
 MONITORING_GROUP = "monitoring.coreos.com"
 MONITORING_VERSION = "v1"
@@ -86,6 +87,10 @@ class RenderOptions:
     fast_reload: bool = False  # --fast-reload: reloaders read through the API (see render/fast_reload.py)
     # --config-secret-max-bytes: a gzipped config larger than this is split over several Secrets (render/split.py)
     config_secret_max_bytes: int = 900 * 1024
+    # --config-reloader-{cpu,memory}-{request,limit}, --enable-config-reloader-probes (render/reloader_container.py)
+    config_reloader: ReloaderSettings = field(default_factory=ReloaderSettings)
+    # False with --disable-unmanaged-prometheus-configuration: a Prometheus without selectors gets a generated config
+    unmanaged_configuration: bool = True
 
 
 @dataclass

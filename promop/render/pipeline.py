@@ -124,7 +124,8 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     rule_names = rules_result.names if spec.get("ruleSelector") is not None else None
     generated = build_config(ctx, prom_scope, fragments, rule_names)
 
-    unmanaged = all(spec.get(s) is None for s in SCRAPE_SELECTORS)
+    # --disable-unmanaged-prometheus-configuration: nil selectors then select nothing, the config is ours
+    unmanaged = options.unmanaged_configuration and all(spec.get(s) is None for s in SCRAPE_SELECTORS)
     if unmanaged:
         warnings.append(Problem(
             "Prometheus", ctx.namespace, ctx.name, "spec.serviceMonitorSelector",

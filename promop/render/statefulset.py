@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from promop.render import otlp, tsdb
+from promop.render import otlp, reloader_container, tsdb
 from promop.duration import DurationError, parse_duration
 from promop.render.globals import DEFAULT_LOG_DIRECTORY
 from promop.render.meta import managed_metadata, prefixed_name
@@ -415,7 +415,7 @@ def reloader_args(spec: Mapping[str, Any], rule_cms: list[str], init: bool) -> l
 def _reloader(name: str, spec: Mapping[str, Any], options: RenderOptions, rule_cms: list[str], shard: int,
               mounts: list[dict], init: bool) -> dict:
     port_name, port = ("reloader-init", RELOADER_INIT_PORT) if init else ("reloader-web", RELOADER_PORT)
-    return {
+    container = {
         "name": name,
         "image": options.config_reloader_image,
         "command": list(RELOADER_COMMAND),
@@ -430,6 +430,8 @@ def _reloader(name: str, spec: Mapping[str, Any], options: RenderOptions, rule_c
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "volumeMounts": [dict(m) for m in mounts],
     }
+    # the flags' resources and probes; this reloader listens on every address (:8080), so HTTP probes
+    return reloader_container.apply(container, options.config_reloader, init)
 
 
 _MERGE_KEYS = {"env": "name", "ports": "containerPort", "volumeMounts": "mountPath", "containers": "name",
@@ -626,5 +628,7 @@ def compute_input_hash(
         payload["options"]["thanos_default_base_image"] = options.thanos_default_base_image
     if options.fast_reload:  # only when on, so turning the feature out does not roll every StatefulSet
         payload["options"]["fast_reload"] = True
+    if not options.config_reloader.is_default():  # only when changed, as above
+        payload["options"]["config_reloader"] = options.config_reloader.hash_fields()
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).digest()
     return str(int.from_bytes(digest[:8], "big"))

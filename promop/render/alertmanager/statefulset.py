@@ -22,6 +22,7 @@ from promop.render.alertmanager.meta import managed_metadata, owner_reference, p
 from promop.duration import DurationError, parse_size
 from promop.render.meta import MANAGED_BY_LABELS
 from promop.render.model import RenderOptions
+from promop.render import reloader_container
 from promop.render.statefulset import (RELOADER_COMMAND, RELOADER_RESOURCES, SECURITY_CONTEXT, image_reference,
                                        pod_spec_passthrough, sanitize_volume_name, statefulset_annotations,
                                        statefulset_spec, strategic_merge)
@@ -245,7 +246,8 @@ def _reloader(name: str, spec: Mapping[str, Any], options: RenderOptions, versio
     }
     if spec.get("listenLocal") and not init:
         del container["ports"]
-    return container
+    # the flags' resources and probes (exec probes when it listens on localhost only, as upstream)
+    return reloader_container.apply(container, options.config_reloader, init, bool(spec.get("listenLocal")))
 
 
 @dataclass

@@ -128,6 +128,8 @@ def input_hash(ruler: Mapping[str, Any], options: RenderOptions, cm_names: list[
                "rule_configmap_names": sorted(set(cm_names))}
     if tls_shards > 1:
         payload["tls_shards"] = tls_shards
+    if not options.config_reloader.is_default():  # the reloader flags, only when changed (no roll on upgrade)
+        payload["config_reloader"] = options.config_reloader.hash_fields()
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).digest()
     return str(int.from_bytes(digest[:8], "big"))
 

@@ -13,6 +13,7 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
+from promop.render import reloader_container
 from promop.render.model import RenderOptions
 from promop.render.statefulset import (
     RELOADER_COMMAND, RELOADER_PORT, RELOADER_RESOURCES, SECURITY_CONTEXT, pod_spec_passthrough,
@@ -123,7 +124,8 @@ def _reloader(spec: Mapping[str, Any], options: RenderOptions, version: Version,
     }
     if not spec.get("listenLocal"):
         container["ports"] = [{"containerPort": RELOADER_PORT, "name": "reloader-web", "protocol": "TCP"}]
-    return container
+    # the flags' resources and probes (exec probes when it listens on localhost only, as upstream)
+    return reloader_container.apply(container, options.config_reloader, False, bool(spec.get("listenLocal")))
 
 
 def _resources(spec: Mapping[str, Any]) -> dict:
