@@ -153,8 +153,6 @@ def test_reloader_flags_reach_prometheus_agent_and_ruler_statefulsets(cluster, k
     assert [w for w in operator_writes(cluster) if w.resource == "statefulsets"] == before
 
 
-@pytest.mark.xfail(strict=True, reason="promop/operator/alertmanager/controller.py builds AMRenderOptions field by "
-                                       "field and does not pass config_reloader yet (owned by another helper)")
 def test_reloader_flags_reach_alertmanager_statefulsets(kube, start_operator):
     kube.create(NAMESPACES, {"metadata": {"name": NS}})
     start_operator(config_reloader=FLAGGED)
@@ -288,3 +286,22 @@ def test_the_configmap_field_selector_filters_the_configmap_informer(kube, start
     op = start_operator(configmap_field_selector="metadata.name!=ignored", deny_namespaces=("elsewhere",))
     keys = op.controller.configmaps.store.keys()
     assert f"{NS}/kept" in keys and f"{NS}/ignored" not in keys  # filtered by the apiserver, with the deny-list
+
+
+def _watched(informer) -> set:
+    return {r.namespace for r in informer.reflectors}
+
+
+def test_watch_flag_widens_secret_and_configmap_informers_of_prometheus_and_agents(cluster):
+    """--namespaces=team with --prometheus-instance-namespaces=mon: referenced Secrets/ConfigMaps are
+    watched where the Prometheus/agent objects are (mon), and with the flag also where the monitors are."""
+    from promop.kube.client import KubeClient
+    from promop.operator.agent.controller import AgentController
+    from promop.operator.controller import Controller
+
+    client = KubeClient(cluster.api_client())
+    base = ("--namespaces=team", "--prometheus-instance-namespaces=mon")
+    for argv, want in ((base, {"mon"}), ((*base, "--watch-referenced-objects-in-all-namespaces"), {"mon", "team"})):
+        opts = options(*argv)
+        for ctl in (Controller(client, opts), AgentController(client, opts)):
+            assert _watched(ctl.secrets) == want and _watched(ctl.configmaps) == want, (type(ctl).__name__, argv)

@@ -60,8 +60,12 @@ class AgentController(WorkloadController):
         self.podmonitors = informer(PODMONITORS)
         self.probes = informer(PROBES) if scope.crd_served(client, PROBES) else None
         self.scrapeconfigs = informer(SCRAPECONFIGS) if scope.crd_served(client, SCRAPECONFIGS) else None
-        self.secrets = informer(SECRETS, True, metadata_only=True, field_selector=options.secret_field_selector)
-        self.configmaps = informer(CONFIGMAPS, True, metadata_only=True)
+        # --watch-referenced-objects-in-all-namespaces: as the Prometheus controller (agents share its flags)
+        referenced = (scope.informer_factory(client, options, scope.referenced_namespaces(options), self.informer_kwargs)
+                      if getattr(options, "watch_referenced_objects_in_all_namespaces", False) else informer)
+        self.secrets = referenced(SECRETS, True, metadata_only=True, field_selector=options.secret_field_selector)
+        self.configmaps = referenced(CONFIGMAPS, True, metadata_only=True,
+                                     field_selector=getattr(options, "configmap_field_selector", ""))
         self.statefulsets = informer(STATEFULSETS, True, label_selector=WORKLOAD_SELECTOR)
         # always watched: an agent switched back to StatefulSet mode (or the gate turned off) loses its DaemonSet
         self.daemonsets = informer(DAEMONSETS, True, label_selector=WORKLOAD_SELECTOR)

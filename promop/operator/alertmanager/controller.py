@@ -67,7 +67,8 @@ class AlertmanagerController(WorkloadController):
             label_selector=am_opts.instance_selector or None)
         self.alertmanagerconfigs = informer(ALERTMANAGERCONFIGS, configs)
         self.secrets = informer(SECRETS, referenced, metadata_only=True, field_selector=options.secret_field_selector)
-        self.configmaps = informer(CONFIGMAPS, referenced, metadata_only=True)
+        self.configmaps = informer(CONFIGMAPS, referenced, metadata_only=True,
+                                   field_selector=getattr(options, "configmap_field_selector", ""))
         self.statefulsets = informer(STATEFULSETS, instances, label_selector=STATEFULSET_SELECTOR)
         self.namespaces = Informer(client, NAMESPACES, **self.informer_kwargs)
         self.informers = [self.alertmanagers, self.alertmanagerconfigs, self.secrets, self.configmaps,
@@ -75,7 +76,8 @@ class AlertmanagerController(WorkloadController):
         base = options.render_options()
         self.render_options = render_options or AMRenderOptions(
             labels=base.labels, annotations=base.annotations, config_reloader_image=base.config_reloader_image,
-            alertmanager_default_base_image=am_opts.default_base_image, cluster_domain=am_opts.cluster_domain)
+            alertmanager_default_base_image=am_opts.default_base_image, cluster_domain=am_opts.cluster_domain,
+            config_reloader=base.config_reloader)
         self.syncer = AlertmanagerSyncer(
             client, Stores(self.alertmanagers.store, self.alertmanagerconfigs.store, self.namespaces.store,
                            self.statefulsets.store, self.secrets.store, self.configmaps.store),
