@@ -124,3 +124,12 @@ def test_env_replaces_the_environment_for_the_call_only(monkeypatch):
     assert promop("manifests", env={"ONLY": "this"}).returncode == 0
     assert seen == {"ONLY": "this"}
     assert os.environ["PROMOP_CLI_RUNNER_OUTER"] == "x" and "ONLY" not in os.environ
+
+
+def test_stdin_is_the_input_text(monkeypatch):
+    def echoes(args):
+        sys.stdout.write(sys.stdin.read().upper())
+        return 0
+    monkeypatch.setattr("promop.commands.manifests.run", echoes)
+    assert promop("manifests", input="a\nb\n").stdout == "A\nB\n"
+    assert promop("manifests").stdout == ""  # no input: an empty stdin, never the test's own
