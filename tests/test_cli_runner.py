@@ -70,7 +70,7 @@ def _misbehaving(args) -> int:
     """A command that changes everything a command can change, and writes to both streams."""
     from promop.host import logs
 
-    print("out")
+    print(os.getcwd())
     logs.setup("debug")
     logging.getLogger("promop.test").warning("logged")
     logging.getLogger("urllib3").setLevel(logging.DEBUG)
@@ -87,7 +87,7 @@ def test_exit_code_streams_and_global_state_are_restored(monkeypatch, tmp_path):
               signal.getsignal(signal.SIGTERM), dict(os.environ), sys.stdout, sys.stderr, sys.argv)
     proc = promop("manifests", cwd=tmp_path)
     assert proc.returncode == 3
-    assert proc.stdout == "out\n"
+    assert proc.stdout == f"{tmp_path}\n"  # run in cwd
     assert "level=warn " in proc.stderr and 'msg=logged' in proc.stderr, proc.stderr
     after = (list(root.handlers), root.level, logging.getLogger("urllib3").level, os.getcwd(),
              signal.getsignal(signal.SIGTERM), dict(os.environ), sys.stdout, sys.stderr, sys.argv)
