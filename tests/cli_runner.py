@@ -149,6 +149,8 @@ def _logging_state():
 
 
 def _restore_logging(state) -> None:
+    """Root handlers and every logger's level as before; a logger first made during the run goes back to
+    NOTSET (nothing in promop or its dependencies sets a level on import; `logs.setup` sets urllib3's)."""
     handlers, level, levels, disable = state
     root = logging.getLogger()
     for handler in [h for h in root.handlers if h not in handlers]:
