@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import promop
 
 from promop.cli import main
 from promop.errors import UserError
@@ -123,19 +124,43 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("line,expected", CASES, ids=[c[0] for c in CASES])
-def test_user_mistakes_end_in_one_line_and_exit_2(files, line, expected):
-    import shlex
-
-    sock = busy_port()
-    try:
-        args = shlex.split(line.format(d=files, busy=sock.getsockname()[1]))
-        proc = subprocess.run([sys.executable, "-m", "promop", *args], capture_output=True, text=True,
-                              timeout=60, cwd=ROOT)
-    finally:
-        sock.close()
+def _one_line_exit_2(proc, command: str, expected: str) -> None:
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert lines[0].startswith(f"promop {args[0]}: "), lines[0]
+    assert lines[0].startswith(f"promop {command}: "), lines[0]
     assert expected in lines[0], lines[0]
+
+
+def _args(line: str, files: Path, port: int) -> list[str]:
+    import shlex
+
+    return shlex.split(line.format(d=files, busy=port))
+
+
+@pytest.mark.parametrize("line,expected", CASES, ids=[c[0] for c in CASES])
+def test_user_mistakes_end_in_one_line_and_exit_2(files, line, expected):
+    """In-process (tests/cli_runner.py); test_python_m_promop_says_the_same runs a real process."""
+    sock = busy_port()
+    try:
+        args = _args(line, files, sock.getsockname()[1])
+        proc = promop(*args, cwd=ROOT)
+    finally:
+        sock.close()
+    _one_line_exit_2(proc, args[0], expected)
+
+
+# one per command: the `python -m promop` entry point ends a user mistake in one line, exit 2, as a
+# real process, and prints what the in-process run prints (render and explain: tests/test_cli_runner.py)
+END_TO_END = [case for case in CASES
+              if case[0] in ("run --workers 0", "demo --timeout 0", "manifests --component nope")]
+
+
+@pytest.mark.parametrize("line,expected", END_TO_END, ids=[c[0] for c in END_TO_END])
+def test_python_m_promop_says_the_same(files, line, expected):
+    args = _args(line, files, 0)
+    proc = subprocess.run([sys.executable, "-m", "promop", *args], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    _one_line_exit_2(proc, args[0], expected)
+    mine = promop(*args, cwd=ROOT)
+    assert (mine.returncode, mine.stdout, mine.stderr) == (proc.returncode, proc.stdout, proc.stderr)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import promop as run_promop
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def promop(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "promop", *args], capture_output=True, text=True, timeout=60,
-                          cwd=ROOT)
+def promop(*args: str):
+    """In-process (tests/cli_runner.py); tests/test_cli.py and test_cli_runner.py run real processes."""
+    return run_promop(*args, cwd=ROOT)
 
 
 @pytest.mark.parametrize("speed", ["-3", "0", "inf", "nan"])

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from cli_runner import promop
 
 from promop.adapter.config import ConfigError, GroupResource, load_config_text, parse_config
 from promop.adapter.default_config import default_config, default_config_yaml
@@ -245,9 +244,9 @@ def test_quantities() -> None:
     assert [go_duration(s) for s in (300, 120, 30, 3600, 0.5)] == ["5m0s", "2m0s", "30s", "1h0m0s", "500ms"]
 
 
-def _cli(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "promop", "adapter", *args], capture_output=True, text=True,
-                          timeout=60, cwd=cwd)
+def _cli(*args: str, cwd: str | None = None):
+    """`promop adapter ...` in-process (tests/cli_runner.py); test_process.py runs the real command."""
+    return promop("adapter", *args, cwd=cwd)
 
 
 def test_cli_default_config_check_and_exit_codes(tmp_path: Path) -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import yaml
+from cli_runner import promop
 
 AGENT = """
 apiVersion: monitoring.coreos.com/v1alpha1
@@ -31,8 +29,6 @@ spec:
 """
 
 
-def promop(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "promop", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_render_writes_the_agent_objects(tmp_path):

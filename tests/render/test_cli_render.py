@@ -1,14 +1,17 @@
-"""`promop render` and `promop explain` as a user runs them: subprocesses, exit codes, messages."""
+"""`promop render` and `promop explain` as a user runs them: exit codes, messages, output.
+
+Run in-process (tests/cli_runner.py: the same entry point as `python -m promop`, a second or more
+cheaper a call); tests/test_cli_runner.py proves a real `python -m promop` process answers the same."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
+from cli_runner import promop
 
 from promop.render.loader import deterministic_uid
 from .helpers import promtool_path as promtool
@@ -88,8 +91,6 @@ spec:
 """
 
 
-def promop(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "promop", *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture

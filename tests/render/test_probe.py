@@ -4,8 +4,6 @@ TestSelectProbes: each scenario's verdict), plus promop's per-object isolation a
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -173,14 +171,14 @@ def test_offline_render_and_explain(tmp_path):
         with_prober(url="http://wrong:9115"),
     ]))
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "promop", "render", "-f", str(files), "--out", str(out)],
-                         capture_output=True, text=True, timeout=120)
+    from cli_runner import promop  # in-process: the same entry point as `python -m promop`
+
+    run = promop("render", "-f", str(files), "--out", str(out))
     assert run.returncode == 0, run.stderr
     config = yaml.safe_load((out / "test" / "p" / "prometheus.yaml").read_text())
     [job] = config["scrape_configs"]
     assert job["job_name"] == "probe/test/blackbox"
     assert job["metrics_path"] == "/probe"  # the CRD default, as kubectl apply would store it
-    explain = subprocess.run([sys.executable, "-m", "promop", "explain", "probe", "test/test", "-f", str(files)],
-                             capture_output=True, text=True, timeout=120)
+    explain = promop("explain", "probe", "test/test", "-f", str(files))
     assert explain.returncode == 1
     assert "selected but rejected: spec.prober.url" in explain.stdout

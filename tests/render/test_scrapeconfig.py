@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import base64
-import subprocess
-import sys
 
 import yaml
 
@@ -168,8 +166,10 @@ def test_promtool_accepts_the_sds_debian_builds(tmp_path):
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-def _promop(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "promop", *args], capture_output=True, text=True, timeout=120)
+def _promop(*args: str):
+    from cli_runner import promop  # in-process: the same entry point as `python -m promop`
+
+    return promop(*args)
 
 
 def test_promop_render_and_explain_read_scrape_configs(tmp_path):

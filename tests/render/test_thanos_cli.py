@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+from cli_runner import promop
 
 FILES = """\
 apiVersion: monitoring.coreos.com/v1
@@ -30,8 +29,6 @@ spec:
 """
 
 
-def promop(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "promop", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_render_prints_the_thanos_ruler_objects(tmp_path: Path):
