@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_runner import promop  # in-process: the same entry point as `python -m promop`
 
 from promop import packaged
 
@@ -20,8 +21,6 @@ HPA = {"hpa-cpu-utilization.yaml": (8, 9), "hpa-requests-per-pod.yaml": (6, 6), 
 RECOMMENDER = {"recommender-steady-cpu.yaml": ("cpu", 587), "recommender-oom.yaml": ("memory", 764046746)}
 
 
-def promop(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "promop", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_every_scenario_has_an_expectation_and_the_checkout_is_where_promop_looks():

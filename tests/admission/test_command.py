@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from cli_runner import promop
 
 from deadlines import scaled
 from promop.certs import CA
@@ -112,8 +113,12 @@ def test_a_half_written_certificate_keeps_the_old_one(running):
     (["--web.cert-file=a", "--web.key-file=b", "--web.tls-min-version=TLS9"], "--web.tls-min-version: 'TLS9'"),
 ])
 def test_bad_flags_are_one_line_and_exit_2(args, expected):
-    proc = subprocess.run([sys.executable, "-m", "promop", "admission-webhook", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=scaled(30))
+    # in-process (tests/cli_runner.py); the first case again as a real process: what a user sees
+    proc = promop("admission-webhook", *args, cwd=ROOT)
+    if not args:
+        real = subprocess.run([sys.executable, "-m", "promop", "admission-webhook"], capture_output=True,
+                              text=True, cwd=ROOT, timeout=scaled(30))
+        assert (real.returncode, real.stderr) == (proc.returncode, proc.stderr)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("promop admission-webhook: ") and expected in lines[0], lines

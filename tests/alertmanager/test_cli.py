@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import base64
 import gzip
-import subprocess
-import sys
 
 import pytest
 import yaml
+from cli_runner import promop
 
 from promop.cli import main
 
@@ -45,16 +44,14 @@ def test_render_cli_reports_rejections_and_strict_exit(tmp_path):
     ]
     path = tmp_path / "in.yaml"
     path.write_text(yaml.safe_dump_all(objs))
-    proc = subprocess.run([sys.executable, "-m", "promop", "render", "-f", str(path), "--strict"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    proc = promop("render", "-f", str(path), "--strict", cwd=ROOT)
     assert proc.returncode == 1
     assert "rejected AlertmanagerConfig ns/bad: spec.route.receiver: receiver 'missing' is not defined" in proc.stderr
     docs = list(yaml.safe_load_all(proc.stdout))
     generated = next(d for d in docs if d["metadata"]["name"] == "alertmanager-m-generated")
     text = gzip.decompress(base64.b64decode(generated["data"]["alertmanager.yaml.gz"])).decode()
     assert "ns/good/r" in text and "ns/bad/" not in text
-    explain = subprocess.run([sys.executable, "-m", "promop", "explain", "amcfg", "ns/bad", "-f", str(path)], cwd=ROOT,
-                             capture_output=True, text=True, timeout=60)
+    explain = promop("explain", "amcfg", "ns/bad", "-f", str(path), cwd=ROOT)
     assert explain.returncode == 1
     assert "selected but rejected: spec.route.receiver" in explain.stdout
 

@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import promop
 
 SAMPLES = Path(__file__).parent / "samples"
 
 
 def simulate(path, *extra, input_text=None):
-    return subprocess.run([sys.executable, "-m", "promop", "recommender", "simulate", "-f", str(path), *extra],
-                          capture_output=True, text=True, input=input_text, timeout=120)
+    """In-process (tests/cli_runner.py); test_stdin_through_a_real_pipe runs one real process."""
+    return promop("recommender", "simulate", "-f", str(path), *extra, input=input_text or "")
 
 
 def run_json(name: str) -> dict:
@@ -122,3 +123,12 @@ def test_no_cpu_samples_no_recommendation(tmp_path):
     p = simulate(f, "-o", "json")
     assert p.returncode == 0
     assert json.loads(p.stdout)["recommendation"] is None
+
+
+def test_stdin_through_a_real_pipe():
+    """`-f -` in a real process reading a real pipe gives what the file gives in-process."""
+    text = (SAMPLES / "cpu-only.yaml").read_text()
+    proc = subprocess.run([sys.executable, "-m", "promop", "recommender", "simulate", "-f", "-", "-o", "json"],
+                          capture_output=True, text=True, input=text, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == run_json("cpu-only.yaml")
