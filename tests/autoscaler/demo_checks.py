@@ -10,7 +10,9 @@ import sys
 from promop.demos.autoscaling import CPU_CORES, load_at
 
 MI = 1024 * 1024
-DEMO = [sys.executable, "-m", "promop", "demo", "autoscaling", "--once", "--speed", "60"]
+# --speed 90: the load pattern (30 simulated minutes) plays in 20 s; each cool-down window still spans
+# several 1 s syncs, so the holds ("Backoff") are still shown
+DEMO = [sys.executable, "-m", "promop", "demo", "autoscaling", "--once", "--speed", "90"]
 
 
 def start_demo(env: dict | None = None) -> subprocess.Popen:
