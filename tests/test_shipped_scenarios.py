@@ -5,14 +5,13 @@ the MemHpa cool-down; V7 and the 24 h confidence row), and the wheel carries the
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
 from cli_runner import promop  # in-process: the same entry point as `python -m promop`
+from wheel_build import checkout_wheel
 
 from promop import packaged
 
@@ -51,20 +50,10 @@ def test_help_says_where_the_scenarios_are():
 
 
 @pytest.mark.slow
-def test_the_wheel_carries_the_scenarios(tmp_path):
-    import shutil
-
-    src = tmp_path / "src"  # a copy: building in place would leave build/ in the checkout
-    src.mkdir()
-    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    for folder in ("promop", "crds", "examples", "scenarios"):
-        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "_shipped"))
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"),
-                           str(src)], capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:  # e.g. no network for the build requirements
-        pytest.skip(f"cannot build a wheel here: {' '.join(proc.stderr.split())[-300:]}")
-    [wheel] = (tmp_path / "dist").glob("promop-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
+def test_the_wheel_carries_the_scenarios(tmp_path_factory):
+    built = checkout_wheel(tmp_path_factory)  # shared with test_operator_wheel: one build per test run
+    if built.wheel is None:  # e.g. no network for the build requirements
+        pytest.skip(f"cannot build a wheel here: {' '.join(built.output.split())[-300:]}")
+    names = set(zipfile.ZipFile(built.wheel).namelist())
     for name in sorted({**HPA, **RECOMMENDER}):
         assert f"promop/_shipped/scenarios/{name}" in names, sorted(n for n in names if "_shipped" in n)[:20]

@@ -1,5 +1,5 @@
-"""What `promop demo autoscaling --once` must print, shared by the tests that run it: one run of the demo
-(about 40 s on a loaded machine) is checked for the autoscaling story and the metrics APIs together."""
+"""What `promop demo autoscaling --once` must print: one run of the demo (about 40 s on a loaded machine, nearly
+all of it waiting on the simulated clock) is checked for the autoscaling story and the metrics APIs together."""
 
 from __future__ import annotations
 
@@ -10,11 +10,26 @@ import sys
 from promop.demos.autoscaling import CPU_CORES, load_at
 
 MI = 1024 * 1024
-DEMO = [sys.executable, "-m", "promop", "demo", "autoscaling", "--once", "--speed", "60"]
+# --speed 90: the load pattern (30 simulated minutes) plays in 20 s; each cool-down window still spans
+# several 1 s syncs, so the holds ("Backoff") are still shown
+DEMO = [sys.executable, "-m", "promop", "demo", "autoscaling", "--once", "--speed", "90"]
 
 
-def run_demo(env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(DEMO, capture_output=True, text=True, timeout=240, env=env)
+def start_demo(env: dict | None = None) -> subprocess.Popen:
+    """The demo running in the background: it mostly waits (2.5 s of CPU in 40 s), so two runs side by side
+    take the time of one."""
+    return subprocess.Popen(DEMO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 240) -> subprocess.CompletedProcess:
+    """Wait for a `start_demo` run (killed past `timeout`) and return what it printed."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"the demo did not finish within {timeout} s:\n{out}\n{err}") from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def assert_scales_up_and_back_down(proc: subprocess.CompletedProcess) -> None:

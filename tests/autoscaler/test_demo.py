@@ -1,4 +1,6 @@
-"""`promop demo autoscaling` as a user runs it (their PATH, kubectl on it)."""
+"""`promop demo autoscaling` as a user runs it (their PATH, kubectl on it), and on a PATH without kubectl:
+`promop adapter` behind the sandbox's aggregation answers the metrics APIs, shown through `kubectl top pod`
+or, without kubectl, as the raw metrics API answer."""
 
 from __future__ import annotations
 
@@ -9,20 +11,33 @@ import sys
 
 import pytest
 
-from tests.autoscaler.demo_checks import assert_metrics_apis_answer, assert_scales_up_and_back_down, run_demo
+from tests.autoscaler.demo_checks import assert_metrics_apis_answer, assert_scales_up_and_back_down, finish, start_demo
 from tests.prom.prom_fixtures import require_binaries
 
 
 @pytest.mark.prometheus
 @pytest.mark.slow
-def test_demo_scales_up_and_back_down_and_kubectl_top_answers():
-    """One `--once` run (about 40 s on a loaded machine) checked for both stories: a module fixture shared by
-    two tests would still run the demo twice under `pytest -n 2`, whose workers split adjacent tests."""
+def test_demo_scales_up_and_back_down_and_the_metrics_apis_answer_with_and_without_kubectl(tmp_path):
+    """Two `--once` runs side by side (each about 40 s on a loaded machine, nearly all of it waiting on the
+    simulated clock): the user's PATH, checked for the autoscaling story and `kubectl top pod`, and a PATH
+    with prometheus only, checked for the raw metrics API answer. One test, not two sharing a fixture:
+    `pytest -n 2` would run a module fixture once per worker, and two tests could not overlap their runs."""
     require_binaries()
-    proc = run_demo()
+    bare = tmp_path / "bin"  # a PATH with prometheus only: the demo shows the raw API instead of kubectl top
+    bare.mkdir()
+    (bare / "prometheus").symlink_to(shutil.which("prometheus"))
+    users, without_kubectl = start_demo(), start_demo(dict(os.environ, PATH=str(bare)))
+    try:
+        proc, bare_proc = finish(users), finish(without_kubectl)
+    finally:
+        for p in (users, without_kubectl):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     assert_scales_up_and_back_down(proc)
+    assert_metrics_apis_answer(bare_proc, with_kubectl=False)
     if not shutil.which("kubectl"):
-        pytest.skip("kubectl is not installed (the autoscaling checks passed)")
+        pytest.skip("kubectl is not installed (the autoscaling and raw metrics API checks passed)")
     assert_metrics_apis_answer(proc, with_kubectl=True)
 
 

@@ -303,16 +303,20 @@ def test_no_split_brain_under_injected_api_failures(sandbox, lease_name):
                 generation[0] += 1
                 contenders[i] = Contender(sandbox, lease_name, f"r{generation[0]}", timeline).start()
 
+    LONG = 20  # noqa: N806
     try:
         wait_until(lambda: len(leaders(contenders)) == 1, "a first leader")
         bursts = [
             (6, 500, None),  # a short burst: renewals should ride it out
             (3, 409, "update"),  # conflicts on writes
-            (40, 500, None),  # longer than the renew deadline: leadership is lost
+            # longer than the renew deadline: leadership is lost (3 contenders, one request each per 0.25 s
+            # retry at most: 20 failures last 1.7 s or more, the deadline is 1 s)
+            (LONG, 500, None),
             (8, 409, "update"),
             (5, 500, "get"),
         ]
         for n, code, verb in bursts:
+            periods = len(timeline.intervals)
             sandbox.faults.fail_next(n, code, verb=verb, resource="leases")
             deadline = time.monotonic() + scaled(15)
             while pending(sandbox):
@@ -325,6 +329,8 @@ def test_no_split_brain_under_injected_api_failures(sandbox, lease_name):
             wait_until(lambda: (restart_the_losers(), len(leaders(contenders)) == 1)[1],
                        "a leader after the burst")
             timeline.assert_no_overlap()
+            if n == LONG:
+                assert len(timeline.intervals) > periods, "the long burst should have moved leadership"
     finally:
         sandbox.faults.clear()
         for contender in contenders:

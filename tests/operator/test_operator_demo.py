@@ -14,34 +14,6 @@ import yaml
 from operator_testlib import ROOT, eventually, scaled
 
 
-def test_demo_once(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "promop", "demo", "--once", "--output-dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=180, cwd=ROOT)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = proc.stdout
-    assert f"installed {len(list((ROOT / 'crds').glob('*.yaml')))} CRDs" in out
-    assert re.search(r"ServiceMonitors\s+selected\s+14, accepted\s+13", out), out
-    assert re.search(r"PrometheusRules\s+selected\s+8, accepted\s+8", out), out
-    assert "rejected: ServiceMonitor monitoring/broken-example" in out and "scrapeTimeout" in out
-    assert "StatefulSet prometheus-k8s" in out
-    # the kube-prometheus Alertmanager is reconciled too (its Service alertmanager-main comes from examples/)
-    assert re.search(r"AlertmanagerConfigs\s+selected\s+1, accepted\s+1", out), out
-    assert "StatefulSet alertmanager-main" in out and "Service alertmanager-operated" in out
-    path = Path(re.search(r"decoded prometheus.yaml: (\S+)", out).group(1))
-    assert path.parent == tmp_path
-    config = yaml.safe_load(path.read_text())
-    jobs = [j["job_name"] for j in config["scrape_configs"]]
-    assert len(jobs) == 22 and "serviceMonitor/monitoring/node-exporter/0" in jobs
-    assert not any("broken-example" in j for j in jobs)
-    assert len(config["rule_files"]) >= 3
-    # it says it simulates kubelet, and how to turn that off
-    assert "kubelet is simulated" in out and "--no-simulate-kubelet" in out
-    # logs at info: one line per sync, saying what triggered it and what it wrote
-    synced = [line for line in proc.stderr.splitlines() if "msg=synced" in line]
-    assert synced and 'cause="Prometheus monitoring/k8s add"' in synced[0], proc.stderr
-    assert "created Secret prometheus-k8s" in synced[0] and "writes=" in synced[0]
-
-
 def test_demo_without_simulated_kubelet_says_so(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "promop", "demo", "--once", "--no-simulate-kubelet",
                            "--output-dir", str(tmp_path)], capture_output=True, text=True, timeout=180, cwd=ROOT)
@@ -63,22 +35,58 @@ def test_demo_once_against_a_cluster_kubeconfig(tmp_path):
         assert (tmp_path / "out" / "monitoring_k8s_prometheus.yaml").exists()
 
 
-def test_demo_keeps_running_reacts_to_kubectl_and_stops_on_ctrl_c(tmp_path):
+def assert_first_sync_summary(out: str, err: str, out_dir: Path) -> None:
+    """The summary `promop demo` prints after its first sync (stdout), and its first sync log line (stderr)."""
+    assert f"installed {len(list((ROOT / 'crds').glob('*.yaml')))} CRDs" in out
+    assert re.search(r"ServiceMonitors\s+selected\s+14, accepted\s+13", out), out
+    assert re.search(r"PrometheusRules\s+selected\s+8, accepted\s+8", out), out
+    assert "rejected: ServiceMonitor monitoring/broken-example" in out and "scrapeTimeout" in out
+    assert "StatefulSet prometheus-k8s" in out
+    # the kube-prometheus Alertmanager is reconciled too (its Service alertmanager-main comes from examples/)
+    assert re.search(r"AlertmanagerConfigs\s+selected\s+1, accepted\s+1", out), out
+    assert "StatefulSet alertmanager-main" in out and "Service alertmanager-operated" in out
+    path = Path(re.search(r"decoded prometheus.yaml: (\S+)", out).group(1))
+    assert path.parent == out_dir
+    config = yaml.safe_load(path.read_text())
+    jobs = [j["job_name"] for j in config["scrape_configs"]]
+    assert len(jobs) == 22 and "serviceMonitor/monitoring/node-exporter/0" in jobs
+    assert not any("broken-example" in j for j in jobs)
+    assert len(config["rule_files"]) >= 3
+    # it says it simulates kubelet, and how to turn that off
+    assert "kubelet is simulated" in out and "--no-simulate-kubelet" in out
+    # logs at info: one line per sync, saying what triggered it and what it wrote
+    synced = [line for line in err.splitlines() if "msg=synced" in line]
+    assert synced and 'cause="Prometheus monitoring/k8s add"' in synced[0], err
+    assert "created Secret prometheus-k8s" in synced[0] and "writes=" in synced[0]
+
+
+def test_demo_summarises_the_first_sync_keeps_running_reacts_to_kubectl_and_stops_on_ctrl_c(tmp_path):
+    """`promop demo` as the README runs it, one run for the whole story (each run is seconds of CPU on a loaded
+    machine): the summary of the first sync, then kubectl applies a ServiceMonitor and the operator reacts,
+    then Ctrl-C exits 0. `--once` exits 0 after the same summary (the other tests here and the wheel's)."""
     import base64
     import gzip
     import shutil
     import signal
     import threading
 
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed")
     proc = subprocess.Popen([sys.executable, "-m", "promop", "demo", "--output-dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    lines: list[str] = []
-    threading.Thread(target=lambda: [lines.append(line) for line in proc.stdout], daemon=True).start()
+    lines: list[str] = []  # stdout
+    logs: list[str] = []  # stderr
+    for stream, into in ((proc.stdout, lines), (proc.stderr, logs)):
+        threading.Thread(target=lambda stream=stream, into=into: [into.append(line) for line in stream],
+                         daemon=True).start()
     try:
         eventually(lambda: any("running until Ctrl-C" in line for line in lines), 60, "the demo to settle")
+        # the summary precedes "running until Ctrl-C" on stdout; the sync's log line may still be in the pipe
+        eventually(lambda: assert_first_sync_summary("".join(lines), "".join(logs), tmp_path) is None, 10,
+                   "the first sync's summary and log line")
+        if shutil.which("kubectl") is None:
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(scaled(60)) == 0, "".join(lines + logs)
+            pytest.skip("kubectl is not installed (the summary and Ctrl-C checks passed)")
         kubeconfig = next(line.split(": ", 1)[1].strip() for line in lines if line.startswith("kubeconfig: "))
         sm = {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
               "metadata": {"name": "mine", "namespace": "monitoring"},
@@ -100,9 +108,9 @@ def test_demo_keeps_running_reacts_to_kubectl_and_stops_on_ctrl_c(tmp_path):
         eventually(lambda: any(f"changed: rewrote {path}" in line for line in lines), 20, "the rewrite announced")
         # the operator logs "synced" after its writes, so possibly after the demo's poll saw the Secret
         eventually(lambda: any("msg=synced" in line and "ServiceMonitor monitoring/mine add" in line
-                               for line in lines), 20, "the sync logged in one line")
+                               for line in logs), 20, "the sync logged in one line")
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(scaled(60)) == 0, "".join(lines)
+        assert proc.wait(scaled(60)) == 0, "".join(lines + logs)
     finally:
         if proc.poll() is None:
             proc.kill()

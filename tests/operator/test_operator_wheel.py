@@ -10,27 +10,14 @@ import sys
 import venv
 
 import pytest
-from operator_testlib import ROOT
+from wheel_build import checkout_wheel
 
 
 @pytest.mark.slow
-def test_demo_once_from_an_installed_wheel(tmp_path):
-    dist = tmp_path / "dist"
-    # a copy of the checkout, so the build's own files (build/, *.egg-info) never land in the tree under test
-    src = tmp_path / "src"
-    import shutil
-
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__",
-                                                             ".pytest_cache", ".hypothesis", "tests", "bench"))
-    # without build isolation when the machine can build wheels itself (nothing downloaded); otherwise pip
-    # fetches the build backend pyproject.toml names, as it would for any user
-    import importlib.util
-
-    isolation = [] if importlib.util.find_spec("wheel") is None else ["--no-build-isolation"]
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, "-w", str(dist),
-                            str(src)], capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stdout + built.stderr
-    [wheel] = list(dist.glob("promop-*.whl"))
+def test_demo_once_from_an_installed_wheel(tmp_path, tmp_path_factory):
+    built = checkout_wheel(tmp_path_factory)  # shared with test_shipped_scenarios: one build per test run
+    assert built.wheel is not None, built.output
+    wheel = built.wheel
     import zipfile
 
     names = zipfile.ZipFile(wheel).namelist()
