@@ -199,7 +199,9 @@ def compute_status(store, pdb: Mapping[str, Any], pods: list[dict], now: float) 
 
 class _Feed(Watcher):
     """Hands the namespace of each pod, PDB or workload change to the controller (under the
-    store lock: never blocks)."""
+    store lock: never blocks). Not a client's watch stream: faults do not close it."""
+
+    internal = True
 
     def __init__(self, key: tuple[str, str], controller: "DisruptionController") -> None:
         super().__init__(key, None, None, False, "", "")

@@ -28,7 +28,10 @@ def _now() -> str:
 
 
 class _Feed(Watcher):
-    """A store watcher that hands changed workload keys to the kubelet's queue (never blocks the store)."""
+    """A store watcher that hands changed workload keys to the kubelet's queue (never blocks the store).
+    Not a client's watch stream: faults do not close it."""
+
+    internal = True
 
     def __init__(self, key: tuple[str, str], out: "queue.Queue") -> None:
         super().__init__(key, None, None, False, "", "")

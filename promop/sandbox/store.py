@@ -213,8 +213,10 @@ class Store:
             self.watchers.get(watcher.key, set()).discard(watcher)
 
     def all_watchers(self) -> list[Watcher]:
+        """The open watch streams (clients'), not the sandbox's own controllers' feeds: fault injection closes
+        and counts streams, as an apiserver restart ends clients' watches, not kube-controller-manager's state."""
         with self.lock:
-            return [w for group in self.watchers.values() for w in group]
+            return [w for group in self.watchers.values() for w in group if not w.internal]
 
     def compact(self) -> None:
         """Drop the history: any watch resuming from an RV before now gets 410 Expired."""

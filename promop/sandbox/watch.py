@@ -66,6 +66,8 @@ class Event:
 class Watcher:
     """A watch stream's filter and queue. The store pushes lines; the HTTP thread drains them."""
 
+    internal = False  # a feed of the sandbox's own controllers (no client stream behind it)
+
     def __init__(self, key: tuple[str, str], namespace: str | None,
                  predicate: Callable[[dict], bool] | None, partial: bool,
                  api_version: str, kind: str) -> None:

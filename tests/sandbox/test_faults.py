@@ -240,3 +240,14 @@ def test_open_watches_are_counted_while_open(sandbox, core):
     sandbox.faults.close_watches()
     response.read()
     assert sandbox.count_requests(verb="watch") == 1
+
+
+def test_the_sandboxs_own_controllers_are_not_watch_streams(sandbox, core):
+    """The disruption controller's feeds are not clients' streams: they are not counted or closed as such (the
+    test above waited for "a watcher" and found the controller's, then closed it before the client's opened)."""
+    assert sandbox.store.all_watchers() == []
+    response = raw_stream(core, timeout_seconds=60)
+    _wait_for_watchers(sandbox)
+    assert len(sandbox.store.all_watchers()) == 1
+    sandbox.faults.close_watches()
+    assert response.read() == b""
