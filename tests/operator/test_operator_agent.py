@@ -119,3 +119,37 @@ def test_daemonset_restrictions_refused_by_the_apiserver(kube):
         assert "replicas cannot be set when mode is DaemonSet" in str(exc)
     else:
         raise AssertionError("the apiserver accepted replicas in DaemonSet mode")
+
+
+class _Cache(dict):
+    """A stand-in informer cache: the test decides what the operator believes."""
+
+    def list(self) -> list:
+        return list(self.values())
+
+
+def test_a_status_write_refused_for_a_stale_cache_is_retried_not_dropped(cluster, kube):
+    """The cached agent is older than the stored one (our own last status write not seen yet): the refresh's
+    write gets 409. Dropped, the status stayed behind for good when no later event came (the workloads were
+    already ready); it must say RetryLater so the worker tries again with backoff."""
+    import pytest
+
+    from promop.operator.agent.sync import AgentStores, AgentSyncer
+    from promop.operator.apply import RetryLater
+    from promop.render.model import RenderOptions
+
+    key = f"{NS}/edge"
+    agents = _Cache({key: kube.create(PROMETHEUSAGENTS, agent(), NS)})
+    stss = _Cache()
+    stores = AgentStores(agents, _Cache(), _Cache(), _Cache(), stss, _Cache())
+    syncer = AgentSyncer(kube, stores, RenderOptions())
+    syncer.sync(key)  # writes the workload and a first status (the cache does not see that write)
+    sts = eventually(lambda: _get(kube, STATEFULSETS, "prom-agent-edge"), 30, "the StatefulSet")
+    stss[f"{NS}/prom-agent-edge"] = {**sts, "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1,
+                                                      "updatedReplicas": 1, "observedGeneration": 1}}
+    with pytest.raises(RetryLater):
+        syncer.refresh_status(key)
+    agents[key] = kube.get(PROMETHEUSAGENTS, "edge", NS)  # the cache catches up: the retry writes
+    syncer.refresh_status(key)
+    status = kube.get(PROMETHEUSAGENTS, "edge", NS)["status"]
+    assert status.get("availableReplicas") == 1

@@ -207,8 +207,14 @@ class AgentSyncer:
             return
         try:
             self.client.update(PROMETHEUSAGENTS, {**agent, "status": desired}, subresource="status")
-        except (NotFound, Conflict):
-            pass  # gone, or changed since: the next event syncs again
+        except NotFound:
+            pass  # gone
+        except Conflict:
+            # our cached copy is older than the agent (often our own last status write): retried with backoff.
+            # Dropping it lost the status for good when no later event came (the workloads already ready, and
+            # the agent's own status-only updates queue nothing)
+            ns, name = (agent.get("metadata") or {}).get("namespace"), (agent.get("metadata") or {}).get("name")
+            raise RetryLater(f"status of PrometheusAgent {ns}/{name}: our cached copy is outdated") from None
 
     def tell(self, agent: Mapping[str, Any], reason: str, note: str) -> None:
         """An Event on the agent (what --repair-policy-for-statefulsets did; Warning, as for a Prometheus)."""
