@@ -123,11 +123,11 @@ class Options:
         return self.namespace_allowed(namespace)
 
 
-def _image_base(text: str, flag: str) -> str:
+def _image_base(text: str, flag: str, default: str) -> str:
     """An image name without a tag (`registry/repo`); the renderer appends `:<version>`. Empty means the
     default, as upstream's StringValOrDefault."""
     if not text:
-        return DEFAULT_THANOS_BASE_IMAGE
+        return default
     if any(c.isspace() for c in text):
         raise OptionsError(f"{flag} {text!r}: not an image name; pass e.g. {flag}=registry.example.com/thanos/thanos")
     return text
@@ -317,7 +317,8 @@ def from_args(args: argparse.Namespace) -> Options:
         secret_field_selector=args.secret_field_selector,
         config_reloader_image=args.config_reloader_image,
         prometheus_default_base_image=args.prometheus_default_base_image,
-        thanos_default_base_image=_image_base(args.thanos_default_base_image, "--thanos-default-base-image"),
+        thanos_default_base_image=_image_base(args.thanos_default_base_image, "--thanos-default-base-image",
+                                              DEFAULT_THANOS_BASE_IMAGE),
         listen_address=args.listen_address,
         resync_period=args.resync_period,
         fast_reload=args.fast_reload,

@@ -144,9 +144,7 @@ class AgentController(WorkloadController):
             self.route(inf, kind, monitor_keys, mapping.monitor_update_matters)
         for kind, inf in (("Secret", self.secrets), ("ConfigMap", self.configmaps)):
             def ref_keys(obj: Any, kind: str = kind) -> list[str]:
-                md = metadata(obj)
-                me = (kind, md.get("namespace", ""), md.get("name", ""))
-                return [k for k, refs in list(self.syncer.references.items()) if me in refs]
+                return self.readers(kind, obj)
 
             self.route(inf, kind, ref_keys, mapping.resource_version_changed)
         for kind, inf in (("StatefulSet", self.statefulsets), ("DaemonSet", self.daemonsets)):

@@ -93,8 +93,7 @@ class AlertmanagerController(WorkloadController):
     def for_referenced(self, kind: str, namespace: str, name: str) -> list[str]:
         """The Alertmanagers whose last sync read the Secret/ConfigMap, and those of its namespace (the
         user config Secret)."""
-        refs = self.syncer.references
-        keys = {k for k, read in list(refs.items()) if (kind, namespace, name) in read}
+        keys = set(self.readers(kind, {"metadata": {"namespace": namespace, "name": name}}))
         keys |= {mapping.key_of(am) for am in self.managed() if (am.get("metadata") or {}).get("namespace") == namespace}
         return sorted(keys)
 

@@ -73,10 +73,7 @@ class ThanosRulerController(WorkloadController):
         self.route(self.statefulsets, "StatefulSet", self.owner_keys, mapping.resource_version_changed)
         for kind, inf in (("ConfigMap", self.configmaps), ("Secret", self.secrets)):
             def keys(obj: Any, kind: str = kind) -> list[str]:
-                md = metadata(obj)
-                me = (kind, md.get("namespace", ""), md.get("name", ""))
-                readers = [k for k, refs in list(self.syncer.references.items()) if me in refs]
-                return sorted(set(readers) | set(self.owner_keys(obj)))
+                return sorted(set(self.readers(kind, obj)) | set(self.owner_keys(obj)))
 
             self.route(inf, kind, keys, mapping.resource_version_changed)
         self.route_namespaces()

@@ -231,6 +231,12 @@ class WorkloadController(InformerGroup):
             return []
         return [obj.key] if isinstance(obj, Tombstone) else [mapping.key_of(obj)]
 
+    def readers(self, kind: str, obj: Any) -> list[str]:
+        """The workload objects whose last sync read this Secret/ConfigMap (the syncer's `references`)."""
+        md = metadata(obj)
+        me = (kind, md.get("namespace", ""), md.get("name", ""))
+        return [k for k, read in list(self.syncer.references.items()) if me in read]
+
     def owner_keys(self, obj: Any) -> list[str]:
         """The workload objects owning `obj` (a StatefulSet, a generated ConfigMap), by its ownerReferences."""
         md = metadata(obj)
