@@ -27,8 +27,13 @@ def install_signal_handlers(stop: threading.Event, hard_stop: float | None = Non
     signal.signal(signal.SIGINT, on_signal)
 
 
+HARD_STOP_EXIT_CODE = 1
+
+
 def exit_now(after: float) -> None:
-    """The hard stop: log once, flush the logs, leave without waiting for threads."""
+    """The hard stop: log once, flush the logs, leave without waiting for threads. The exit code is
+    not 0, so a supervisor (and a reader of `kubectl get pod`'s last state) can tell a shutdown that
+    hung from a clean one."""
     log.error("shutdown did not finish in time; exiting now", extra={"kv": {"after_s": after}})
     logging.shutdown()
-    os._exit(0)
+    os._exit(HARD_STOP_EXIT_CODE)

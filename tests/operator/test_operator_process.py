@@ -217,7 +217,7 @@ def test_sigterm_stops_within_10_s_whatever_the_feedback_backlog(cluster, kube, 
     assert proc.p.wait(scaled(30)) == 0
     took = time.monotonic() - started
     assert took < 10, f"SIGTERM took {took:.1f} s"
-    # by the graceful shutdown, not the hard stop that also exits 0 (HARD_STOP_SECONDS after the signal)
+    # by the graceful shutdown, not the hard stop (which exits 1, HARD_STOP_SECONDS after the signal)
     assert not proc.grep("shutdown did not finish in time"), proc.lines[-5:]
     assert bound() < MONITORS  # dropped, not drained
 
