@@ -397,7 +397,7 @@ def reloader_args(spec: Mapping[str, Any], rule_cms: list[str], init: bool) -> l
     if init:
         args = ["--watch-interval=0", f"--listen-address=:{RELOADER_INIT_PORT}"]
     else:
-        args = [f"--listen-address=:{RELOADER_PORT}"]
+        args = [f"--listen-address={LOCALHOST if reloader_listens_locally(spec, init) else ''}:{RELOADER_PORT}"]
         if spec.get("web") is not None:
             args.append(f"--web-config-file={WEB_CONFIG_DIR}/{WEB_CONFIG_FILE}")
         base = f"http://{LOCALHOST}:{PROMETHEUS_PORT}"
@@ -410,6 +410,13 @@ def reloader_args(spec: Mapping[str, Any], rule_cms: list[str], init: bool) -> l
     args += [f"--watched-dir={RULES_DIR}/{cm}" for cm in rule_cms]
     args.append(f"--watched-dir={CONFIG_DIR}")
     return args
+
+
+def reloader_listens_locally(spec: Mapping[str, Any], init: bool) -> bool:
+    """Upstream passes `listenLocal` to the main reloader in HTTP reload mode only: then it listens on
+    localhost:8080 with no container port. The init container, and the reloader of ProcessSignal mode,
+    listen on every address whatever listenLocal says."""
+    return bool(spec.get("listenLocal")) and not init and spec.get("reloadStrategy") != "ProcessSignal"
 
 
 def _reloader(name: str, spec: Mapping[str, Any], options: RenderOptions, rule_cms: list[str], shard: int,
@@ -430,8 +437,11 @@ def _reloader(name: str, spec: Mapping[str, Any], options: RenderOptions, rule_c
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "volumeMounts": [dict(m) for m in mounts],
     }
-    # the flags' resources and probes; this reloader listens on every address (:8080), so HTTP probes
-    return reloader_container.apply(container, options.config_reloader, init)
+    local = reloader_listens_locally(spec, init)
+    if local:
+        del container["ports"]
+    # the flags' resources and probes (exec probes when it listens on localhost only, as upstream)
+    return reloader_container.apply(container, options.config_reloader, init, local)
 
 
 _MERGE_KEYS = {"env": "name", "ports": "containerPort", "volumeMounts": "mountPath", "containers": "name",

@@ -127,8 +127,10 @@ def test_probes_on_the_main_reloader_only(workload):
     assert all("livenessProbe" not in c or c["livenessProbe"] != HTTP_PROBE for c in others)
 
 
-@pytest.mark.parametrize("workload", ["Alertmanager", "ThanosRuler"])
+@pytest.mark.parametrize("workload", WORKLOADS)
 def test_probes_exec_on_localhost_when_the_reloader_listens_locally(workload):
+    """Upstream's CreateConfigReloader with listenLocal: --listen-address=localhost:8080, no container
+    port, and (with the probes flag) exec probes, since a kubelet GET cannot reach localhost."""
     sts = WORKLOADS[workload](options_with(probes=True), listenLocal=True)
     main = next(c for c in sts["spec"]["template"]["spec"]["containers"] if c["name"] == "config-reloader")
     url = "http://localhost:8080/healthz"
@@ -137,13 +139,25 @@ def test_probes_exec_on_localhost_when_the_reloader_listens_locally(workload):
     for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
         assert main[probe] == {"exec": {"command": ["sh", "-c", script]}}, probe
     assert "ports" not in main
+    assert main["args"][0] == "--listen-address=localhost:8080"
 
 
-def test_prometheus_reloader_keeps_http_probes_with_listen_local():
-    """promop's Prometheus reloader listens on every address even with listenLocal, so a GET reaches it."""
-    sts = prometheus_sts(options_with(probes=True), listenLocal=True)
+@pytest.mark.parametrize("workload", ["Prometheus", "PrometheusAgent"])
+def test_the_init_reloader_listens_on_every_address_with_listen_local(workload):
+    """Upstream returns the init container before it passes listenLocal: :8081 with its port."""
+    sts = WORKLOADS[workload](options_with(probes=True), listenLocal=True)
+    init = next(c for c in sts["spec"]["template"]["spec"]["initContainers"] if c["name"] == "init-config-reloader")
+    assert "--listen-address=:8081" in init["args"]
+    assert init["ports"] == [{"containerPort": 8081, "name": "reloader-init", "protocol": "TCP"}]
+
+
+def test_process_signal_reloader_ignores_listen_local():
+    """Upstream passes listenLocal to the Prometheus reloader in HTTP reload mode only; with
+    reloadStrategy ProcessSignal it listens on :8080 with its port, probed over HTTP."""
+    sts = prometheus_sts(options_with(probes=True), listenLocal=True, reloadStrategy="ProcessSignal")
     main = next(c for c in sts["spec"]["template"]["spec"]["containers"] if c["name"] == "config-reloader")
-    assert "--listen-address=:8080" in main["args"] and main["livenessProbe"] == HTTP_PROBE
+    assert main["args"][0] == "--listen-address=:8080" and main["livenessProbe"] == HTTP_PROBE
+    assert main["ports"] == [{"containerPort": 8080, "name": "reloader-web", "protocol": "TCP"}]
 
 
 def annotation_hash(sts: dict) -> str:

@@ -100,7 +100,7 @@ def _reloader(spec: Mapping[str, Any], options: RenderOptions, version: Version,
     web = spec.get("web") if isinstance(spec.get("web"), Mapping) else {}
     scheme = "https" if web.get("tlsConfig") is not None and version.at_least(WEB_CONFIG_SINCE) else "http"
     prefix = spec.get("routePrefix") or "/"
-    args = [f"--listen-address={'127.0.0.1' if spec.get('listenLocal') else ''}:{RELOADER_PORT}"]
+    args = [f"--listen-address={'localhost' if spec.get('listenLocal') else ''}:{RELOADER_PORT}"]
     mounts = [{"mountPath": f"{RULES_DIR}/{cm}", "name": cm} for cm in rule_cms]
     if _web_config_enabled(version, rule_cms):
         args.append(f"--web-config-file={WEB_CONFIG_FILE}")
