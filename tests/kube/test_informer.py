@@ -315,7 +315,7 @@ def test_dead_stream_does_not_hang_beyond_the_idle_timeout(kube, sandbox, make_i
     stalled_at = time.monotonic()
     wait_until(lambda: metric(registry, "prometheus_operator_watch_operations_failed_total") >= 1, timeout=5,
                what="the idle timeout to fire")
-    assert time.monotonic() - stalled_at < 3
+    assert time.monotonic() - stalled_at < scaled(3)  # not the watch's own timeout (minutes)
     kube.create(CONFIGMAPS, cm("after-stall"))
     sandbox.faults.stall_watches(False)
     assert_converges(kube, inf, rec)
