@@ -13,6 +13,7 @@ The queue, workers and routing are the shared `WorkloadController`'s.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from typing import Any
@@ -143,10 +144,7 @@ class AgentController(WorkloadController):
 
             self.route(inf, kind, monitor_keys, mapping.monitor_update_matters)
         for kind, inf in (("Secret", self.secrets), ("ConfigMap", self.configmaps)):
-            def ref_keys(obj: Any, kind: str = kind) -> list[str]:
-                return self.readers(kind, obj)
-
-            self.route(inf, kind, ref_keys, mapping.resource_version_changed)
+            self.route(inf, kind, functools.partial(self.readers, kind), mapping.resource_version_changed)
         for kind, inf in (("StatefulSet", self.statefulsets), ("DaemonSet", self.daemonsets)):
             self.route(inf, kind, self.owner_keys, mapping.resource_version_changed, on_initial=True,
                        status_only=mapping.statefulset_status_only)

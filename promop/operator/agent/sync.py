@@ -213,7 +213,7 @@ class AgentSyncer:
             # our cached copy is older than the agent (often our own last status write): retried with backoff.
             # Dropping it lost the status for good when no later event came (the workloads already ready, and
             # the agent's own status-only updates queue nothing)
-            ns, name = (agent.get("metadata") or {}).get("namespace"), (agent.get("metadata") or {}).get("name")
+            ns, name = ns_name(agent)
             raise RetryLater(f"status of PrometheusAgent {ns}/{name}: our cached copy is outdated") from None
 
     def tell(self, agent: Mapping[str, Any], reason: str, note: str) -> None:
