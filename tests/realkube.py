@@ -562,6 +562,11 @@ def http_json(url: str, timeout: float = 5) -> Any:
         return json.loads(resp.read())
 
 
+def http_text(url: str, timeout: float = 5) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - test-only, local
+        return resp.read().decode()
+
+
 def http_status(url: str, timeout: float = 5) -> int:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310

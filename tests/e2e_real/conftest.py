@@ -82,3 +82,37 @@ def namespace(real_cluster: realkube.RealCluster) -> Iterator[str]:
         yield name
     finally:
         realkube.delete_namespace(real_cluster.cp, name)
+
+
+@pytest.fixture(scope="session")
+def promop_operator(real_cluster: realkube.RealCluster):
+    """promop installed as the README says (CRDs, then `promop manifests --image ...`), with the
+    PrometheusAgentDaemonSet gate; one replica, Ready and holding its Lease."""
+    from .stack import Operator
+    operator = Operator(real_cluster)
+    operator.install()
+    return operator
+
+
+@pytest.fixture(scope="session")
+def workloads(real_cluster: realkube.RealCluster, promop_operator) -> Iterator:
+    """Prometheus (fast reload and default), Alertmanager, agents in both modes, a rule and
+    monitors, all created at once in a namespace of their own (deleted at the end). Tests call
+    `.wait_ready()` for what they need."""
+    from .stack import Workloads
+    name = realkube.create_namespace(real_cluster.cp, "wl")
+    stack = Workloads(real_cluster, name)
+    try:
+        stack.create()
+        yield stack
+    finally:
+        realkube.delete_namespace(real_cluster.cp, name)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """The figures the tier measured (pod Ready times, fast reload), in the run's summary."""
+    from .stack import FIGURES
+    if FIGURES:
+        terminalreporter.section("real-node tier figures")
+        for name, value in FIGURES.items():
+            terminalreporter.write_line(f"real-tier figure: {name}: {value}")

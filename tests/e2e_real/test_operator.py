@@ -1,0 +1,91 @@
+"""The operator in a real pod: installed from the README, Ready, leading, restarted, failed over.
+
+The operator is installed as docs/operator.md says (`kubectl apply -f crds/`, wait Established,
+`promop manifests --image ... | kubectl apply -f -`), from an image built from this working tree.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from realkube import http_status, http_text, wait_for
+
+from deadlines import scaled
+
+from .stack import (OPERATOR_NS, Operator, Workloads, holder_pod, lease_holder,
+                    operator_pods, record, wait_operator_leading, wait_stable)
+
+
+def reconcile_total(pod_ip: str) -> float:
+    """Sum of prometheus_operator_reconcile_operations_total over controllers, from /metrics."""
+    text = http_text(f"http://{pod_ip}:8080/metrics")
+    return sum(float(m.group(1)) for m in re.finditer(
+        r'^prometheus_operator_reconcile_operations_total\{[^}]*\} (\S+)$', text, re.M))
+
+
+def test_operator_pod_runs_ready_and_holds_its_lease(real_cluster, promop_operator: Operator):
+    pod = wait_operator_leading(real_cluster)
+    name = pod["metadata"]["name"]
+    container = pod["spec"]["containers"][0]
+    assert container["image"] == real_cluster.image, "the bundle must run the image given to --image"
+    assert f"--config-reloader-image={real_cluster.reloader_image}" in container["args"]
+    ip = pod["status"]["podIP"]
+    assert http_status(f"http://{ip}:8080/healthz") == 200
+    assert http_status(f"http://{ip}:8080/readyz") == 200
+    # The Lease is held by this pod and renewed (client-go's retry period, 2 s).
+    lease = real_cluster.get_json("lease", "promop", "-n", OPERATOR_NS)
+    assert lease["spec"]["holderIdentity"].startswith(f"{name}_")
+    first = lease["spec"]["renewTime"]
+    wait_for(lambda: real_cluster.get_json("lease", "promop", "-n", OPERATOR_NS)["spec"]["renewTime"]
+             != first, scaled(15), "the Lease renewed")
+    assert promop_operator.ready_seconds > 0
+
+
+def test_restarted_operator_writes_nothing_but_its_lease(real_cluster, promop_operator: Operator,
+                                                         workloads: Workloads):
+    workloads.wait_ready()
+    namespaces = (workloads.ns, OPERATOR_NS)
+    old = wait_operator_leading(real_cluster)
+    before = wait_stable(workloads, namespaces)
+    assert any(k.startswith("StatefulSet ") for k in before) and any(
+        k.startswith("Secret ") for k in before), before
+    real_cluster.kubectl("delete", "pod", "-n", OPERATOR_NS, old["metadata"]["name"], "--wait=false")
+    new = wait_for(lambda: (p := wait_operator_leading(real_cluster, timeout=scaled(90)))
+                   and p["metadata"]["name"] != old["metadata"]["name"] and p,
+                   scaled(120), "a new operator pod leading")
+    ip = new["status"]["podIP"]
+    # The new operator has reconciled every workload (3 Prometheus, 1 Alertmanager, 2 agents)...
+    wait_for(lambda: reconcile_total(ip) >= 6, scaled(60), "the new operator's first syncs")
+    # ... and wrote nothing: every object it manages keeps its resourceVersion.
+    after = wait_stable(workloads, namespaces)
+    changed = {k: (before.get(k), v) for k, v in after.items() if before.get(k) != v}
+    gone = sorted(set(before) - set(after))
+    assert not changed and not gone, f"a restarted operator wrote: {changed}, deleted: {gone}"
+
+
+def test_two_replicas_one_leader_and_the_other_takes_over(real_cluster, promop_operator: Operator,
+                                                          workloads: Workloads):
+    workloads.wait_ready()
+    real_cluster.kubectl("scale", "deployment", "promop", "-n", OPERATOR_NS, "--replicas=2")
+    try:
+        leader = wait_operator_leading(real_cluster, replicas=2, timeout=scaled(90))
+        pods = [p["metadata"]["name"] for p in operator_pods(real_cluster)]
+        standby = next(p for p in pods if p != leader["metadata"]["name"])
+        # One leader: the standby is Ready (caches synced) but does not hold the Lease.
+        assert holder_pod(real_cluster) == leader["metadata"]["name"] != standby
+        started = time.monotonic()
+        real_cluster.kubectl("delete", "pod", "-n", OPERATOR_NS, leader["metadata"]["name"],
+                             "--wait=false")
+        wait_for(lambda: holder_pod(real_cluster) == standby, scaled(60),
+                 f"the standby {standby} taking the Lease", interval=0.2)
+        record("operator failover (leader pod deleted -> standby holds the Lease) s",
+               round(time.monotonic() - started, 1))
+        # The new leader reconciles: a ServiceMonitor change still reaches Prometheus.
+        marker = f"failover-{time.time_ns()}"
+        took = workloads.timed_marker_change("fast", marker, scaled(30))[1]
+        record("ServiceMonitor change after failover -> Prometheus config s", round(took, 2))
+    finally:
+        real_cluster.kubectl("scale", "deployment", "promop", "-n", OPERATOR_NS, "--replicas=1")
+        wait_operator_leading(real_cluster, replicas=1, timeout=scaled(120))
+    assert lease_holder(real_cluster)
