@@ -36,6 +36,9 @@ log = logging.getLogger("promop.operator.controller")
 
 # what a dequeued key needs (Controller._work_for)
 SYNC, STATUS, SKIP = "sync", "status", "skip"
+# how long a worker waits for a write in flight before judging whether an event is its echo: a
+# write answers within the client's request timeout; past this the event counts as a real change
+ECHO_SETTLE_TIMEOUT = 10.0
 
 # Only the StatefulSets we manage (upstream's selector).
 STATEFULSET_SELECTOR = ("managed-by in (prometheus-operator),operator.prometheus.io/shard,"
@@ -224,11 +227,19 @@ class Controller(InformerGroup):
             suspects = self._suspects.pop(key, [])
             causes = self._causes.pop(key, [])
         cause = ", ".join(causes[:3]) + (f" and {len(causes) - 3} more" if len(causes) > 3 else "")
-        if real or not all(self.syncer.is_own_write(k, o) for k, o in suspects):
+        if real or not all(self._own_write(k, o) for k, o in suspects):
             return SYNC, cause
         if status_only:
             return STATUS, cause
         return (SKIP if suspects else SYNC), cause
+
+    def _own_write(self, kind: str, obj: dict) -> bool:
+        """Is the suspect event `obj` our own write's echo? A write of it still in flight (another
+        key's sync: a Secret maps to every Prometheus of its namespace) is waited for first, since
+        its echo can arrive before its answer is recorded."""
+        if self.syncer.is_own_write(kind, obj):
+            return True
+        return self.syncer.settle_write(kind, obj, ECHO_SETTLE_TIMEOUT) and self.syncer.is_own_write(kind, obj)
 
     def _enqueue(self, keys: list[str], triggered_by: str, action: str, maybe_echo: dict | None = None,
                  status_only: bool = False, obj: Any = None) -> None:

@@ -145,10 +145,15 @@ class Syncer:
         return SyncReport(key, skipped="status only")
 
     def is_own_write(self, kind: str, obj: Mapping[str, Any]) -> bool:
-        """Is this watch event the echo of our own latest write of the object (or of a version we
-        compared and found right)?"""
+        """Is this watch event the echo of one of our own last writes of the object (or of a
+        version we compared and found right)?"""
         ns, name = _key(obj)
-        return self.writelog.matches((kind, ns, name), obj)
+        return self.writelog.echo((kind, ns, name), obj)
+
+    def settle_write(self, kind: str, obj: Mapping[str, Any], timeout: float) -> bool:
+        """Wait until no write of the object is in flight (its echo may come before its answer)."""
+        ns, name = _key(obj)
+        return self.writelog.settle((kind, ns, name), timeout)
 
     def _sync(self, key: str, cause: str) -> SyncReport:
         prom = self.stores.prometheuses.get(key)

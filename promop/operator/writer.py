@@ -135,12 +135,13 @@ class ConfigWriter:
         if meta is not None and self.log.matches(key, meta, content):
             writes.count(UNCHANGED)
             return
-        current = self._get(res, name, ns)
-        applied = self.applier.apply(res, obj, current, before_create=check)
-        if applied.action == UNCHANGED:
-            self.log.matched(key, current, content)
-        else:
-            self.log.wrote(key, applied.before, applied.after, content)
+        with self.log.writing(key):
+            current = self._get(res, name, ns)
+            applied = self.applier.apply(res, obj, current, before_create=check)
+            if applied.action == UNCHANGED:
+                self.log.matched(key, current, content)
+            else:
+                self.log.wrote(key, applied.before, applied.after, content)
         writes.count(applied.action, res.kind, name)
 
     def _rule_configmaps(self, prom: dict, desired: list[dict], writes: Writes, check: Callable[[], None]) -> None:
@@ -193,9 +194,10 @@ class ConfigWriter:
                     writes.count(UNCHANGED)
                     continue
                 raise RetryLater(f"StatefulSet {ns}/{sts_name}: our last write is not in the cache yet")
-            applied = self.applier.apply(STATEFULSETS, obj, current, refetch=False, before_create=check)
-            if applied.action in (CREATED, UPDATED, RECREATED):
-                self.log.wrote(key, applied.before, applied.after, input_hash(obj))
+            with self.log.writing(key):
+                applied = self.applier.apply(STATEFULSETS, obj, current, refetch=False, before_create=check)
+                if applied.action in (CREATED, UPDATED, RECREATED):
+                    self.log.wrote(key, applied.before, applied.after, input_hash(obj))
             writes.count(applied.action, "StatefulSet", sts_name)
         wanted = {o["metadata"]["name"] for o in desired}
         prefix = f"prometheus-{name}"
