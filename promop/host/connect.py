@@ -15,7 +15,6 @@ from typing import Any, Callable
 from promop.host.logs import fields
 from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError
-from promop.kube.resources import NAMESPACES
 
 log = logging.getLogger("promop.host")
 
@@ -31,7 +30,12 @@ def backoff_waits(base_delay: float = 1.0, max_delay: float = 30.0,
 
 def connect(factory: Callable[[], KubeClient], stop: threading.Event, *, base_delay: float = 1.0,
             max_delay: float = 30.0, logger: logging.Logger | None = None) -> KubeClient | None:
-    """A client (from `factory`) that has answered one request; retries until `stop` (then None)."""
+    """A client (from `factory`) that has answered one request; retries until `stop` (then None).
+
+    The request is GET /version, which needs no RBAC grant: a probe that needs one (it listed
+    namespaces) keeps a least-privilege component (autoscaler, recommender) retrying forever,
+    403 after 403, and never Ready, as it did in real pods with their bundles' ClusterRoles.
+    """
     logger = logger or log
     waits = backoff_waits(base_delay, max_delay)
     attempt = 0
@@ -39,7 +43,7 @@ def connect(factory: Callable[[], KubeClient], stop: threading.Event, *, base_de
         attempt += 1
         try:
             client = factory()
-            client.list(NAMESPACES, limit=1)
+            client.version()
             if attempt > 1:
                 logger.info("apiserver reachable", **fields(attempt=attempt))
             return client

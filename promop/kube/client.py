@@ -322,6 +322,12 @@ class KubeClient:
 
     # ---- reads ------------------------------------------------------------------------
 
+    def version(self, *, timeout: float | None = None) -> dict:
+        """GET /version: the request every authenticated identity may make (upstream's
+        `system:public-info-viewer`), so it proves the apiserver answers and the credentials
+        authenticate without needing any RBAC grant."""
+        return self._request("GET", "/version", endpoint="/version", timeout=timeout)
+
     def get(
         self, res: Resource, name: str, namespace: str | None = None, *, subresource: str | None = None,
         metadata_only: bool = False, timeout: float | None = None,
