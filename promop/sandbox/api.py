@@ -37,6 +37,12 @@ from promop.sandbox.validation import check_metadata, check_statefulset_update
 CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 CONFIGMAPS = ("", "configmaps")
 SERVICES = ("", "services")
+# kube-apiserver's 410 for an expired continue token, word for word (v1.28)
+EXPIRED_CONTINUE = ("The provided continue parameter is too old to display a consistent list result. You can "
+                    "start a new list without the continue parameter, or use the continue token in this "
+                    "response to retrieve the remainder of the results. Continuing with the provided token "
+                    "results in an inconsistent list - objects that were created, modified, or deleted between "
+                    "the time the first chunk was returned and now may show up in the list.")
 STATEFULSETS = ("apps", "statefulsets")
 SECRETS = ("", "secrets")
 # metadata the server owns: kept from the stored object on every update
@@ -436,11 +442,9 @@ class Api:
             rv = self.store.rv
             if at is not None and at < self.store.compacted_rv:
                 if continue_token:
-                    raise expired(
-                        "The provided continue parameter is too old to display a consistent "
-                        "list result. You can start a new list without the continue "
-                        "parameter.")
-                raise expired(f"too old resource version: {at} ({self.store.compacted_rv + 1})")
+                    raise expired(EXPIRED_CONTINUE)
+                # kube-apiserver's words for a LIST (a WATCH says "too old resource version: ...")
+                raise expired("The resourceVersion for the provided list is too old.")
             if at is not None and at < rv and self.store.changed_since(rt.key, at):
                 entries, more, remaining = _page(self.store.snapshot(rt.key, scope, at), start,
                                                  predicate, limit)
