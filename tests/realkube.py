@@ -202,13 +202,23 @@ class ControlPlane:
 
     def start(self) -> "ControlPlane":
         install()
-        self.run_dir = Path(tempfile.mkdtemp(prefix="promop-real-"))
-        self._started = True
-        try:
-            proc = run_script("start.sh", env=self.env(), timeout=240)
-        except BaseException:
-            self.stop()
-            raise
+        for attempt in range(1, 4):
+            self.run_dir = Path(tempfile.mkdtemp(prefix="promop-real-"))
+            self._started = True
+            try:
+                proc = run_script("start.sh", env=self.env(), timeout=240)
+                break
+            except KitError as exc:
+                self.stop()
+                # start.sh picks free ports, then binds them: on a machine where other control
+                # planes start at the same moment, one may take a port in between. A fresh run
+                # dir picks new ports; any other failure is final.
+                if "address already in use" not in str(exc) or attempt == 3:
+                    raise
+                log(f"start.sh lost a port race (attempt {attempt}); retrying with new ports")
+            except BaseException:
+                self.stop()
+                raise
         self.kubeconfig = proc.stdout.strip().splitlines()[-1]
         if not Path(self.kubeconfig).is_file():
             self.stop()
@@ -389,11 +399,16 @@ def build_promop_image(repo: Path = REPO, import_now: bool = True) -> str:
     in the worktree and builds exactly what was hashed. Imported into containerd when a node
     runs and containerd lacks it (`import_now`); returns the image reference.
     """
-    tag = f"dev-{source_hash(repo)[:16]}"
+    pinned = os.environ.get("PROMOP_REAL_IMAGE")  # a developer's shortcut: an image built before
+    tag = pinned.rsplit(":", 1)[1] if pinned else f"dev-{source_hash(repo)[:16]}"
     ref = f"{IMAGE_REPOSITORY}:{tag}"
+    if pinned:
+        log(f"image {ref}: PROMOP_REAL_IMAGE pins it; NOT the working tree's code")
     tarball = image_dir() / f"promop-{tag}.tar"
     with _build_lock:
         if not tarball.is_file():
+            if pinned:
+                raise KitError(f"PROMOP_REAL_IMAGE={pinned}: no tarball {tarball}")
             _build(repo, ref, tarball)
         else:
             log(f"image {ref}: {tarball} is there")

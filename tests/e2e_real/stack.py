@@ -35,8 +35,9 @@ OPERATOR_LABEL = "app.kubernetes.io/name=promop"
 LEASE_NAME = "promop"
 # Pod creation -> Ready, asserted for every workload pod. The issue's target is 10 s; the
 # reloader's start-up is being fixed elsewhere, so the tier asserts a generous bound for now and
-# records the real figure. Tighten this one constant when the fix lands.
-READY_BOUND_S = 90.0
+# records the real figure (45-61 s in issue 30; 100-140 s on a machine at load 12). Tighten this
+# one constant when the fix lands.
+READY_BOUND_S = 150.0
 # kubectl apply of a ServiceMonitor change -> the change in Prometheus' /api/v1/status/config,
 # fast reload: the median must stay under this (issue 30 measured 0.28-0.43 s).
 FAST_RELOAD_P50_BOUND_S = 2.0
@@ -337,6 +338,11 @@ class Workloads:
 
     def config_yaml(self, name: str) -> str:
         return http_json(self.prom_url(name, "/api/v1/status/config"))["data"]["yaml"]
+
+    def marker(self, name: str) -> str:
+        """The marker the ServiceMonitor `self-<name>` holds now."""
+        sm = self.cluster.get_json("servicemonitor", f"self-{name}", "-n", self.ns)
+        return sm["spec"]["endpoints"][0]["relabelings"][0]["replacement"]
 
     def set_marker(self, name: str, marker: str) -> None:
         """Change the ServiceMonitor `self-<name>`: its relabeling writes `marker` as a label."""

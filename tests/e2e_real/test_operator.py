@@ -17,11 +17,21 @@ from .stack import (OPERATOR_NS, Operator, Workloads, holder_pod, lease_holder,
                     operator_pods, record, wait_operator_leading, wait_stable)
 
 
-def reconcile_total(pod_ip: str) -> float:
-    """Sum of prometheus_operator_reconcile_operations_total over controllers, from /metrics."""
+def reconciles(pod_ip: str) -> dict[str, float]:
+    """prometheus_operator_reconcile_operations_total by controller, from the pod's /metrics."""
     text = http_text(f"http://{pod_ip}:8080/metrics")
-    return sum(float(m.group(1)) for m in re.finditer(
-        r'^prometheus_operator_reconcile_operations_total\{[^}]*\} (\S+)$', text, re.M))
+    return {m.group(1): float(m.group(2)) for m in re.finditer(
+        r'^prometheus_operator_reconcile_operations_total\{controller="([^"]+)"\} (\S+)$', text, re.M)}
+
+
+def first_syncs_done(pod_ip: str) -> bool:
+    """The new operator has reconciled the 3 Prometheus (main, fast, slow) and the Alertmanager.
+
+    The PrometheusAgent controller exports no reconcile metrics (upstream's does); its first syncs
+    run beside these, and the quiet period of wait_stable covers them.
+    """
+    counts = reconciles(pod_ip)
+    return counts.get("prometheus", 0) >= 3 and counts.get("alertmanager", 0) >= 1
 
 
 def test_operator_pod_runs_ready_and_holds_its_lease(real_cluster, promop_operator: Operator):
@@ -55,8 +65,8 @@ def test_restarted_operator_writes_nothing_but_its_lease(real_cluster, promop_op
                    and p["metadata"]["name"] != old["metadata"]["name"] and p,
                    scaled(120), "a new operator pod leading")
     ip = new["status"]["podIP"]
-    # The new operator has reconciled every workload (3 Prometheus, 1 Alertmanager, 2 agents)...
-    wait_for(lambda: reconcile_total(ip) >= 6, scaled(60), "the new operator's first syncs")
+    # The new operator has reconciled the workloads...
+    wait_for(lambda: first_syncs_done(ip), scaled(60), "the new operator's first syncs")
     # ... and wrote nothing: every object it manages keeps its resourceVersion.
     after = wait_stable(workloads, namespaces)
     changed = {k: (before.get(k), v) for k, v in after.items() if before.get(k) != v}
