@@ -556,10 +556,10 @@ def delete_namespace(cp: ControlPlane, name: str, wait: bool = False) -> None:
 
 def pod_ready_seconds(pod: dict) -> float | None:
     """Seconds from a pod's creationTimestamp to its Ready condition turning True, or None."""
-    created = _parse_time(pod["metadata"]["creationTimestamp"])
+    created = parse_time(pod["metadata"]["creationTimestamp"])
     for cond in pod.get("status", {}).get("conditions", []):
         if cond["type"] == "Ready" and cond["status"] == "True":
-            return _parse_time(cond["lastTransitionTime"]) - created
+            return parse_time(cond["lastTransitionTime"]) - created
     return None
 
 
@@ -567,7 +567,8 @@ def pod_is_ready(pod: dict) -> bool:
     return pod.get("status", {}).get("phase") == "Running" and pod_ready_seconds(pod) is not None
 
 
-def _parse_time(text: str) -> float:
+def parse_time(text: str) -> float:
+    """A Kubernetes timestamp (RFC 3339, seconds) as a Unix time."""
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
 
 

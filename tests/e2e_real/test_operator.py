@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import time
 
+import realkube
 from realkube import http_status, http_text, wait_for
 
 from deadlines import scaled
@@ -50,6 +51,10 @@ def test_operator_pod_runs_ready_and_holds_its_lease(real_cluster, promop_operat
     wait_for(lambda: real_cluster.get_json("lease", "promop", "-n", OPERATOR_NS)["spec"]["renewTime"]
              != first, scaled(15), "the Lease renewed")
     assert promop_operator.ready_seconds > 0
+    for what, ref in (("promop image", real_cluster.image), ("reloader image", real_cluster.reloader_image)):
+        size = realkube.image_size_bytes(ref)
+        if size:
+            record(f"{what} {ref} uncompressed MB", round(size / 1e6))
 
 
 def test_restarted_operator_writes_nothing_but_its_lease(real_cluster, promop_operator: Operator,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import realkube
 from realkube import KitError, http_json, wait_for
@@ -41,6 +42,29 @@ def set_operator_arg(cluster, prefix: str, value: str) -> None:
                     "-p", json.dumps(patch))
 
 
+# A pod being deleted should be gone within seconds (Prometheus and the reloader stop on SIGTERM);
+# a StatefulSet's rolling update waits for it. Longer means a container ignored SIGTERM and the pod
+# waits out terminationGracePeriodSeconds (600 s for Prometheus).
+TERMINATING_BOUND_S = 60.0
+
+
+def stuck_terminating(cluster, ns: str) -> None:
+    """Fail at once, saying which container, when a pod has been terminating too long."""
+    now = time.time()
+    for pod in cluster.get_json("pods", "-n", ns)["items"]:
+        deleted = pod["metadata"].get("deletionTimestamp")
+        if not deleted:
+            continue
+        since = now - realkube.parse_time(deleted) + pod["metadata"].get("deletionGracePeriodSeconds", 0)
+        if since > TERMINATING_BOUND_S:
+            running = [c["name"] for c in pod["status"].get("containerStatuses") or []
+                       if "running" in c.get("state", {})]
+            raise AssertionError(
+                f"pod {pod['metadata']['name']} has been terminating for {since:.0f} s; still "
+                f"running: {running}. A container that ignores SIGTERM (a PID 1 without a handler, "
+                f"e.g. a reloader still starting) holds the rolling update for the grace period")
+
+
 def test_reloader_image_and_prometheus_field_changes_roll_the_pods(real_cluster,
                                                                    workloads: Workloads):
     before = workloads.wait_ready()
@@ -52,6 +76,7 @@ def test_reloader_image_and_prometheus_field_changes_roll_the_pods(real_cluster,
     set_operator_arg(real_cluster, "--config-reloader-image=", f"--config-reloader-image={new_image}")
     try:
         def rolled() -> dict | None:
+            stuck_terminating(real_cluster, workloads.ns)
             pods = workloads.pods()
             if len(pods) != len(before):
                 return None
