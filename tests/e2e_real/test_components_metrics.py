@@ -147,7 +147,8 @@ def test_adapter_serves_the_metrics_apis_through_the_aggregator(stack: Stack):
             c["type"] == "Available" and c["status"] == "True"
             for c in stack.cluster.get_json("apiservice", name)["status"].get("conditions", [])), scaled(60))
     pod = stack.pods("app")[0]["metadata"]["name"]
-    path = f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{stack.ns}/pods/*/app_load"
+    # `*` with the HPA's selector: memapp's pods export app_load too
+    path = f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{stack.ns}/pods/*/app_load?labelSelector=app%3Dapp"
     body = wait_for("app_load through custom.metrics.k8s.io", lambda: json.loads(
         stack.cluster.kubectl("get", "--raw", path).stdout)["items"], scaled(60))
     assert [(i["describedObject"]["name"], i["value"]) for i in body] == [(pod, "0")]
