@@ -293,24 +293,20 @@ class Node:
         self._started = False
 
     def _take_lock(self) -> None:
+        """A blocking flock (so this process queues like `flock` in a shell does), taken in a
+        thread so the wait is bounded and says every minute whose node runs meanwhile."""
         fd = os.open(NODE_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+        taken = threading.Event()
+        threading.Thread(target=lambda: (fcntl.flock(fd, fcntl.LOCK_EX), taken.set()),
+                         daemon=True, name="node-lock").start()
         deadline = time.monotonic() + self.lock_timeout
-        said = 0.0
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                now = time.monotonic()
-                if now >= deadline:
-                    os.close(fd)
-                    raise KitError(f"the node lock {NODE_LOCK} stayed taken for "
-                                   f"{self.lock_timeout:.0f} s (node of {_node_owner()})")
-                if now - said > 60:
-                    log(f"waiting for the node lock {NODE_LOCK}: another node runs "
-                        f"(run dir {_node_owner()})")
-                    said = now
-                time.sleep(1)
+        while not taken.wait(timeout=max(0.1, min(60.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                # The thread stays blocked on fd; if it gets the lock later, exiting releases it.
+                raise KitError(f"the node lock {NODE_LOCK} stayed taken for "
+                               f"{self.lock_timeout:.0f} s (node of {_node_owner()})")
+            log(f"waiting for the node lock {NODE_LOCK}: another node runs "
+                f"(run dir {_node_owner()})")
         self._lock_fd = fd
 
     def start(self) -> "Node":
