@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 from promop.kube import discovery as disco
@@ -15,6 +16,19 @@ VERSION_INFO = {
     "buildDate": "2026-11-22T00:00:00Z", "goVersion": "go1.23.0", "compiler": "gc",
     "platform": "linux/amd64",
 }
+
+
+_KUBE_VERSION = re.compile(r"^v([1-9][0-9]*)(?:(alpha|beta)([1-9][0-9]*))?$")
+
+
+def kube_aware_version_key(version: str) -> tuple:
+    """Sort key of apimachinery's CompareKubeAwareVersionStrings: GA, then beta, then alpha, each by
+    major then minor number descending; versions not of that form after them, by name."""
+    m = _KUBE_VERSION.match(version)
+    if m is None:
+        return (1, 0, 0, 0, version)
+    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
+    return (0, stage, -int(m.group(1)), -int(m.group(3) or 0), version)
 
 
 class Registry:
@@ -39,17 +53,17 @@ class Registry:
         return self.types.get((group, version, plural))
 
     def group_versions(self) -> dict[str, list[str]]:
-        """group -> served versions, preferred (storage, else first) first."""
+        """group -> served versions, preferred first, in Kubernetes' version priority: as the
+        apiextensions discovery controller orders a group that several CRDs share (v1 before v1beta1
+        before v1alpha1, whatever version a CRD stores), so clients resolve kinds the same way."""
         groups: dict[str, list[str]] = {}
         types = list(self.types.values())
         for rt in types:
             versions = groups.setdefault(rt.group, [])
             if rt.version not in versions:
                 versions.append(rt.version)
-        for group, versions in groups.items():
-            preferred = next((rt.storage_version for rt in types if rt.group == group),
-                             versions[0])
-            versions.sort(key=lambda v: (v != preferred, v))
+        for versions in groups.values():
+            versions.sort(key=kube_aware_version_key)
         return groups
 
     # -- documents -----------------------------------------------------------------------------

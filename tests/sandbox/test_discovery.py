@@ -159,3 +159,19 @@ def test_legacy_documents_refuse_an_aggregated_only_accept(api_client, sandbox):
         assert code == 406 and doc["reason"] == "NotAcceptable", path
         code, doc = get(api_client, sandbox, path, f"{aggregated},application/json")
         assert code == 200 and doc["kind"] in ("APIResourceList", "APIGroup"), path
+
+
+def test_group_versions_in_kubernetes_version_priority(api_client, sandbox, make_crd):
+    """As kube-apiserver v1.28 answered for this very CRD (storage v1beta1; served v2alpha1, v1): the
+    group's versions v1, v1beta1, v2alpha1 and v1 preferred, whatever version is stored; and a group
+    shared by several CRDs (monitoring.coreos.com: v1, v1beta1, v1alpha1) prefers v1
+    (tests/real_api/test_discovery_api.py checks that on the real one)."""
+    make_crd(versions=("v1beta1", "v2alpha1", "v1"))
+    code, doc = get(api_client, sandbox, "/apis/example.com")
+    assert code == 200
+    assert [v["version"] for v in doc["versions"]] == ["v1", "v1beta1", "v2alpha1"]
+    assert doc["preferredVersion"] == {"groupVersion": "example.com/v1", "version": "v1"}
+    make_crd(plural="gadgets", kind="Gadget", versions=("v1alpha1",))
+    code, doc = get(api_client, sandbox, "/apis/example.com")
+    assert doc["preferredVersion"]["version"] == "v1"
+    assert [v["version"] for v in doc["versions"]] == ["v1", "v1beta1", "v2alpha1", "v1alpha1"]
