@@ -118,9 +118,10 @@ def test_fast_reload_servicemonitor_change_reaches_prometheus_in_seconds(workloa
                                                              scaled(30))
         total.append(with_kubectl)
         after_apply.append(reload)
+    # The apiserver stores the change while kubectl runs: the truth lies between these two.
     record("fast reload, kubectl patch returned -> /api/v1/status/config s", summary(after_apply))
     record("fast reload, kubectl started -> /api/v1/status/config s", summary(total))
-    assert summary(after_apply)["p50"] < FAST_RELOAD_P50_BOUND_S, summary(after_apply)
+    assert summary(total)["p50"] < FAST_RELOAD_P50_BOUND_S, summary(total)
 
 
 def test_deleted_prometheus_pod_comes_back_with_the_latest_config(real_cluster, workloads):
