@@ -1,0 +1,93 @@
+"""The real-cluster tier's own helpers, without a cluster (they run in the main suite).
+
+What breaks silently if these are wrong: an image tag that does not change with the code (the
+tier tests a stale image), a bundle edit that no longer applies (the tier tests the wrong flags),
+a Ready time read from the wrong condition.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import realkube
+from e2e_real.stack import operator_bundle
+
+
+def copy_sources(dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    for name in realkube.IMAGE_SOURCES:
+        src = realkube.REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.is_file():
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def test_image_tag_follows_the_sources_and_nothing_else(tmp_path):
+    repo = copy_sources(tmp_path / "repo")
+    first = realkube.source_hash(repo)
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_new.py").write_text("x = 1\n")            # not in the image
+    (repo / "promop" / "__pycache__").mkdir(exist_ok=True)
+    (repo / "promop" / "__pycache__" / "x.pyc").write_bytes(b"\0")   # never in the image
+    assert realkube.source_hash(repo) == first
+    module = repo / "reloader" / "cli.py"
+    module.write_text(module.read_text() + "\n# changed\n")
+    assert realkube.source_hash(repo) != first
+    module.write_text(module.read_text().replace("\n# changed\n", ""))
+    assert realkube.source_hash(repo) == first
+    (repo / "gotime" / "duration.py").rename(repo / "gotime" / "renamed.py")
+    assert realkube.source_hash(repo) != first
+
+
+def test_bundle_edits_reloader_image_flags_and_prometheus_version():
+    text = operator_bundle("promop.local/promop:dev-1", "promop.local/reloader:dev-2",
+                           ("--feature-gates=PrometheusAgentDaemonSet=true",))
+    assert 'image: "promop.local/promop:dev-1"' in text
+    assert '- "--config-reloader-image=promop.local/reloader:dev-2"' in text
+    assert "--config-reloader-image=promop.local/promop:dev-1" not in text
+    assert '        - --leader-elect\n        - "--feature-gates=PrometheusAgentDaemonSet=true"\n' in text
+    prometheus = text[text.index("kind: Prometheus\n"):]
+    assert f"  version: {realkube.PROMETHEUS_VERSION}\n" in prometheus
+
+
+def test_reloader_image_defaults_to_the_promop_image(monkeypatch):
+    monkeypatch.delenv("PROMOP_REAL_RELOADER_IMAGE", raising=False)
+    assert realkube.reloader_image("a/b:1") == "a/b:1"
+    monkeypatch.setenv("PROMOP_REAL_RELOADER_IMAGE", "a/reloader:2")
+    assert realkube.reloader_image("a/b:1") == "a/reloader:2"
+
+
+def pod(conditions: list[dict], phase: str = "Running") -> dict:
+    return {"metadata": {"creationTimestamp": "2026-12-06T23:00:00Z"},
+            "status": {"phase": phase, "conditions": conditions}}
+
+
+@pytest.mark.parametrize("conditions, seconds", [
+    ([{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-12-06T23:00:01Z"},
+      {"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-06T23:01:07Z"}], 67.0),
+    ([{"type": "Ready", "status": "False", "lastTransitionTime": "2026-12-06T23:00:05Z"},
+      {"type": "ContainersReady", "status": "True", "lastTransitionTime": "2026-12-06T23:00:09Z"}], None),
+])
+def test_pod_ready_seconds_reads_the_ready_condition(conditions, seconds):
+    assert realkube.pod_ready_seconds(pod(conditions)) == seconds
+    assert realkube.pod_is_ready(pod(conditions)) is (seconds is not None)
+    assert not realkube.pod_is_ready(pod(conditions, phase="Pending"))
+
+
+def test_wait_for_returns_the_value_and_names_what_it_waited_for():
+    seen = []
+
+    def check():
+        seen.append(1)
+        if len(seen) == 1:
+            raise ValueError("not yet")
+        return {"ok": 1} if len(seen) == 3 else None
+    assert realkube.wait_for(check, 5, "the thing", interval=0) == {"ok": 1}
+    with pytest.raises(realkube.KitError, match=r"waiting for the thing.*ValueError\('boom'\)"):
+        realkube.wait_for(lambda: (_ for _ in ()).throw(ValueError("boom")), 0.05, "the thing",
+                          interval=0.01)
