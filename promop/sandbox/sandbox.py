@@ -43,7 +43,8 @@ class Sandbox:
                  bookmark_interval: float = 60.0, bookmark_before_timeout: float = 2.0,
                  simulate_statefulsets: bool = False,
                  default_watch_timeout: float = 1800.0, gc_delay: float = 0.05,
-                 controller_delay: float = 0.05, authorization: str = "none") -> None:
+                 controller_delay: float = 0.05, authorization: str = "none",
+                 publish_root_ca: bool = False) -> None:
         if authorization not in ("none", "rbac"):
             raise ValueError(f'authorization must be "none" or "rbac", not {authorization!r}')
         self.authorization = authorization
@@ -80,6 +81,10 @@ class Sandbox:
         from promop.sandbox import eviction  # pods/eviction, PodDisruptionBudget status
 
         eviction.install(self)
+        if publish_root_ca:  # kube-root-ca.crt in every namespace, as kube-controller-manager (root_ca.py)
+            from promop.sandbox.root_ca import RootCAPublisher
+
+            RootCAPublisher(self).start()
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> "Sandbox":

@@ -150,7 +150,7 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
         return
     # a module may ask for more of the sandbox, e.g. SANDBOX_OPTIONS = {"authorization": "rbac"}
     options = dict(getattr(request.module, "SANDBOX_OPTIONS", {}))
-    with Sandbox(port=0, bookmark_interval=0.5, **options) as sb:
+    with Sandbox(port=0, bookmark_interval=0.5, publish_root_ca=True, **options) as sb:
         backend = Api("sandbox", sb.write_kubeconfig(tmp_path / "kubeconfig"), sandbox=sb)
         try:
             yield backend

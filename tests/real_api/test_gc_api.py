@@ -79,3 +79,14 @@ def test_orphan_delete_removes_the_references_and_keeps_dependents(api):
     eventually(lambda: gone(kube, "orph", ns), 30, "the owner gone")
     eventually(lambda: not kube.get(CONFIGMAPS, "kept", ns)["metadata"].get("ownerReferences"), 30,
                "the orphaned dependent's reference removed")
+
+
+def test_every_namespace_gets_kube_root_ca_crt(api):
+    """kube-controller-manager's root-ca-cert-publisher (the sandbox's with publish_root_ca=True)."""
+    kube, ns = api.admin, api.ns
+    cm = eventually(lambda: not gone(kube, "kube-root-ca.crt", ns) and kube.get(CONFIGMAPS, "kube-root-ca.crt", ns),
+                    30, "kube-root-ca.crt in a new namespace")
+    assert cm["data"]["ca.crt"].startswith("-----BEGIN CERTIFICATE-----")
+    assert [m["manager"] for m in cm["metadata"]["managedFields"]] == ["kube-controller-manager"]
+    kube.delete(CONFIGMAPS, "kube-root-ca.crt", ns)
+    eventually(lambda: not gone(kube, "kube-root-ca.crt", ns), 30, "kube-root-ca.crt put back")
