@@ -48,8 +48,8 @@ def set_operator_arg(cluster, prefix: str, value: str) -> None:
 TERMINATING_BOUND_S = 60.0
 
 
-def stuck_terminating(cluster, ns: str) -> None:
-    """Fail at once, saying which container, when a pod has been terminating too long."""
+def stuck_terminating(cluster, ns: str) -> str | None:
+    """What is wrong when a pod has been terminating too long (which container), else None."""
     now = time.time()
     for pod in cluster.get_json("pods", "-n", ns)["items"]:
         deleted = pod["metadata"].get("deletionTimestamp")
@@ -59,10 +59,11 @@ def stuck_terminating(cluster, ns: str) -> None:
         if since > TERMINATING_BOUND_S:
             running = [c["name"] for c in pod["status"].get("containerStatuses") or []
                        if "running" in c.get("state", {})]
-            raise AssertionError(
-                f"pod {pod['metadata']['name']} has been terminating for {since:.0f} s; still "
-                f"running: {running}. A container that ignores SIGTERM (a PID 1 without a handler, "
-                f"e.g. a reloader still starting) holds the rolling update for the grace period")
+            return (f"pod {pod['metadata']['name']} has been terminating for {since:.0f} s; still "
+                    f"running: {running}. A container that ignores SIGTERM (a PID 1 without a "
+                    f"handler, e.g. a reloader still starting) holds the rolling update for the "
+                    f"grace period")
+    return None
 
 
 def test_reloader_image_and_prometheus_field_changes_roll_the_pods(real_cluster,
@@ -75,8 +76,10 @@ def test_reloader_image_and_prometheus_field_changes_roll_the_pods(real_cluster,
                          "-p", json.dumps({"spec": {"logLevel": "debug"}}))
     set_operator_arg(real_cluster, "--config-reloader-image=", f"--config-reloader-image={new_image}")
     try:
-        def rolled() -> dict | None:
-            stuck_terminating(real_cluster, workloads.ns)
+        def rolled() -> dict | str | None:
+            stuck = stuck_terminating(real_cluster, workloads.ns)
+            if stuck:
+                return stuck   # ends the wait: failed below, at once and saying why
             pods = workloads.pods()
             if len(pods) != len(before):
                 return None
@@ -92,6 +95,7 @@ def test_reloader_image_and_prometheus_field_changes_roll_the_pods(real_cluster,
                             interval=1)
         except KitError as exc:
             raise KitError(f"{exc}\n{workloads.describe()}") from None
+        assert not isinstance(pods, str), pods
         seconds = {k: round(realkube.pod_ready_seconds(p), 1) for k, p in pods.items()}
         record("rolled pods creation->Ready s", seconds)
         flags = http_json(workloads.prom_url("fast", "/api/v1/status/flags"))["data"]
