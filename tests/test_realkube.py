@@ -91,3 +91,29 @@ def test_wait_for_returns_the_value_and_names_what_it_waited_for():
     with pytest.raises(realkube.KitError, match=r"waiting for the thing.*ValueError\('boom'\)"):
         realkube.wait_for(lambda: (_ for _ in ()).throw(ValueError("boom")), 0.05, "the thing",
                           interval=0.01)
+
+
+class FakeCluster:
+    def __init__(self, pods: list[dict]) -> None:
+        self.pods = pods
+
+    def get_json(self, *args: str) -> dict:
+        return {"items": self.pods}
+
+
+def terminating_pod(seconds_ago: float, grace: int = 600) -> dict:
+    import time
+    from datetime import datetime, timezone
+    at = datetime.fromtimestamp(time.time() - seconds_ago + grace, tz=timezone.utc)
+    return {"metadata": {"name": "prometheus-x-0", "deletionTimestamp": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                         "deletionGracePeriodSeconds": grace},
+            "status": {"containerStatuses": [{"name": "config-reloader", "state": {"running": {}}},
+                                             {"name": "prometheus", "state": {"terminated": {}}}]}}
+
+
+def test_a_pod_terminating_past_the_bound_is_named_with_its_running_container():
+    from e2e_real.test_workloads_rollout import TERMINATING_BOUND_S, stuck_terminating
+    assert stuck_terminating(FakeCluster([terminating_pod(5)]), "ns") is None
+    assert stuck_terminating(FakeCluster([{"metadata": {"name": "ok"}, "status": {}}]), "ns") is None
+    message = stuck_terminating(FakeCluster([terminating_pod(TERMINATING_BOUND_S + 30)]), "ns")
+    assert message and "prometheus-x-0" in message and "['config-reloader']" in message
