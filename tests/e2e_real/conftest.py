@@ -12,6 +12,7 @@ a broken tier must not turn green by skipping itself. Without the kit it is skip
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -56,6 +57,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 @pytest.fixture(scope="session")
 def real_cluster() -> Iterator[realkube.RealCluster]:
     """Control plane (in-cluster) + the node (under its lock) + the images; stopped at the end.
@@ -63,8 +68,14 @@ def real_cluster() -> Iterator[realkube.RealCluster]:
     Attributes: .cp (ControlPlane), .image (promop, built from this working tree),
     .reloader_image, .prometheus_image, .alertmanager_image, .kubectl(...), .apply(...).
     """
-    with realkube.real_cluster(kcm_args=KCM_ARGS) as cluster:
-        yield cluster
+    # A SIGTERM (CI's `timeout`, a killed job) becomes a KeyboardInterrupt, so pytest still runs
+    # this fixture's teardown: the node is stopped before its lock goes (else it outlives us).
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with realkube.real_cluster(kcm_args=KCM_ARGS) as cluster:
+            yield cluster
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @pytest.fixture(scope="session")
