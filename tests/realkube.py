@@ -296,17 +296,31 @@ class Node:
         """A blocking flock (so this process queues like `flock` in a shell does), taken in a
         thread so the wait is bounded and says every minute whose node runs meanwhile."""
         fd = os.open(NODE_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
-        taken = threading.Event()
-        threading.Thread(target=lambda: (fcntl.flock(fd, fcntl.LOCK_EX), taken.set()),
-                         daemon=True, name="node-lock").start()
+        taken, given_up, guard = threading.Event(), threading.Event(), threading.Lock()
+
+        def take() -> None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with guard:
+                if given_up.is_set():     # the waiter left (timeout, Ctrl-C): let the lock go
+                    os.close(fd)
+                else:
+                    taken.set()
+        threading.Thread(target=take, daemon=True, name="node-lock").start()
         deadline = time.monotonic() + self.lock_timeout
-        while not taken.wait(timeout=max(0.1, min(60.0, deadline - time.monotonic()))):
-            if time.monotonic() >= deadline:
-                # The thread stays blocked on fd; if it gets the lock later, exiting releases it.
-                raise KitError(f"the node lock {NODE_LOCK} stayed taken for "
-                               f"{self.lock_timeout:.0f} s (node of {_node_owner()})")
-            log(f"waiting for the node lock {NODE_LOCK}: another node runs "
-                f"(run dir {_node_owner()})")
+        try:
+            while not taken.wait(timeout=max(0.1, min(60.0, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline:
+                    raise KitError(f"the node lock {NODE_LOCK} stayed taken for "
+                                   f"{self.lock_timeout:.0f} s (node of {_node_owner()})")
+                log(f"waiting for the node lock {NODE_LOCK}: another node runs "
+                    f"(run dir {_node_owner()})")
+        except BaseException:
+            with guard:
+                if taken.is_set():
+                    os.close(fd)
+                else:
+                    given_up.set()
+            raise
         self._lock_fd = fd
 
     def start(self) -> "Node":

@@ -117,3 +117,36 @@ def test_a_pod_terminating_past_the_bound_is_named_with_its_running_container():
     assert stuck_terminating(FakeCluster([{"metadata": {"name": "ok"}, "status": {}}]), "ns") is None
     message = stuck_terminating(FakeCluster([terminating_pod(TERMINATING_BOUND_S + 30)]), "ns")
     assert message and "prometheus-x-0" in message and "['config-reloader']" in message
+
+
+def test_node_lock_wait_is_bounded_and_an_abandoned_wait_lets_the_lock_go(tmp_path, monkeypatch):
+    import fcntl
+    import os
+    import subprocess
+    lock = tmp_path / "node.lock"
+    monkeypatch.setattr(realkube, "NODE_LOCK", lock)
+    holder = subprocess.Popen(["flock", str(lock), "sleep", "2"])
+    try:
+        realkube.wait_for(lambda: subprocess.run(["flock", "-n", str(lock), "true"]).returncode == 1,
+                          10, "the holder to take the lock", interval=0.05)
+        with pytest.raises(realkube.KitError, match="stayed taken"):
+            realkube.Node(None, lock_timeout=0.5)._take_lock()
+    finally:
+        holder.wait(timeout=30)
+
+    def free() -> bool:
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+    # The waiter's thread got the lock after the holder left, and let it go at once.
+    realkube.wait_for(free, 10, "the lock free again", interval=0.05)
+    node = realkube.Node(None, lock_timeout=5)
+    node._take_lock()
+    assert not free()
+    node.stop()
+    assert free()
