@@ -152,6 +152,17 @@ def populate(api: RawApi, n: int, threads: int) -> float:
     return time.perf_counter() - started
 
 
+def list_floor(api: RawApi) -> float:
+    """A bare LIST of every ServiceMonitor in pages of 500, as the informer lists (the apiserver's
+    part of any first sync: a first sync cannot beat it)."""
+    started, token = time.perf_counter(), ""
+    while True:
+        page = api.request("GET", f"{SM_API}/servicemonitors?limit=500" + (f"&continue={token}" if token else ""))
+        token = page["metadata"].get("continue") or ""
+        if not token:
+            return time.perf_counter() - started
+
+
 def create_prometheuses(api: RawApi) -> list[str]:
     proms = [prometheus("p0", MON, {}, True),
              prometheus("p1", MON, {"matchLabels": {"team": "t0"}}, True),
@@ -226,9 +237,9 @@ def wait_quiet(pid: int, timeout: float = 30.0, quiet: float = 0.15) -> None:
             return
 
 
-def start_operator(kubeconfig: str, log_path: Path, profile: Path | None) -> subprocess.Popen:
+def start_operator(kubeconfig: str, log_path: Path, profile: Path | None, extra: list[str]) -> subprocess.Popen:
     run = ["-m", "promop", "run", "--kubeconfig", kubeconfig, "--web.listen-address", "127.0.0.1:0",
-           "--log-level", "info"]
+           "--log-level", "info", *extra]
     args = [sys.executable, *(["-m", "bench.scale.sampler", str(profile)] if profile else []), *run]
     log = open(log_path, "wb")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
@@ -253,13 +264,15 @@ def sync_durations(log_path: Path, key: str, after: int) -> list[int]:
 
 # ---- one size ----------------------------------------------------------------------------------
 
-def run_size(n: int, edits: int, threads: int, profile_dir: Path | None, keep_log: Path | None) -> dict:
+def run_size(n: int, edits: int, threads: int, profile_dir: Path | None, keep_log: Path | None,
+             operator_args: list[str]) -> dict:
     res: dict = {"n": n, "load_start": loadavg()}
     with ControlPlane() as kubeconfig:
         api = RawApi(kubeconfig)
         install_crds(kubeconfig)
         res["populate_s"] = populate(api, n, threads)
         namespaces, teams = layout(n)
+        res["list_s"] = list_floor(api)
         print(f"  N={n}: {n} ServiceMonitors + Services + Endpoints in {namespaces} namespaces, {teams} teams, "
               f"created in {res['populate_s']:.1f} s (load {loadavg()})", flush=True)
         stop = threading.Event()
@@ -272,7 +285,7 @@ def run_size(n: int, edits: int, threads: int, profile_dir: Path | None, keep_lo
         log_path = keep_log or Path(tempfile.mkdtemp(prefix="promop-scale-log-")) / "operator.log"
         profile = profile_dir / f"profile-{n}.txt" if profile_dir else None
         t_start = time.perf_counter()
-        proc = start_operator(kubeconfig, log_path, profile)
+        proc = start_operator(kubeconfig, log_path, profile, operator_args)
         try:
             res.update(first_sync(proc, secrets, t_start))
             res["load_synced"] = loadavg()
@@ -368,6 +381,8 @@ def print_result(r: dict) -> None:
     print(f"\nN = {r['n']:,} ServiceMonitors (load {r['load_start']} at start, {r['load_synced']} after the first "
           f"sync, {r['load_end']} at the end)")
     print(f"  first sync (process start -> config Secrets)  {r['first_sync_s']:.2f} s")
+    print(f"  baseline: bare LIST of every ServiceMonitor   {r['list_s']:.2f} s (first sync "
+          f"{r['first_sync_s'] / r['list_s']:.1f}x)")
     print(f"  operator RSS after the first sync            {r['rss_synced_mib']:.0f} MiB")
     print(f"  status.bindings backlog written after        {r['backlog_s']:.0f} s more")
     print(f"  operator RSS after the edits (peak)          {r['rss_mib']:.0f} MiB ({r['hwm_mib']:.0f} MiB)")
@@ -402,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="CI size: 200 monitors, 10 edits")
     parser.add_argument("--profile", type=Path, help="sample the operator; reports in this directory")
     parser.add_argument("--operator-log", type=Path, help="keep the operator's log here (one size)")
+    parser.add_argument("--operator-arg", action="append", default=[],
+                        help="one more `promop run` argument (repeatable), e.g. --operator-arg=--kube-api-qps=1000")
     args = parser.parse_args(argv)
     sizes, edits = ([200], 10) if args.quick else (args.monitors, args.edits)
     if args.profile:
@@ -409,10 +426,11 @@ def main(argv: list[str] | None = None) -> int:
     if not (KIT / "start.sh").exists():
         print(f"no Kubernetes kit at {KIT} (set PROMOP_KUBE_KIT)", file=sys.stderr)
         return 2
-    print(f"bench.scale: sizes {sizes}, {edits} edits each; {os.cpu_count()} CPUs, load {loadavg()}", flush=True)
+    print(f"bench.scale: sizes {sizes}, {edits} edits each; {os.cpu_count()} CPUs, load {loadavg()}; "
+          f"operator args {args.operator_arg or 'default'}", flush=True)
     failures: list[str] = []
     for n in sizes:
-        r = run_size(n, edits, args.threads, args.profile, args.operator_log)
+        r = run_size(n, edits, args.threads, args.profile, args.operator_log, args.operator_arg)
         print_result(r)
         failures += missed(r)
     print("\ngoals: " + ("all met" if not failures else "MISSED: " + "; ".join(failures)))
