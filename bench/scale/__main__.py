@@ -250,12 +250,14 @@ SYNC_MS = re.compile(rb'key="?([^" ]+)"?.*\bms=(\d+)')
 
 
 def sync_durations(log_path: Path, key: str, after: int) -> list[int]:
-    """The `ms` of the operator's `synced` log lines for `key` past byte offset `after`."""
+    """The `ms` of the operator's `synced` log lines for `key` past byte offset `after` caused by a
+    ServiceMonitor event."""
     with open(log_path, "rb") as fh:
         fh.seek(after)
         out = []
         for line in fh:
-            if b"synced" in line and b"msg=synced" in line or b'"synced"' in line:
+            # edits' syncs only: not the first sync's own line (logged after its writes) nor resyncs
+            if (b"msg=synced" in line or b'"synced"' in line) and b"ServiceMonitor" in line:
                 m = SYNC_MS.search(line)
                 if m and m.group(1).decode() == key:
                     out.append(int(m.group(2)))
