@@ -18,6 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NEEDS_PROMETHEUS = {"adapter", "propagation"}
+NEEDS_KUBE_KIT = {"scale"}  # a real control plane from ../shared/kube (bench.scale finds it)
 
 BENCHES = {
     "autoscale": ["--decisions", "200", "--memhpas", "5"],
@@ -32,6 +33,7 @@ BENCHES = {
     "workqueue": ["--items", "1000", "--rounds", "1"],
     "sandbox": ["--objects", "200", "--rounds", "1", "--page", "50"],
     "render": ["--repeat", "1", "--monitors", "50", "--rules", "25"],
+    "scale": ["--quick"],
 }
 # bench.reloader has no size options (about 40 s on a quiet machine): not run here.
 
@@ -41,6 +43,13 @@ BENCHES = {
 def test_bench_runs(name: str) -> None:
     if name in NEEDS_PROMETHEUS and not shutil.which("prometheus"):
         pytest.skip("prometheus is not installed")
+    if name in NEEDS_KUBE_KIT:
+        from bench.scale.__main__ import KIT
+
+        home = Path(os.environ.get("KUBE_KIT_HOME", Path.home() / ".cache" / "promop-kube"))
+        if not (KIT / "start.sh").exists() or not (Path(os.environ.get("KUBE_BIN", home / "bin")) /
+                                                   "kube-apiserver").exists():
+            pytest.skip(f"no installed Kubernetes kit at {KIT} (set PROMOP_KUBE_KIT; run its install.sh)")
     proc = subprocess.run([sys.executable, "-m", f"bench.{name}", *BENCHES[name]], cwd=ROOT,
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})

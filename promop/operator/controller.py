@@ -280,16 +280,20 @@ class Controller(InformerGroup):
         ns = self.namespaces.store.get(namespace)
         return ((ns or {}).get("metadata") or {}).get("labels") or {}
 
-    def _handle(self, inf: Informer, kind: str, keys: Callable[[Any], list[str]],
+    def _handle(self, inf: Informer, kind: str, keys: Callable[..., list[str]],
                 update_matters: Callable[[dict, dict], bool], on_initial: bool = False,
-                we_write: bool = False, status_only: Callable[[dict, dict], bool] | None = None) -> None:
+                we_write: bool = False, status_only: Callable[[dict, dict], bool] | None = None,
+                update_keys: Callable[[dict, dict], list[str]] | None = None) -> None:
         """Route `inf`'s events through `keys` into the queue; updates only when `update_matters`.
 
         Objects of the initial LIST are skipped unless `on_initial` (the initial Prometheus
         adds already enqueue every key). For kinds `we_write`, an update that is the echo of
         our own latest write does not cause a sync. An update for which `status_only` holds
-        asks only for a status refresh."""
+        asks only for a status refresh. `update_keys(old, new)`, when given, maps updates instead of
+        `keys(new)`."""
         e = self._enqueue
+        if update_keys is None:
+            update_keys = lambda old, new: keys(new)  # noqa: E731
 
         def on_update(old: dict, new: dict) -> None:
             if not update_matters(old, new):
@@ -297,9 +301,9 @@ class Controller(InformerGroup):
             if we_write and self.syncer.is_own_write(kind, new):
                 return
             if status_only is not None and status_only(old, new):
-                e(keys(new), kind, "update", status_only=True, obj=new)
+                e(update_keys(old, new), kind, "update", status_only=True, obj=new)
                 return
-            e(keys(new), kind, "update", maybe_echo=new if we_write else None, obj=new)
+            e(update_keys(old, new), kind, "update", maybe_echo=new if we_write else None, obj=new)
 
         inf.add_handler(
             # an add after the initial LIST may be the echo of our own create; the status, computed
@@ -327,10 +331,12 @@ class Controller(InformerGroup):
                           ("PrometheusRule", self.rules), ("Probe", self.probes), ("ScrapeConfig", self.scrapeconfigs)):
             if inf is None:  # CRD not installed
                 continue
-            def monitor_keys(obj: Any, kind: str = kind) -> list[str]:
+            def monitor_keys(obj: Any, old: Any = None, kind: str = kind) -> list[str]:
+                # the Prometheus objects that select this object, before or after (mapping.for_monitor)
                 ns = (_obj(obj).get("metadata") or {}).get("namespace", "")
-                return mapping.for_monitor(kind, ns, self._proms(), self._ns_labels)
-            self._handle(inf, kind, monitor_keys, mapping.monitor_update_matters)
+                return mapping.for_monitor(kind, ns, self._proms(), self._ns_labels, objects=(_obj(obj), old))
+            self._handle(inf, kind, monitor_keys, mapping.monitor_update_matters,
+                         update_keys=lambda old, new, keys=monitor_keys: keys(new, old))
             inf.add_handler(on_add=lambda o, initial, kind=kind: self._enqueue_gone(o, kind))
 
         for kind, inf in (("Secret", self.secrets), ("ConfigMap", self.configmaps)):

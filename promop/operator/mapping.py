@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from promop.labelselector import SelectorError, parse_selector
 from promop.render.model import MONITORING_GROUP
+from promop.render.selection import SELECTOR_FIELDS
 
 # the namespace selector field of a Prometheus that decides where it looks for each kind
 NAMESPACE_SELECTOR_FIELD = {
@@ -84,16 +85,39 @@ def selects_namespace(prometheus: Mapping[str, Any], field: str, namespace: str,
 
 
 def for_monitor(kind: str, namespace: str, prometheuses: Iterable[Mapping[str, Any]],
-                namespace_labels: NamespaceLabels) -> list[str]:
+                namespace_labels: NamespaceLabels, objects: Iterable[Mapping[str, Any] | None] | None = None) -> list[str]:
     """A monitor or rule in `namespace` changed: every Prometheus whose namespace selector covers it.
 
-    The object's own labels are not checked: a label change can deselect it, and
-    the Prometheus that used to select it must drop it.
+    `objects`: the object's versions this event is about (old and new of an update; the object of
+    an add or delete). When given, a Prometheus whose object selector selects none of them, and
+    that none of them names in `status.bindings`, is left out: its output cannot change (with
+    10,000 monitors, every edit would otherwise re-render every Prometheus in reach). Both sides
+    of an update count, so a label change that deselects an object still reaches the Prometheus
+    that used to select it; a nil or invalid selector is never used to leave one out.
     """
     field = NAMESPACE_SELECTOR_FIELD[kind]
     labels = namespace_labels(namespace)
-    return sorted(key_of(p) for p in prometheuses
-                  if _md(p).get("namespace") == namespace or selects_namespace(p, field, namespace, labels))
+    keys = [key_of(p) for p in prometheuses
+            if (_md(p).get("namespace") == namespace or selects_namespace(p, field, namespace, labels))
+            and (objects is None or may_select(p, kind, objects))]
+    if objects is not None:
+        bound = {k for obj in objects if obj is not None for k in bound_prometheuses(obj)}
+        keys += [key_of(p) for p in prometheuses if key_of(p) in bound and key_of(p) not in keys]
+    return sorted(keys)
+
+
+def may_select(prometheus: Mapping[str, Any], kind: str, objects: Iterable[Mapping[str, Any] | None]) -> bool:
+    """False only when `prometheus`'s object selector for `kind` is a valid selector that matches
+    the labels of none of `objects` (so no version of them is or was selected)."""
+    spec = prometheus.get("spec") or {}
+    selector = spec.get(SELECTOR_FIELDS[kind][0])
+    if selector is None:
+        return True  # nil selects nothing here, but the unmanaged-config rules are the renderer's call
+    try:
+        parsed = parse_selector(selector, SELECTOR_FIELDS[kind][0])
+    except SelectorError:
+        return True  # the sync reports it
+    return any(parsed.matches(_md(obj).get("labels") or {}) for obj in objects if obj is not None)
 
 
 def for_referenced(kind: str, namespace: str, name: str, prometheuses: Iterable[Mapping[str, Any]],

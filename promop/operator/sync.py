@@ -12,6 +12,7 @@ One WriteLog records what was last written or found right, for all of them.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -27,6 +28,7 @@ from promop.operator.apply import OwnerGone, RetryLater
 from promop.host.logs import fields
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.reporter import Outcome, Reporter
+from promop.operator.stable_versions import StableVersions
 from promop.operator.status import now_rfc3339
 from promop.operator.writelog import WriteLog
 from promop.operator.writer import BY_KIND, ConfigWriter, fingerprint, key_of
@@ -114,8 +116,13 @@ class Syncer:
         self.last_report: dict[str, SyncReport] = {}  # key -> what its last finished sync did
         self._synced: dict[str, tuple] = {}  # key -> _identity() of the Prometheus its last good sync saw
         self._render_caches: dict[str, Any] = {}  # per key: a cache is not shared between workers
+        self._stable = StableVersions()
         if cache_factory is None:
-            from promop.render import RenderCache as cache_factory
+            from promop.render import RenderCache
+
+            # one sync asks for one selection and one rule render: the latest two whole-render
+            # entries are all that is ever reused (each holds a decision per candidate monitor)
+            cache_factory = functools.partial(RenderCache, max_renders=2)
         self._cache_factory = cache_factory
 
     # ---- entry point ------------------------------------------------------------------
@@ -246,6 +253,10 @@ class Syncer:
         inputs.secrets, inputs.configmaps = secrets, configmaps
         with self._lock:
             self.references[key] = {(r.kind, r.namespace, r.name) for r in refs}
+            # the previous result (its whole config text among it) is not kept alive through the
+            # render of the next: at 10,000 monitors that is tens of MiB more at the peak. A failed
+            # render leaves none, as a failed sync already made sync_status do a full sync.
+            self.last_result.pop(key, None)
         result = self.render(inputs, cache=cache)
         with self._lock:
             self.last_result[key] = result
@@ -259,7 +270,8 @@ class Syncer:
 
     def _candidates(self, kind: str) -> list[dict]:
         store = self.stores.monitors.get(kind)
-        return store.list() if store is not None else []
+        # status-only changes (our bindings writes) keep the version the render cache knows
+        return self._stable.views(kind, store.list()) if store is not None else []
 
     # ---- feedback (queued, written by the reporter's workers) -------------------------------
 

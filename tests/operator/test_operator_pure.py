@@ -158,6 +158,47 @@ def test_mapping_rules():
     assert mapping.for_namespace_change({}, {"team": "web"}, "web", proms) == ["mon/team"]
     assert mapping.for_namespace_change(None, {}, "new", proms) == ["mon/all"]
     assert mapping.for_namespace_change({"x": "1"}, {"x": "2"}, "web", proms) == []
+
+
+def test_monitor_events_reach_only_prometheuses_that_select_a_version_of_the_object():
+    """Upstream's object selector semantics, applied to the event's old and new objects: a
+    Prometheus whose valid selector matches neither (and that neither names in status.bindings)
+    cannot change, so it is not synced; every other case still is."""
+    ns_all = {"serviceMonitorNamespaceSelector": {}}
+    p_team = prom("team", "mon", serviceMonitorSelector={"matchLabels": {"team": "a"}}, **ns_all)
+    p_expr = prom("expr", "mon", serviceMonitorSelector={"matchExpressions": [
+        {"key": "team", "operator": "NotIn", "values": ["a"]}]}, **ns_all)
+    p_nil = prom("nil", "mon", **ns_all)  # nil selector: never used to leave a Prometheus out
+    p_bad = prom("bad", "mon", serviceMonitorSelector={"matchLabels": {"bad key!": "x"}}, **ns_all)
+    proms = [p_team, p_expr, p_nil, p_bad]
+    labels = {"web": {}}.get
+
+    def sm(team=None, bindings=()):
+        obj = {"metadata": {"name": "s", "namespace": "web", "labels": {"team": team} if team else {}}}
+        if bindings:
+            obj["status"] = {"bindings": [{"group": "monitoring.coreos.com", "resource": "prometheuses",
+                                           "namespace": "mon", "name": b} for b in bindings]}
+        return obj
+
+    def keys(*objects):
+        return mapping.for_monitor("ServiceMonitor", "web", proms, labels, objects=objects)
+
+    assert keys(sm("a"), None) == ["mon/bad", "mon/nil", "mon/team"]
+    assert keys(sm("b"), None) == ["mon/bad", "mon/expr", "mon/nil"]
+    assert keys(sm("a"), sm("b")) == ["mon/bad", "mon/expr", "mon/nil", "mon/team"]  # relabelled: both
+    assert keys(sm("b"), sm("a")) == ["mon/bad", "mon/expr", "mon/nil", "mon/team"]
+    assert keys(sm("b", bindings=["team"]), None) == ["mon/bad", "mon/expr", "mon/nil", "mon/team"]
+    assert keys(sm("b"), sm("b", bindings=["team"])) == ["mon/bad", "mon/expr", "mon/nil", "mon/team"]
+    # without the objects (the agent controller): by namespace only, as before
+    assert mapping.for_monitor("ServiceMonitor", "web", proms, labels) == ["mon/bad", "mon/expr", "mon/nil",
+                                                                           "mon/team"]
+    # the namespace selector still applies first
+    p_own = prom("own", "mon", serviceMonitorSelector={})
+    assert mapping.for_monitor("ServiceMonitor", "web", [p_own], labels, objects=(sm("a"), None)) == []
+    # each kind reads its own selector field
+    p_rules = prom("rules", "mon", ruleSelector={"matchLabels": {"team": "a"}}, ruleNamespaceSelector={})
+    assert mapping.for_monitor("PrometheusRule", "web", [p_rules], labels, objects=(sm("b"), None)) == []
+    assert mapping.for_monitor("PrometheusRule", "web", [p_rules], labels, objects=(sm("a"), None)) == ["mon/rules"]
     owned = {"metadata": {"namespace": "mon", "ownerReferences": [
         {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus", "name": "own", "controller": True}]}}
     assert mapping.for_statefulset(owned) == ["mon/own"]
