@@ -60,7 +60,11 @@ class Applier:
         self.parts = Parts(opts.config_parts_dir, opts.config_parts_out_dir) if opts.config_parts_dir else None
         if opts.config_parts_dir:
             self.hashed_dirs.append(opts.config_parts_dir)
-        self.hash_exclude = {os.path.abspath(p) for p in (opts.config_file, opts.config_envsubst_file) if p}
+        # The config reaches Prometheus only through its rendered digest; with --watch-secret the mounted copy
+        # is merely a fallback input (staged into config_file when chosen), so kubelet refreshing it with content
+        # already applied, or older, changes nothing Prometheus loads and must not reload it.
+        self.hash_exclude = {os.path.abspath(p) for p in (opts.config_file, opts.config_envsubst_file,
+                                                         opts.mounted_config_file) if p}
         if opts.config_envsubst_file:
             for name in remove_stale_temps(opts.config_envsubst_file):
                 log.info("removed a temp file left by an earlier run", file=name)
