@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .atomic import OutputError, remove_stale_temps
 from .envsubst import Expansion, environment
@@ -21,9 +21,11 @@ from .hashing import add_stream, dirs_digest
 from .logs import Log
 from .parts import Parts
 from .metrics import Metrics
-from .reloaders import ReloadError, Reloader
 from .render import render
 from .source import InputError
+
+if TYPE_CHECKING:  # the init container never reloads: it need not import the HTTP client
+    from .reloaders import Reloader
 
 
 class Result(Enum):
@@ -202,6 +204,8 @@ class Applier:
                 )
 
     def _reload(self, stop: threading.Event, state: tuple[str | None, str]) -> bool:
+        from .reloaders import ReloadError
+
         assert self.reload is not None
         self.metrics.reloads.inc()
         started = time.monotonic()
