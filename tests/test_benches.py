@@ -32,6 +32,7 @@ BENCHES = {
     "workqueue": ["--items", "1000", "--rounds", "1"],
     "sandbox": ["--objects", "200", "--rounds", "1", "--page", "50"],
     "render": ["--repeat", "1", "--monitors", "50", "--rules", "25"],
+    "reloader_startup": ["--repeats", "1"],
 }
 # bench.reloader has no size options (about 40 s on a quiet machine): not run here.
 
