@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 HEAVY = ("prometheus_client", "watchdog", "requests", "urllib3", "http.client", "http.server", "ssl", "yaml",
-         "kubernetes")
+         "kubernetes", "tempfile")
 
 PROBE = """
 import json, sys
