@@ -21,7 +21,8 @@ print(json.dumps({"rc": rc, "modules": sorted(m for m in %r if m in sys.modules)
 
 def _imported(args: list[str]) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    out = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env, timeout=60,
+    # -S: the host's site hooks (.pth files) import modules of their own; the reloader's image has none
+    out = subprocess.run([sys.executable, "-S", "-c", PROBE, *args], capture_output=True, text=True, env=env, timeout=60,
                          check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
