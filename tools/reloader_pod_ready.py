@@ -70,13 +70,21 @@ def main() -> int:
     p.add_argument("--name", default="ready")
     p.add_argument("--namespace", default="default")
     p.add_argument("--timeout", type=float, default=180)
+    p.add_argument("--startup-period", type=int, default=0,
+                   help="override the Prometheus container's startupProbe periodSeconds (keeping its total duration), "
+                        "to see how much of the Ready time is upstream's 15 s probe period")
     a = p.parse_args()
     KUBECTL = a.kubectl
     deps, pod = objects(a.name, a.namespace, a.reloader_image, a.cpu_limit, a.prometheus_image)
     kubectl(a.kubeconfig, "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": deps}))
+    if a.startup_period:
+        probe = pod["spec"]["containers"][0]["startupProbe"]
+        total = probe["periodSeconds"] * probe["failureThreshold"]
+        probe["periodSeconds"], probe["failureThreshold"] = a.startup_period, -(-total // a.startup_period)
     pod_name = pod["metadata"]["name"]
     started = time.monotonic()
-    kubectl(a.kubeconfig, "create", "-f", "-", stdin=json.dumps(pod))
+    created_obj = json.loads(kubectl(a.kubeconfig, "create", "-f", "-", "-o", "json", stdin=json.dumps(pod)))
+    created = _ts(created_obj["metadata"]["creationTimestamp"])
     ready = None
     while time.monotonic() - started < a.timeout:
         status = json.loads(kubectl(a.kubeconfig, "-n", a.namespace, "get", "pod", pod_name, "-o", "json"))["status"]
@@ -84,7 +92,12 @@ def main() -> int:
             ready = time.monotonic() - started
             break
         time.sleep(0.05)
-    out: dict = {"cpu_limit": a.cpu_limit, "reloader_image": a.reloader_image, "ready_seconds": ready}
+    out: dict = {"cpu_limit": a.cpu_limit, "reloader_image": a.reloader_image, "ready_seconds": ready,
+                 "startup_probe_period": pod["spec"]["containers"][0]["startupProbe"]["periodSeconds"]}
+    for s in status.get("containerStatuses", []):
+        running = s.get("state", {}).get("running")
+        if s["name"] == "prometheus" and running:
+            out["prometheus_started_after_create_seconds"] = round(_ts(running["startedAt"]) - created, 1)
     init = next((s for s in status.get("initContainerStatuses", []) if s["name"] == "init-config-reloader"), None)
     term = (init or {}).get("state", {}).get("terminated")
     if term:
