@@ -59,7 +59,8 @@ def _usage_problem(opts: Options) -> str | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, early_signals: Sequence[int] = ()) -> int:
+    """Run the reloader; `early_signals` are those `entry` caught before this module was imported."""
     opts = parse(list(argv) if argv is not None else None)
     log = logs.setup(opts.log_format, opts.log_level)
     problem = _usage_problem(opts)
@@ -105,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         runner.wake.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    for signum in early_signals[:1]:  # a SIGTERM during start-up: stop now that we can
+        on_signal(signum, None)
     try:
         log.info(
             "starting", cfg_in=opts.config_file, cfg_out=opts.config_envsubst_file,

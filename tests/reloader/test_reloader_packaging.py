@@ -39,7 +39,7 @@ def test_every_import_is_a_declared_dependency_and_nothing_more():
     assert imported - OPTIONAL <= set(DISTRIBUTIONS), f"undeclared imports: {imported - OPTIONAL - set(DISTRIBUTIONS)}"
     assert declared == {DISTRIBUTIONS[m] for m in imported - OPTIONAL}
     assert "kubernetes" not in declared
-    assert project["scripts"]["promop-config-reloader"] == "reloader.cli:main"
+    assert project["scripts"]["promop-config-reloader"] == "reloader.entry:main"
 
 
 def test_the_package_holds_the_reloader_and_gotime_only():
