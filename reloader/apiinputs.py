@@ -24,7 +24,8 @@ from typing import Callable
 
 from .atomic import OutputError, write_atomically
 from .freshness import Freshness
-from .kubeapi import Api, ObjectRef, ObjectWatch, parse_object_ref
+from .kubeapi import Api, ObjectWatch
+from .specs import ObjectRef, parse_object_ref, parse_secret_files, parse_specs, stage_path  # noqa: F401 (re-exported)
 from .logs import Log
 
 
@@ -253,19 +254,6 @@ class SecretFileMirror(_Input):
                       bytes=-1 if raw is None else len(raw))
 
 
-def parse_secret_files(specs: list[str]) -> list[tuple[ObjectRef, str, str, str]]:
-    """--watch-secret-file NAMESPACE/NAME:KEY=DIR[,mount=MOUNTED_DIR] -> (ref, key, dir, mounted dir)."""
-    out = []
-    for spec in specs:
-        ref, rest = parse_object_ref("secrets", spec, ":")
-        key, _, place = rest.partition("=")
-        directory, _, mounted = place.partition(",mount=")
-        if not key or not directory or "/" in key or key.startswith("."):
-            raise ValueError(f"--watch-secret-file {spec!r}: expected NAMESPACE/NAME:KEY=DIR[,mount=MOUNTED_DIR]")
-        out.append((ref, key, directory, mounted))
-    return out
-
-
 def _content(path: str) -> bytes | None:
     try:
         with open(path, "rb") as f:
@@ -336,30 +324,6 @@ class ApiInputs:
         for item in self.inputs:
             if item.watch is not None:
                 item.watch.close()
-
-
-def stage_path(output: str) -> str:
-    """Where the config chosen from the API or the mount is staged: hidden, next to the output."""
-    return os.path.join(os.path.dirname(os.path.abspath(output)), f".{os.path.basename(output)}.from-api")
-
-
-def parse_specs(watch_secret: str, watch_configmaps: list[str], config_file: str,
-                output: str) -> tuple[tuple[ObjectRef, str] | None, list[tuple[ObjectRef, str, str]]]:
-    """Validate the flags: ((secret ref, key) or None, [(configmap ref, dir, mounted dir)]). ValueError says why."""
-    secret = None
-    if watch_secret:
-        if not output:
-            raise ValueError("--watch-secret needs --config-envsubst-file (where the config is written)")
-        ref, key = parse_object_ref("secrets", watch_secret, ":")
-        secret = (ref, key or (os.path.basename(config_file) if config_file else "prometheus.yaml.gz"))
-    mirrors = []
-    for spec in watch_configmaps:
-        ref, rest = parse_object_ref("configmaps", spec, "=")
-        directory, _, option = rest.partition(",mount=")
-        if not directory:
-            raise ValueError(f"--watch-configmap {spec!r}: expected NAMESPACE/NAME=DIR[,mount=MOUNTED_DIR]")
-        mirrors.append((ref, directory, option))
-    return secret, mirrors
 
 
 def build(api: Api, secret: tuple[ObjectRef, str] | None, mirrors: list[tuple[ObjectRef, str, str]],

@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .atomic import OutputError, remove_stale_temps
 from .envsubst import Expansion, environment
@@ -21,9 +21,11 @@ from .hashing import add_stream, dirs_digest
 from .logs import Log
 from .parts import Parts
 from .metrics import Metrics
-from .reloaders import ReloadError, Reloader
 from .render import render
 from .source import InputError
+
+if TYPE_CHECKING:  # the init container never reloads: it need not import the HTTP client
+    from .reloaders import Reloader
 
 
 class Result(Enum):
@@ -60,7 +62,11 @@ class Applier:
         self.parts = Parts(opts.config_parts_dir, opts.config_parts_out_dir) if opts.config_parts_dir else None
         if opts.config_parts_dir:
             self.hashed_dirs.append(opts.config_parts_dir)
-        self.hash_exclude = {os.path.abspath(p) for p in (opts.config_file, opts.config_envsubst_file) if p}
+        # The config reaches Prometheus only through its rendered digest; with --watch-secret the mounted copy
+        # is merely a fallback input (staged into config_file when chosen), so kubelet refreshing it with content
+        # already applied, or older, changes nothing Prometheus loads and must not reload it.
+        self.hash_exclude = {os.path.abspath(p) for p in (opts.config_file, opts.config_envsubst_file,
+                                                         opts.mounted_config_file) if p}
         if opts.config_envsubst_file:
             for name in remove_stale_temps(opts.config_envsubst_file):
                 log.info("removed a temp file left by an earlier run", file=name)
@@ -198,6 +204,8 @@ class Applier:
                 )
 
     def _reload(self, stop: threading.Event, state: tuple[str | None, str]) -> bool:
+        from .reloaders import ReloadError
+
         assert self.reload is not None
         self.metrics.reloads.inc()
         started = time.monotonic()

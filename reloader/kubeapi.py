@@ -1,8 +1,9 @@
 """A minimal Kubernetes API client for one object at a time: GET, then WATCH from its version.
 
-The reloader stays independent of promop's runtime, so this is its own: the
-`kubernetes` package only loads credentials (in-cluster or a kubeconfig),
-`requests` does the HTTP. It needs `get` and `watch` on the named object and
+The reloader stays independent of promop's runtime, so this is its own:
+kubecreds.py loads credentials (in-cluster or a kubeconfig) without the
+`kubernetes` package (123 MB in an image, for reading two files), `requests`
+does the HTTP. It needs `get` and `watch` on the named object and
 nothing else: the watch is a list request narrowed by `metadata.name`, which the
 apiserver authorizes against a Role's `resourceNames`.
 """
@@ -11,13 +12,14 @@ from __future__ import annotations
 import json
 import random
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 from urllib.parse import quote
 
 import requests
 
+from . import kubecreds
 from .logs import Log
+from .specs import ObjectRef, parse_object_ref  # noqa: F401 (re-exported)
 
 # Server-side watch timeout, drawn per watch as client-go does (5-10 minutes).
 WATCH_TIMEOUT_RANGE = (300, 600)
@@ -36,18 +38,6 @@ class ApiError(Exception):
     def __init__(self, status: int, message: str):
         super().__init__(f"HTTP {status}: {message}")
         self.status = status
-
-
-@dataclass(frozen=True)
-class ObjectRef:
-    """namespace/name of a Secret or ConfigMap."""
-
-    plural: str  # "secrets" or "configmaps"
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.plural}/{self.namespace}/{self.name}"
 
 
 class Api:
@@ -103,42 +93,17 @@ def _message(resp: requests.Response) -> str:
 def load_api(kubeconfig: str = "") -> Api:
     """In-cluster credentials, or the kubeconfig given (or $KUBECONFIG / ~/.kube/config)."""
     try:
-        from kubernetes import client, config
-        from kubernetes.config.config_exception import ConfigException
-    except ImportError as exc:  # pragma: no cover - a dependency of the package
-        raise ApiConfigError(f"the kubernetes package is needed for --watch-secret/--watch-configmap: {exc}")
-    cfg = client.Configuration()
-    try:
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-        else:
-            try:
-                config.load_incluster_config(client_configuration=cfg)
-            except ConfigException:
-                config.load_kube_config(client_configuration=cfg)
-    except (ConfigException, OSError, ValueError, TypeError) as exc:
+        creds = kubecreds.load(kubeconfig)
+    except kubecreds.CredentialsError as exc:
         where = kubeconfig or "in-cluster service account or default kubeconfig"
         raise ApiConfigError(f"cannot load Kubernetes API credentials ({where}): {exc}") from exc
     session = requests.Session()
     session.trust_env = False
     session.headers["User-Agent"] = "promop-config-reloader/0.1.0"
-    session.verify = (cfg.ssl_ca_cert or True) if cfg.verify_ssl else False
-    if cfg.cert_file and cfg.key_file:
-        session.cert = (cfg.cert_file, cfg.key_file)
-
-    def auth() -> dict[str, str]:
-        if cfg.refresh_api_key_hook is not None:
-            cfg.refresh_api_key_hook(cfg)  # in-cluster: re-read the projected token when it rotates
-        # the client's own view of its credentials (bearer token or basic auth), whatever key it keeps them under
-        headers = {}
-        for setting in cfg.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
-        if not headers and (cfg.username or cfg.password):
-            headers["authorization"] = cfg.get_basic_auth_token()
-        return headers
-
-    return Api(cfg.host, session, auth)
+    session.verify = (creds.ca_file or True) if creds.verify else False
+    if creds.cert_file and creds.key_file:
+        session.cert = (creds.cert_file, creds.key_file)
+    return Api(creds.host, session, creds.headers)
 
 
 class ObjectWatch:
@@ -239,12 +204,3 @@ class _Expired(Exception):
     pass
 
 
-def parse_object_ref(plural: str, text: str, sep: str) -> tuple[ObjectRef, str]:
-    """NAMESPACE/NAME, plus what follows the first `sep` ("" if none)."""
-    head, _, rest = text.partition(sep)
-    if head.count("/") != 1:
-        raise ValueError(f"{text!r}: expected NAMESPACE/NAME")
-    namespace, name = head.split("/")
-    if not namespace or not name:
-        raise ValueError(f"{text!r}: expected NAMESPACE/NAME")
-    return ObjectRef(plural, namespace, name), rest

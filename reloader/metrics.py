@@ -1,22 +1,22 @@
-"""The reloader's Prometheus metrics, in a registry of its own (names as upstream)."""
+"""The reloader's Prometheus metrics, in a registry of its own (names as upstream).
+
+prometheus_client is imported only by `create()`: the init container serves no metrics, and
+importing the client (with its HTTP exposition stack) was a large part of its start-up CPU.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client import (
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    PlatformCollector,
-    ProcessCollector,
-)
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry, Counter, Gauge
 
 VERSION = "0.1.0"
 
 
 @dataclass
 class Metrics:
-    registry: CollectorRegistry
+    registry: CollectorRegistry | None  # None: unrecorded()
     reloads: Counter
     reloads_failed: Counter
     last_reload_successful: Gauge
@@ -31,7 +31,30 @@ class Metrics:
     api_watch_errors: Counter
 
 
+class _Unrecorded:
+    """Stands in for a counter or gauge where nothing is exposed (init mode)."""
+
+    def inc(self, amount: float = 1) -> None:
+        return None
+
+    def set(self, value: float) -> None:
+        return None
+
+    def labels(self, *values: str) -> "_Unrecorded":
+        return self
+
+
+def unrecorded() -> Metrics:
+    """Metrics that record nothing, for the init container (it has no /metrics to serve)."""
+    stub: Any = _Unrecorded()
+    return Metrics(**{f.name: None if f.name == "registry" else stub for f in fields(Metrics)})
+
+
 def create(method: str) -> Metrics:
+    from prometheus_client import (CollectorRegistry, Counter, Gauge, PlatformCollector, ProcessCollector,
+                                   disable_created_metrics)
+
+    disable_created_metrics()
     reg = CollectorRegistry(auto_describe=True)
     ProcessCollector(registry=reg)
     PlatformCollector(registry=reg)

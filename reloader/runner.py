@@ -8,14 +8,16 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from .apply import Applier, Result
 from .atomic import is_temp_of
 from .flags import Options
 from .logs import Log
 from .metrics import Metrics
-from .reloaders import Stopped
-from .watcher import Watcher
+
+if TYPE_CHECKING:
+    from .watcher import Watcher
 
 # A steady stream of events must not postpone the pass forever.
 MAX_DEBOUNCE_FACTOR = 10
@@ -48,7 +50,18 @@ class Runner:
         source = opts.mounted_config_file or (opts.config_file if not opts.watch_secret else "")
         if source:
             dirs.insert(0, os.path.dirname(os.path.abspath(source)))
-        self.watcher = Watcher(dirs, self._on_event, metrics, log, ignore=self._ignored)
+        self.watch_dirs = dirs
+        self.metrics = metrics
+        self._watcher: "Watcher | None" = None
+
+    @property
+    def watcher(self) -> "Watcher":
+        """Made on first use: init mode never watches, and needs neither watchdog nor its import time."""
+        if self._watcher is None:
+            from .watcher import Watcher
+
+            self._watcher = Watcher(self.watch_dirs, self._on_event, self.metrics, self.log, ignore=self._ignored)
+        return self._watcher
 
     def _ignored(self, path: str) -> bool:
         """Our own output writes are not changes of the input."""
@@ -110,6 +123,8 @@ class Runner:
 
     def run(self) -> int:
         """Watch mode: loop until stopped."""
+        from .reloaders import Stopped
+
         self.watcher.start()
         try:
             self._loop()

@@ -9,20 +9,11 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from .specs import split_address
 from .webconfig import WebConfig
 
 HEALTHY = b'{"status":"up"}'
 HANDSHAKE_TIMEOUT = 10.0
-
-
-def split_address(address: str) -> tuple[str, int]:
-    """Parse Go-style listen addresses: ":8080", "0.0.0.0:8080", "[::1]:8080"."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"invalid --listen-address {address!r}: expected [host]:port, e.g. :8080")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host, int(port)
 
 
 class _Server(ThreadingHTTPServer):

@@ -16,7 +16,6 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import yaml
 
 _CLIENT_AUTH = {
     "": ssl.CERT_NONE,
@@ -115,6 +114,8 @@ def _tls_context(tls: dict[str, Any], base: str, where: str) -> ssl.SSLContext:
 
 def load(path: str) -> WebConfig:
     """Parse the web config file; raise WebConfigError naming the file and the problem."""
+    import yaml  # only with --web-config-file: most sidecars have none
+
     try:
         with open(path, "rb") as f:
             data = yaml.safe_load(f) or {}

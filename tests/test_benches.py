@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NEEDS_PROMETHEUS = {"adapter", "propagation"}
-NEEDS_KUBE_KIT = {"scale"}  # a real control plane from ../shared/kube (bench.scale finds it)
+NEEDS_KUBE_KIT = {"scale"}  # a real control plane from ../shared/kube: run in the real-cluster tier
 
 BENCHES = {
     "autoscale": ["--decisions", "200", "--memhpas", "5"],
@@ -34,8 +34,15 @@ BENCHES = {
     "sandbox": ["--objects", "200", "--rounds", "1", "--page", "50"],
     "render": ["--repeat", "1", "--monitors", "50", "--rules", "25"],
     "scale": ["--quick"],
+    "reloader_startup": ["--repeats", "1"],
 }
 # bench.reloader has no size options (about 40 s on a quiet machine): not run here.
+
+
+def _kube_kit() -> bool:
+    env = os.environ.get("PROMOP_KUBE_KIT")
+    return any((Path(p) / "start.sh").exists() for p in ([env] if env else []) + [str(ROOT.parent / "shared" / "kube"),
+                                                                               "/work/shared/kube"])
 
 
 @pytest.mark.slow
@@ -44,12 +51,10 @@ def test_bench_runs(name: str) -> None:
     if name in NEEDS_PROMETHEUS and not shutil.which("prometheus"):
         pytest.skip("prometheus is not installed")
     if name in NEEDS_KUBE_KIT:
-        from bench.scale.__main__ import KIT
-
-        home = Path(os.environ.get("KUBE_KIT_HOME", Path.home() / ".cache" / "promop-kube"))
-        if not (KIT / "start.sh").exists() or not (Path(os.environ.get("KUBE_BIN", home / "bin")) /
-                                                   "kube-apiserver").exists():
-            pytest.skip(f"no installed Kubernetes kit at {KIT} (set PROMOP_KUBE_KIT; run its install.sh)")
+        if os.environ.get("PROMOP_REAL_TIER") != "1":
+            pytest.skip("needs the real control plane: runs in the real-cluster tier (PROMOP_REAL_TIER=1)")
+        if not _kube_kit():
+            pytest.fail("PROMOP_REAL_TIER=1 but the kube kit (../shared/kube) is not here")
     proc = subprocess.run([sys.executable, "-m", f"bench.{name}", *BENCHES[name]], cwd=ROOT,
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})

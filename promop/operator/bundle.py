@@ -54,12 +54,14 @@ def component_rules(component: str) -> list[dict]:
 
 def render_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_RELOADER_IMAGE,
                   component: str = OPERATOR, manage_crds: bool = False, kubelet_service: str = "",
-                  ca_bundle: str = "", repair_policy: str = "none") -> list[BundleFile]:
+                  ca_bundle: str = "", repair_policy: str = "none", reloader_image: str = "") -> list[BundleFile]:
     """One file per template of the component, in apply order (the Namespace first).
 
     The operator's templates are the top-level files of promop/templates; another
     component's are the files of promop/templates/<component>/, rendered with the
-    same values (`name` is then promop-<component>).
+    same values (`name` is then promop-<component>). `reloader_image` is the config reloader's image
+    in the Prometheus, Alertmanager and ThanosRuler pods (default `image`, which holds it too; the
+    reloader's own image is much smaller: docs/reloader.md, "Image").
     """
     if component not in components():
         raise ValueError(f"unknown component {component!r}; choose one of: {', '.join(components())}")
@@ -70,6 +72,7 @@ def render_bundle(namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_RELOA
     values = {
         "namespace": namespace,
         "image": image,
+        "reloader_image": reloader_image or image,
         "name": name,
         "selector": selector,
         "labels": {**selector, "app.kubernetes.io/part-of": NAME},

@@ -61,12 +61,23 @@ def _decimal(value: Fraction) -> tuple[int, int]:
     return mantissa, exponent
 
 
+# Upstream's default CPU limit is 10m, sized for its Go reloader. promop's reloader is Python: at
+# 10m its start-up (~80 ms of CPU in the reloader image: interpreter, imports, one render) takes
+# ~8 s of wall time, the init container's before Prometheus can even start (45-61 s per pod on
+# the real node before its imports were trimmed). 200m lets a pod be Ready in a few seconds and a
+# first config change reach Prometheus well within 2 s of the sidecar starting (docs/reloader.md,
+# "Resources"; bench/reloader_startup). It is only a ceiling: the sidecar idles at ~0 CPU, and the
+# request, what the scheduler reserves, stays upstream's 10m.
+DEFAULT_CPU_LIMIT = "200m"
+UPSTREAM_CPU_LIMIT = "10m"
+
+
 @dataclass(frozen=True)
 class ReloaderSettings:
     """The reloader's resources (canonical quantities; "0" = none) and whether it gets probes."""
 
     cpu_request: str = "10m"
-    cpu_limit: str = "10m"
+    cpu_limit: str = DEFAULT_CPU_LIMIT
     memory_request: str = "50Mi"
     memory_limit: str = "50Mi"
     enable_probes: bool = False
@@ -84,8 +95,8 @@ class ReloaderSettings:
         return out
 
     def is_default(self) -> bool:
-        """True for upstream's defaults: the input hashes leave the settings out then, so upgrading
-        promop does not roll every StatefulSet."""
+        """True for the defaults: the input hashes leave the settings out then, so upgrading
+        promop does not roll every StatefulSet for them."""
         return self == ReloaderSettings()
 
     def hash_fields(self) -> dict[str, Any]:

@@ -48,6 +48,16 @@ def test_cli_renders_namespace_and_image(capsys):
     assert "--config-reloader-image=registry.example/promop:dev" in container["args"]
 
 
+def test_cli_points_the_reloaders_at_their_own_image(capsys):
+    assert main(["manifests", "--image", "registry.example/promop:dev",
+                 "--reloader-image", "registry.example/promop-config-reloader:dev"]) == 0
+    deploy = next(d for d in yaml.safe_load_all(capsys.readouterr().out) if d and d["kind"] == "Deployment")
+    container = deploy["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "registry.example/promop:dev"  # the operator itself keeps the full image
+    assert "--config-reloader-image=registry.example/promop-config-reloader:dev" in container["args"]
+    assert not [a for a in container["args"] if a == "--config-reloader-image=registry.example/promop:dev"]
+
+
 def test_deployment_is_locked_down():
     docs = [d for f in render_bundle() for d in f.documents()]
     deploy = next(d for d in docs if d["kind"] == "Deployment")

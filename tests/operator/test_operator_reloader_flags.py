@@ -31,9 +31,9 @@ def options(*argv: str):
 
 # ---- parsing ---------------------------------------------------------------------------------------
 
-def test_defaults_are_upstreams():
+def test_defaults_are_upstreams_but_the_cpu_limit():
     o = options()
-    assert o.config_reloader == ReloaderSettings("10m", "10m", "50Mi", "50Mi", False)
+    assert o.config_reloader == ReloaderSettings("10m", "200m", "50Mi", "50Mi", False)
     assert o.watch_referenced_objects_in_all_namespaces is False
     assert o.disable_unmanaged_prometheus_configuration is False
     assert o.render_options().config_reloader == o.config_reloader
@@ -63,7 +63,7 @@ def test_go_booleans_can_be_turned_off_explicitly():
 REFUSED = [
     (["--config-reloader-cpu-request=lots"], "--config-reloader-cpu-request: 'lots' is not a quantity"),
     (["--config-reloader-memory-limit=-1"], "--config-reloader-memory-limit: '-1' is negative"),
-    (["--config-reloader-cpu-request=1"], "--config-reloader-cpu-request 1 is above --config-reloader-cpu-limit 10m"),
+    (["--config-reloader-cpu-request=1"], "--config-reloader-cpu-request 1 is above --config-reloader-cpu-limit 200m"),
     (["--enable-config-reloader-probes=on"], "--enable-config-reloader-probes: 'on' is not true or false"),
     (["--watch-referenced-objects-in-all-namespaces=all"],
      "--watch-referenced-objects-in-all-namespaces: 'all' is not true or false"),
@@ -167,7 +167,7 @@ def test_changing_the_reloader_flags_updates_existing_statefulsets(kube, start_o
     first = start_operator()
     kube.create(PROMETHEUSES, prometheus("p"), NS)
     sts = eventually(lambda: _get(kube, STATEFULSETS, "prometheus-p"), 30, "the StatefulSet")
-    assert reloader(sts)["resources"]["limits"] == {"cpu": "10m", "memory": "50Mi"}
+    assert reloader(sts)["resources"]["limits"] == {"cpu": "200m", "memory": "50Mi"}
     eventually(first.idle, 30, "idle")
     first.shutdown()
     start_operator(config_reloader=FLAGGED)  # a restart with other flags: the input hash differs

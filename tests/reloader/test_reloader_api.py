@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from promop.sandbox import Sandbox
-from reloader_fixtures import prometheus_binary, prometheus_factory, reloader_factory, fast_flags  # noqa: F401
+from reloader_fixtures import prometheus_binary, prometheus_factory, reload_server, reloader_factory, fast_flags  # noqa: F401
 from reloader_testlib import KubeletDir, free_port, gz, wait_for
 
 pytestmark = pytest.mark.prometheus
@@ -253,3 +253,42 @@ def test_watch_survives_dropped_watches_410_and_error_bursts(tmp_path, sandbox, 
         assert side.find_log("watch version expired; reading the object again") is not None
     finally:
         prom.close()
+
+
+def test_kubelet_refreshing_the_mounted_secret_causes_no_reload(tmp_path, sandbox, sandbox_kubeconfig, cluster,
+                                                                reload_server, reloader_factory, fast_flags):
+    """The operator's fast-reload sidecar also has `--watched-dir` on the mounted config Secret's directory.
+    kubelet's periodic refresh of that mount, with content the API already delivered (or an older one),
+    changes neither the config nor the rules Prometheus loads: it must not reload Prometheus."""
+    mounted, out, rules_mount, rules_dir = _layout(tmp_path)
+    cluster.put_secret(_config("11s", rules_dir))
+    cluster.put_configmap({"a.yaml": _rules("first")})
+    mounted.publish_bytes({"prometheus.yaml.gz": gz(_config("10s", rules_dir))})  # kubelet lags the API
+    rules_mount.publish({"a.yaml": _rules("old")})
+    prom = reload_server()
+    args = _args(sandbox_kubeconfig, mounted, out, rules_mount, rules_dir, 1, fast_flags)
+    side = reloader_factory([a for a in args if not a.startswith("--reload-url=")] + [f"--reload-url={prom.url}"])
+    wait_for(lambda: out.exists() and "scrape_interval: 11s" in out.read_text(), what="the API's config written")
+    wait_for(lambda: (rules_dir / "a.yaml").exists() and "first" in (rules_dir / "a.yaml").read_text(),
+             what="the API's rules written")
+    side.wait_reloaded(1)
+
+    def settled_after(change) -> None:
+        """Run `change`, then wait for the pass it causes and for a marker reload after it."""
+        passes = side.count_logs("pass finished")
+        change()
+        wait_for(lambda: side.count_logs("pass finished") > passes, what="a pass after kubelet's refresh")
+
+    reloads = prom.posts
+    # kubelet catches up with exactly what the API showed: the same config, the same rules
+    settled_after(lambda: (mounted.publish_bytes({"prometheus.yaml.gz": gz(_config("11s", rules_dir))}),
+                           rules_mount.publish({"a.yaml": _rules("first")})))
+    # kubelet's periodic refresh again, with nothing new (a new ..data timestamp directory)
+    settled_after(lambda: mounted.publish_bytes({"prometheus.yaml.gz": gz(_config("11s", rules_dir))}))
+    # a refresh bringing back the older content the API has already replaced
+    settled_after(lambda: mounted.publish_bytes({"prometheus.yaml.gz": gz(_config("10s", rules_dir))}))
+    assert prom.posts == reloads, side.lines[-20:]
+    assert "scrape_interval: 11s" in out.read_text()
+    # while a real change through the API still reloads
+    cluster.put_configmap({"a.yaml": _rules("second")})
+    wait_for(lambda: prom.posts > reloads, what="a reload for the API's rule change")

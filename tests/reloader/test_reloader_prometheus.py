@@ -160,3 +160,41 @@ def test_signal_method_against_real_prometheus(tmp_path, prometheus_binary, prom
     assert "rejected the new config" in side.wait_log("reload failed; will retry")["err"]
     side.proc.send_signal(signal.SIGTERM)
     assert side.wait_exit(timeout=5) == 0
+
+
+def test_signal_method_counts_a_rejected_config_as_failed_and_retries(
+        tmp_path, prometheus_binary, prometheus_factory, reloader_factory, fast_flags):
+    """--reload-method=signal: a SIGHUP that Prometheus answers by refusing the new config is a failed
+    reload (metrics, log), retried every --retry-interval, never a success; once the config is fixed,
+    the next attempt succeeds."""
+    name = f"pr{os.getpid() % 100000}{time.monotonic_ns() % 1000:03d}"[:15]
+    exe = tmp_path / name
+    os.symlink(prometheus_binary, exe)
+    config, out, rules = _layout(tmp_path)
+    _publish_config(config, _config(pod_label="s", interval="27s"))
+    out.write_text(_config(pod_label="s", interval="27s"))
+    prom = prometheus_factory(out, executable=str(exe))
+    side = reloader_factory([
+        "--reload-method=signal", f"--process-executable-name={name}",
+        f"--runtimeinfo-url=http://127.0.0.1:{prom.port}/api/v1/status/runtimeinfo",
+        "--reload-timeout=2s",
+        *_sidecar_args(config, out, rules, 1, fast_flags)[1:],
+    ])
+    side.wait_reloaded(1)
+    assert side.metric("reloader_last_reload_successful") == 1
+
+    _publish_config(config, "global:\n  scrape_interval: refused\n")
+    wait_for(lambda: "refused" in out.read_text(), what="the refused config rendered")
+    # the first refusal is seen at once (reloadConfigSuccess turns false), the retries by their timeout
+    side.wait_metric("reloader_reloads_failed_total", lambda v: v >= 2, timeout=20)
+    assert side.metric("reloader_last_reload_successful") == 0
+    assert side.count_logs("reload triggered") == 1  # no attempt on the refused config counted as a success
+    attempts = side.metric("reloader_reloads_total")
+    assert attempts >= 3
+    assert "rejected the new config" in side.wait_log("reload failed; will retry")["err"]
+    assert "scrape_interval: 27s" in prom.status_config()  # Prometheus keeps the config it had
+
+    _publish_config(config, _config(pod_label="s", interval="29s"))
+    wait_for(lambda: "scrape_interval: 29s" in prom.status_config(), timeout=20, what="the fixed config reloaded")
+    side.wait_metric("reloader_last_reload_successful", lambda v: v == 1)
+    side.wait_reloaded(2)

@@ -90,7 +90,7 @@ def test_reloader_runs_our_sidecar_with_upstream_env_and_mounts():
         assert c["args"][-1] == "--watched-dir=/etc/prometheus/config"
         assert [m["mountPath"] for m in c["volumeMounts"]] == [
             "/etc/prometheus/config", "/etc/prometheus/config_out", "/etc/prometheus/rules/prometheus-test-rulefiles-0"]
-        assert c["resources"]["limits"] == {"cpu": "10m", "memory": "50Mi"}
+        assert c["resources"]["limits"] == {"cpu": "200m", "memory": "50Mi"}
     assert container(s, "config-reloader")["ports"] == [{"containerPort": 8080, "name": "reloader-web",
                                                          "protocol": "TCP"}]
 

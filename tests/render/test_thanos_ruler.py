@@ -191,7 +191,7 @@ def test_reloader_only_with_rule_configmaps():
     assert reloader["name"] == "config-reloader"
     assert "--watched-dir=/etc/thanos/rules/my-configmap" in reloader["args"]
     assert "--reload-url=http://localhost:10902/-/reload" in reloader["args"]
-    assert reloader["resources"] == {"limits": {"cpu": "10m", "memory": "50Mi"},
+    assert reloader["resources"] == {"limits": {"cpu": "200m", "memory": "50Mi"},
                                      "requests": {"cpu": "10m", "memory": "50Mi"}}
 
 
