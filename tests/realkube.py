@@ -50,8 +50,15 @@ IMAGE_ARGS = (
     "--busybox", "--env", "PYTHONUNBUFFERED=1", "--env", "PYTHONDONTWRITEBYTECODE=1",
     "--env", "LANG=C.UTF-8", "--user", "65534:65534", "--expose", "8080",
     "--cmd", "promop", "--cmd", "run",
-    "--hook", 'ln -s /usr/local/bin/promop-config-reloader "$ROOTFS/usr/bin/prometheus-config-reloader"',
+    # Debian's packages are unpacked without their maintainer scripts, so the standard library has
+    # no byte code: compile it, or every start of the read-only container compiles what it imports
+    # (the reloader's start-up CPU, docs/reloader.md "Resources").
+    "--hook", '/usr/bin/python3 -m compileall -q -j0 -s "$ROOTFS" -p / "$ROOTFS/usr/lib/python3.11" >/dev/null; '
+              'ln -s /usr/local/bin/promop-config-reloader "$ROOTFS/usr/bin/prometheus-config-reloader"',
 )
+# The reloader's own image (tools/reloader-image.sh: reloader/ + gotime/ and four dependencies).
+RELOADER_IMAGE_REPOSITORY = "promop.local/promop-config-reloader"
+RELOADER_IMAGE_SOURCES = ("reloader", "gotime", "packaging/reloader", "tools/reloader-image.sh")
 IMAGE_REPOSITORY = "promop.local/promop"
 # Project image tarballs live here, not in $KUBE_KIT_HOME/images: start-node.sh imports everything
 # in that folder that containerd lacks, and every helper's every build would land in every node.
@@ -368,19 +375,19 @@ def _node_owner() -> str:
 # ------------------------------------------------------------------------------- images
 
 
-def source_hash(repo: Path = REPO) -> str:
+def source_hash(repo: Path = REPO, sources: tuple[str, ...] = IMAGE_SOURCES) -> str:
     """SHA-256 of the files the image is built from (paths and contents) and of the build flags."""
     digest = hashlib.sha256(json.dumps(IMAGE_ARGS).encode())
-    for rel in _image_files(repo):
+    for rel in _image_files(repo, sources):
         digest.update(rel.encode() + b"\0")
         digest.update((repo / rel).read_bytes())
         digest.update(b"\0")
     return digest.hexdigest()
 
 
-def _image_files(repo: Path) -> list[str]:
+def _image_files(repo: Path, sources: tuple[str, ...] = IMAGE_SOURCES) -> list[str]:
     files: list[str] = []
-    for top in IMAGE_SOURCES:
+    for top in sources:
         path = repo / top
         if path.is_file():
             files.append(top)
@@ -443,19 +450,38 @@ def _build(repo: Path, ref: str, tarball: Path) -> None:
 
 
 def _prune_tarballs() -> None:
-    tars = sorted(image_dir().glob("promop-dev-*.tar"), key=lambda p: p.stat().st_mtime,
-                  reverse=True)
-    for old in tars[KEEP_IMAGE_TARBALLS:]:
-        old.unlink(missing_ok=True)
+    for pattern in ("promop-dev-*.tar", "promop-reloader-dev-*.tar"):
+        tars = sorted(image_dir().glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in tars[KEEP_IMAGE_TARBALLS:]:
+            old.unlink(missing_ok=True)
 
 
 def reloader_image(promop_image: str) -> str:
     """The config-reloader sidecar image: the one place to choose it.
 
-    The promop image holds `promop-config-reloader` too, so it is the default;
-    $PROMOP_REAL_RELOADER_IMAGE names another (a smaller reloader-only image, once it exists).
+    The reloader's own image (build_reloader_image), as docs/reloader.md recommends: it is what
+    every Prometheus and Alertmanager pod pulls. $PROMOP_REAL_RELOADER_IMAGE names another (the
+    promop image holds `promop-config-reloader` too).
     """
-    return os.environ.get("PROMOP_REAL_RELOADER_IMAGE") or promop_image
+    return os.environ.get("PROMOP_REAL_RELOADER_IMAGE") or build_reloader_image()
+
+
+def build_reloader_image(repo: Path = REPO) -> str:
+    """tools/reloader-image.sh's image of the working tree, tagged by a hash of its sources."""
+    tag = f"reloader-dev-{source_hash(repo, RELOADER_IMAGE_SOURCES)[:16]}"
+    ref = f"{RELOADER_IMAGE_REPOSITORY}:{tag}"
+    tarball = image_dir() / f"promop-{tag}.tar"
+    with _build_lock:
+        if not tarball.is_file():
+            partial = tarball.with_suffix(".partial")
+            env = {**os.environ, "KIT": str(kit_dir() or "")}
+            subprocess.run(["bash", str(repo / "tools" / "reloader-image.sh"), ref, "--", "--no-import",
+                            "-o", str(partial)], check=True, env=env, timeout=900,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            partial.rename(tarball)
+            log(f"image {ref}: built, {tarball.stat().st_size / 1e6:.0f} MB")
+        os.utime(tarball)
+    return ref
 
 
 def prometheus_images() -> dict[str, str]:
@@ -503,11 +529,12 @@ def image_size_bytes(ref: str) -> int | None:
 class RealCluster:
     """A control plane with the node, the promop image and the Prometheus/Alertmanager images."""
 
-    def __init__(self, cp: ControlPlane, node: Node, image: str, images: dict[str, str]) -> None:
+    def __init__(self, cp: ControlPlane, node: Node, image: str, images: dict[str, str],
+                 reloader: str | None = None) -> None:
         self.cp = cp
         self.node = node
         self.image = image
-        self.reloader_image = reloader_image(image)
+        self.reloader_image = reloader or image
         self.prometheus_image = images["prometheus"]
         self.alertmanager_image = images["alertmanager"]
         self.prometheus_version = PROMETHEUS_VERSION
@@ -537,12 +564,16 @@ def real_cluster(kcm_args: str = "--horizontal-pod-autoscaler-sync-period=5s",
     with ControlPlane(in_cluster=True, kcm_args=kcm_args, apiserver_args=apiserver_args) as cp:
         images = prometheus_images()
         image = build_promop_image(repo, import_now=False)
+        reloader = reloader_image(image)
         with Node(cp) as node:
-            import_image(image_dir() / f"promop-{image.rsplit(':', 1)[1]}.tar", image)
-            for ref in images.values():
+            for ref in dict.fromkeys((image, reloader)):
+                tarball = image_dir() / f"promop-{ref.rsplit(':', 1)[1]}.tar"
+                if tarball.is_file():  # a $PROMOP_REAL_RELOADER_IMAGE may be imported already
+                    import_image(tarball, ref)
+            for ref in (*images.values(), reloader):
                 if ref not in containerd_images():
                     raise KitError(f"containerd lacks {ref} after start-node.sh")
-            yield RealCluster(cp, node, image, images)
+            yield RealCluster(cp, node, image, images, reloader)
 
 
 # ------------------------------------------------------------------------------- namespaces, pods

@@ -55,11 +55,23 @@ def test_bundle_edits_reloader_image_flags_and_prometheus_version():
     assert f"  version: {realkube.PROMETHEUS_VERSION}\n" in prometheus
 
 
-def test_reloader_image_defaults_to_the_promop_image(monkeypatch):
+def test_reloader_image_is_the_reloaders_own_unless_named(monkeypatch):
     monkeypatch.delenv("PROMOP_REAL_RELOADER_IMAGE", raising=False)
-    assert realkube.reloader_image("a/b:1") == "a/b:1"
+    monkeypatch.setattr(realkube, "build_reloader_image", lambda: "promop.local/promop-config-reloader:x")
+    assert realkube.reloader_image("a/b:1") == "promop.local/promop-config-reloader:x"
     monkeypatch.setenv("PROMOP_REAL_RELOADER_IMAGE", "a/reloader:2")
     assert realkube.reloader_image("a/b:1") == "a/reloader:2"
+
+
+def test_the_reloader_image_tag_follows_its_sources_only(tmp_path):
+    for rel in ("reloader/cli.py", "gotime/duration.py", "promop/cli.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    before = realkube.source_hash(tmp_path, realkube.RELOADER_IMAGE_SOURCES)
+    (tmp_path / "promop/cli.py").write_text("y")
+    assert realkube.source_hash(tmp_path, realkube.RELOADER_IMAGE_SOURCES) == before
+    (tmp_path / "reloader/cli.py").write_text("y")
+    assert realkube.source_hash(tmp_path, realkube.RELOADER_IMAGE_SOURCES) != before
 
 
 def pod(conditions: list[dict], phase: str = "Running") -> dict:
