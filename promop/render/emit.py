@@ -234,16 +234,21 @@ def _emit_into(out: list[str], data: Any, sort_keys: bool, literal: bool) -> Non
                 append(f"{dash}{_scalar(item)}\n")
 
     kind = _kind(data)
-    if kind == "map" and data:
-        mapping(data, "", "")
-    elif kind == "seq" and data:
-        sequence(data, "")
-    elif kind == "map":
-        append("{}\n")
-    elif kind == "seq":
-        append("[]\n")
-    else:
-        append(_scalar(data) + "\n")
+    try:
+        if kind == "map" and data:
+            mapping(data, "", "")
+        elif kind == "seq" and data:
+            sequence(data, "")
+        elif kind == "map":
+            append("{}\n")
+        elif kind == "seq":
+            append("[]\n")
+        else:
+            append(_scalar(data) + "\n")
+    finally:
+        # The two closures refer to each other (a reference cycle): break it, so that they and
+        # `out` are freed now, not at the next garbage collection.
+        mapping = sequence = None  # type: ignore[assignment]
 
 
 def emit(data: Any, sort_keys: bool = False, literal: bool = False) -> str:

@@ -109,7 +109,10 @@ def _build_document(loader: Any, root: Any) -> tuple[Any, bool]:
             return seq
         raise _Unusual
 
-    return build(root), shared
+    try:
+        return build(root), shared
+    finally:
+        build = None  # type: ignore[assignment]  # it refers to itself: break the cycle (see emit.py)
 
 
 def load_all(text: str) -> list[Any]:
