@@ -169,6 +169,15 @@ def _kind(value: Any) -> str:
     return "scalar"
 
 
+def _sorted_items(m: dict) -> list:
+    """Items by str(key). All-str keys (the usual case) sort as plain tuples: keys are unique, so
+    values are never compared, and this skips a key function call per item."""
+    for k in m:
+        if type(k) is not str:
+            return sorted(m.items(), key=lambda kv: str(kv[0]))
+    return sorted(m.items())
+
+
 def _emit_into(out: list[str], data: Any, sort_keys: bool, literal: bool) -> None:
     """The emitter proper: closures over local names, exact-type dispatch first (the hot path).
 
@@ -179,7 +188,7 @@ def _emit_into(out: list[str], data: Any, sort_keys: bool, literal: bool) -> Non
 
     def mapping(m: dict, indent: str, prefix: str) -> None:
         child = indent + "  "
-        for k, v in (sorted(m.items(), key=lambda kv: str(kv[0])) if sort_keys else m.items()):
+        for k, v in (_sorted_items(m) if sort_keys else m.items()):
             kt = cached(k) if type(k) is str else None
             if kt is None:
                 kt = _string(k) if type(k) is str else _scalar(k)
