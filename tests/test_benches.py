@@ -31,7 +31,7 @@ BENCHES = {
     "informer": ["--objects", "200", "--repeats", "1"],
     "workqueue": ["--items", "1000", "--rounds", "1"],
     "sandbox": ["--objects", "200", "--rounds", "1", "--page", "50"],
-    "render": ["--repeat", "1", "--monitors", "50", "--rules", "25"],
+    "render": ["--repeat", "1", "--monitors", "50", "--rules", "25", "--cli-repeat", "1"],
 }
 # bench.reloader has no size options (about 40 s on a quiet machine): not run here.
 
