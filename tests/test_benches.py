@@ -32,7 +32,7 @@ BENCHES = {
     "informer": ["--objects", "200", "--repeats", "1"],
     "workqueue": ["--items", "1000", "--rounds", "1"],
     "sandbox": ["--objects", "200", "--rounds", "1", "--page", "50"],
-    "render": ["--repeat", "1", "--monitors", "50", "--rules", "25"],
+    "render": ["--repeat", "1", "--monitors", "50", "--rules", "25", "--cli-repeat", "1"],
     "scale": ["--quick"],
     "reloader_startup": ["--repeats", "1"],
 }

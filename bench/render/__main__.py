@@ -1,8 +1,10 @@
 """Render benchmark: 1,000 ServiceMonitors x 3 endpoints + 500 PrometheusRules (10,000 rules).
 
-    python3 -m bench.render [--repeat N] [--monitors N] [--rules N]
+    python3 -m bench.render [--repeat N] [--monitors N] [--rules N] [--cli-only] [--cli-repeat N]
 
-Measures, in the same run (the machine is shared and noisy, so only ratios count):
+First issue 32's figure (bench/render/cli.py): the `promop render -f DIR --out OUT` command on
+that workload, start-up subtracted, against orjson.dumps of what it wrote (target <= 25x); then,
+with the renderer called in this process (skipped with --cli-only):
   full      render() with no cache (selection, CRD schema validation, config + YAML + gzip,
             rule ConfigMaps, TLS Secrets, StatefulSets)
   baseline  orjson.dumps of the same output: the config dict, every rule file's groups as
@@ -13,7 +15,7 @@ Measures, in the same run (the machine is shared and noisy, so only ratios count
             (the operator calls references() then render() on every sync)
   cold      a full render after clearing the process-wide memos (parsed PromQL, checked
             templates, emitted strings): an operator's first render after start
-Targets: full/baseline <= 10; rerender/full <= 0.10.
+Targets: CLI <= 25x; rerender/full <= 0.10 (full/baseline <= 10 was issue 11's in-process target).
   --cpu     time with process CPU time instead of wall time (steadier on a loaded machine)
   --pyyaml  also time PyYAML's CSafeDumper on the config (slow: tens of seconds)
   --profile print where a full render spends its time (cProfile, top entries)
@@ -27,6 +29,7 @@ import gc
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import orjson
 import yaml
@@ -147,12 +150,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu", action="store_true", help="measure process CPU time, not wall time")
     ap.add_argument("--monitors", type=int, default=1000, help="ServiceMonitors in the workload (default 1000)")
     ap.add_argument("--rules", type=int, default=500, help="PrometheusRules in the workload (default 500)")
+    ap.add_argument("--cli-only", action="store_true", help="only issue 32's CLI figure")
+    ap.add_argument("--cli-repeat", type=int, default=5, help="(start-up, render) pairs of CLI runs (default 5)")
+    ap.add_argument("--root", default=None, help="run the CLI of another checkout (e.g. a baseline), not this one")
     args = ap.parse_args(argv)
     if args.monitors < 1 or args.rules < 1:
         ap.error("--monitors and --rules must be at least 1")
     global CLOCK
     CLOCK = time.process_time if args.cpu else time.perf_counter
     inputs = workload(args.monitors, args.rules)
+    from bench.render import cli
+
+    figure = cli.measure(inputs, args.cli_repeat, **({"root": Path(args.root).resolve()} if args.root else {}))
+    print_rows(cli.rows(figure))
+    if args.cli_only:
+        return 0
     result = render(inputs)
     assert not result.rejected, result.rejected[:3]
     jobs = len(result.config["scrape_configs"])
@@ -238,9 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                                                   f"({refs_plain / refs_cached:.0f}x)"),
         ("sync path: references() + render(), cached, 1 change", f"{sync * 1000:.0f} ms"),
     ]
-    width = max(len(k) for k, _ in rows)
-    for k, v in rows:
-        print(f"{k:<{width}}  {v}")
+    print_rows(rows)
     if args.profile:
         import cProfile
         import pstats
@@ -249,6 +259,12 @@ def main(argv: list[str] | None = None) -> int:
         profile.runcall(render, inputs)
         pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
     return 0
+
+
+def print_rows(rows: list[tuple[str, str]]) -> None:
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}", flush=True)
 
 
 if __name__ == "__main__":

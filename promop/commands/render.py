@@ -103,6 +103,25 @@ def _check_out(out: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The command, with Python's cyclic garbage collector paused.
+
+    Why: reading, rendering and writing leave no reference cycles (tests/render/test_cli_gc.py
+    checks it), so reference counting frees everything as it goes and the collector frees
+    nothing; but it would re-scan the whole growing input and output, 20-30% of a
+    3,000-job render (bench.render). Peak memory is the same either way (131 MB for that render).
+    """
+    import gc
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _run(args: argparse.Namespace) -> int:
     from promop.render.offline import dump_all, lint_loaded, merge_services, render_loaded
 
     if args.out and not args.lint:

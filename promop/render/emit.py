@@ -78,19 +78,24 @@ def _plain_ok(s: str) -> bool:
     return _PRINTABLE_ONE_LINE.match(s) is not None
 
 
+# What a double-quoted scalar must escape: the named escapes, and anything YAML does not print.
+_NEEDS_ESCAPE = re.compile(
+    "[\"\\\\\xa0]|[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+)
+
+
+def _escape(match: re.Match) -> str:
+    ch = match.group()
+    esc = _ESCAPES.get(ch)
+    if esc is not None:
+        return esc
+    code = ord(ch)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
 def _double_quoted(s: str) -> str:
-    out = ['"']
-    for ch in s:
-        esc = _ESCAPES.get(ch)
-        if esc is not None:
-            out.append(esc)
-        elif _PRINTABLE_ONE_LINE.match(ch) is not None:
-            out.append(ch)
-        else:
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
+    """One regex pass over the string (rule files in ConfigMaps are megabytes of it), not a loop per character."""
+    return '"' + _NEEDS_ESCAPE.sub(_escape, s) + '"'
 
 
 def _string(s: str) -> str:
@@ -164,6 +169,15 @@ def _kind(value: Any) -> str:
     return "scalar"
 
 
+def _sorted_items(m: dict) -> list:
+    """Items by str(key). All-str keys (the usual case) sort as plain tuples: keys are unique, so
+    values are never compared, and this skips a key function call per item."""
+    for k in m:
+        if type(k) is not str:
+            return sorted(m.items(), key=lambda kv: str(kv[0]))
+    return sorted(m.items())
+
+
 def _emit_into(out: list[str], data: Any, sort_keys: bool, literal: bool) -> None:
     """The emitter proper: closures over local names, exact-type dispatch first (the hot path).
 
@@ -174,7 +188,7 @@ def _emit_into(out: list[str], data: Any, sort_keys: bool, literal: bool) -> Non
 
     def mapping(m: dict, indent: str, prefix: str) -> None:
         child = indent + "  "
-        for k, v in (sorted(m.items(), key=lambda kv: str(kv[0])) if sort_keys else m.items()):
+        for k, v in (_sorted_items(m) if sort_keys else m.items()):
             kt = cached(k) if type(k) is str else None
             if kt is None:
                 kt = _string(k) if type(k) is str else _scalar(k)
@@ -229,16 +243,21 @@ def _emit_into(out: list[str], data: Any, sort_keys: bool, literal: bool) -> Non
                 append(f"{dash}{_scalar(item)}\n")
 
     kind = _kind(data)
-    if kind == "map" and data:
-        mapping(data, "", "")
-    elif kind == "seq" and data:
-        sequence(data, "")
-    elif kind == "map":
-        append("{}\n")
-    elif kind == "seq":
-        append("[]\n")
-    else:
-        append(_scalar(data) + "\n")
+    try:
+        if kind == "map" and data:
+            mapping(data, "", "")
+        elif kind == "seq" and data:
+            sequence(data, "")
+        elif kind == "map":
+            append("{}\n")
+        elif kind == "seq":
+            append("[]\n")
+        else:
+            append(_scalar(data) + "\n")
+    finally:
+        # The two closures refer to each other (a reference cycle): break it, so that they and
+        # `out` are freed now, not at the next garbage collection.
+        mapping = sequence = None  # type: ignore[assignment]
 
 
 def emit(data: Any, sort_keys: bool = False, literal: bool = False) -> str:

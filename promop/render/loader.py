@@ -20,7 +20,8 @@ from typing import Any, Iterable
 
 import yaml
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from promop.render.yaml_load import load_all_marked
+
 EXTENSIONS = (".yaml", ".yml", ".json")
 INPUT_KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Secret", "ConfigMap", "Namespace",
                "Alertmanager", "AlertmanagerConfig", "ThanosRuler", "PrometheusAgent", "Probe", "ScrapeConfig")
@@ -69,13 +70,14 @@ def _files(path: Path, exclude: Iterable[Path] = ()) -> Iterable[Path]:
         raise LoadError(f"{path}: no such file or directory")
 
 
-def _documents(path: Path) -> list[Any]:
+def _documents(path: Path) -> list[tuple[Any, bool]]:
+    """(document, shares) for each document: `shares` when an alias makes it hold one object twice."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise LoadError(f"{path}: cannot read: {exc}") from exc
     try:
-        return list(yaml.load_all(text, Loader=_Loader))
+        return load_all_marked(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -93,8 +95,13 @@ def _flatten(doc: Any) -> Iterable[Any]:
         yield doc
 
 
-def _normalise(obj: dict) -> dict:
-    obj = copy.deepcopy(obj)
+def _normalise(obj: dict, shares: bool) -> dict:
+    """The object with a namespace and uid. Only what is changed is copied (the document was
+    just loaded and is ours), unless aliases in it made several places share an object."""
+    if shares:
+        obj = copy.deepcopy(obj)
+    else:
+        obj = {**obj, "metadata": dict(obj["metadata"])}
     md = obj["metadata"]
     kind = obj["kind"]
     if kind not in CLUSTER_SCOPED:
@@ -137,7 +144,7 @@ def load(paths: Iterable[str | Path], exclude: Iterable[str | Path] = ()) -> Loa
     excluded = [Path(e).resolve() for e in exclude]
     for root in paths:
         for path in _files(Path(root), excluded):
-            for index, doc in enumerate(_documents(path)):
+            for index, (doc, shares) in enumerate(_documents(path)):
                 for obj in _flatten(doc):
                     where = f"{path}#{index + 1}"
                     problem = _problem(obj)
@@ -157,7 +164,7 @@ def load(paths: Iterable[str | Path], exclude: Iterable[str | Path] = ()) -> Loa
                             md = obj["metadata"]
                             loaded.skipped.append(f"{kind} {md.get('namespace', '')}/{md.get('name', '')} in {path}")
                         continue
-                    obj = _normalise(obj)
+                    obj = _normalise(obj, shares)
                     md = obj["metadata"]
                     loaded.objects[kind].append(obj)
                     loaded.sources[(kind, md.get("namespace", ""), md["name"])] = str(path)

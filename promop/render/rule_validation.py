@@ -43,6 +43,9 @@ PROMQL_FUNCTION_MIN_VERSION = {
                      "atanh", "deg", "rad", "pi"), "2.31.0"),
 }
 PROMQL_FUNCTION_REMOVED = {"holt_winters": ("3.0.0", "renamed double_exponential_smoothing")}
+# A call names its function in the expression's text: without one of these words, there is nothing to check.
+_GATED_NAME = re.compile("(?<![A-Za-z0-9_:])(?:" + "|".join(sorted({*PROMQL_FUNCTION_MIN_VERSION, *PROMQL_FUNCTION_REMOVED}))
+                         + ")(?![A-Za-z0-9_:])", re.IGNORECASE)
 
 
 def _register_removed_functions() -> None:
@@ -66,8 +69,8 @@ def check_promql(expr: str, version: Version | None = None) -> str | None:
         tree = promql_parser.parse(expr)
     except (ValueError, TypeError) as exc:
         return f"PromQL does not parse: {exc}"
-    if version is None:
-        return None
+    if version is None or not _GATED_NAME.search(expr):
+        return None  # no version-gated function is named in the text, so none is called: skip the walk
     calls: list[str] = []
     promql_parser.walk(tree, pre_visit=lambda n: calls.append(n.func.name) if isinstance(n, promql_parser.Call)
                        else None)

@@ -113,3 +113,11 @@ def test_document_markers_are_quoted():
     """`...` and `---` at the start of a line end or start a document; found by the property test."""
     for data in ({"... 0": None}, {"...": 1}, ["...x"], {"--- x": 1}, {"a": "..."}):
         assert yaml.safe_load(emit(data)) == data
+
+
+def test_sort_keys_orders_by_the_key_text():
+    """As sigs.k8s.io/yaml orders a map: by the key's text, so 10 sorts before 9; equal texts keep their order."""
+    assert emit({"b": 1, "a": {"k": 2, "j": 3}}, sort_keys=True) == "a:\n  j: 3\n  k: 2\nb: 1\n"
+    assert emit({9: "a", "x": "b", 10: "c", "1": "d"}, sort_keys=True) == "'1': d\n10: c\n9: a\nx: b\n"
+    assert emit({1: "a", "1": "b"}, sort_keys=True) == "1: a\n'1': b\n"
+    assert emit({"1": "b", 1: "a"}, sort_keys=True) == "'1': b\n1: a\n"

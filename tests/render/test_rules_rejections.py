@@ -170,6 +170,18 @@ def test_template_function_too_new_for_the_version():
     assert not res.rejected
 
 
+@pytest.mark.parametrize("name", ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
+                                  "acosh", "atanh", "deg", "rad"])
+def test_every_trigonometric_function_needs_prometheus_2_31(name):
+    """Each version-gated function is found wherever it sits in the expression (the renderer looks
+    for the gated names in the text before walking the parsed expression)."""
+    for expr in (f"{name}(x)", f"sum by (instance) (1 + {name} (rate(x_total[5m])))", f"x_instance*{name}(y)"):
+        p = one(render_bad([{"name": "g", "rules": [{"record": "x", "expr": expr}]}], version="v2.30.0"))
+        assert p.message == f"function {name}() needs Prometheus >= 2.31.0, this Prometheus is v2.30.0", expr
+    p = one(render_bad([{"name": "g", "rules": [{"record": "x", "expr": "1 + pi()"}]}], version="v2.30.0"))
+    assert p.message == "function pi() needs Prometheus >= 2.31.0, this Prometheus is v2.30.0"
+
+
 def test_promql_function_not_in_this_prometheus_version():
     p = one(render_bad([{"name": "g", "rules": [{"record": "x", "expr": "holt_winters(x[5m], 0.5, 0.5)"}]}]))
     assert p.field == "spec.groups[0].rules[0].expr"
