@@ -72,7 +72,7 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=180)
     p.add_argument("--startup-period", type=int, default=0,
                    help="override the Prometheus container's startupProbe periodSeconds (keeping its total duration), "
-                        "to see how much of the Ready time is upstream's 15 s probe period")
+                        "e.g. 15 to see the Ready time with upstream's period (promop's default is 1)")
     a = p.parse_args()
     KUBECTL = a.kubectl
     deps, pod = objects(a.name, a.namespace, a.reloader_image, a.cpu_limit, a.prometheus_image)

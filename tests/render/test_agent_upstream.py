@@ -14,6 +14,8 @@ from promop.featuregates import AGENT_DAEMONSET, TOPOLOGY_SHARDING, FeatureGates
 from promop.render.agent import InvalidAgent, render_agent
 from promop.render.model import DEFAULT_PROMETHEUS_VERSION, RenderInputs, RenderOptions
 
+from .upstream_deviations import promop_startup_probe, promop_startup_timing
+
 DAEMONSET_GATE = RenderOptions(feature_gates=FeatureGates(((AGENT_DAEMONSET, True),)))
 TOPOLOGY_GATE = RenderOptions(feature_gates=FeatureGates(((TOPOLOGY_SHARDING, True),)))
 
@@ -68,8 +70,8 @@ def _https(path: str) -> dict:
 def test_listen_tls(build, tls_objects):
     workload = build(LISTEN_TLS, **tls_objects)
     prom = container(workload)
-    assert prom["startupProbe"] == {**_https("/-/ready"), "timeoutSeconds": 3, "periodSeconds": 15,
-                                    "failureThreshold": 60}
+    assert prom["startupProbe"] == promop_startup_probe({**_https("/-/ready"), "timeoutSeconds": 3, "periodSeconds": 15,
+                                                         "failureThreshold": 60})
     assert prom["livenessProbe"] == {**_https("/-/healthy"), "timeoutSeconds": 3, "periodSeconds": 5,
                                      "failureThreshold": 6}
     assert prom["readinessProbe"] == {**_https("/-/ready"), "timeoutSeconds": 3, "periodSeconds": 5,
@@ -132,7 +134,7 @@ def test_prometheus_agent_command_line_flag(build, version, flag, present):
 @pytest.mark.parametrize("maximum, period, failures", [(None, 15, 60), (600, 60, 10)])
 def test_startup_probe_timeout_seconds(build, maximum, period, failures):
     probe = container(build({} if maximum is None else {"maximumStartupDurationSeconds": maximum}))["startupProbe"]
-    assert (probe["periodSeconds"], probe["failureThreshold"]) == (period, failures)
+    assert (probe["periodSeconds"], probe["failureThreshold"]) == promop_startup_timing(period, failures)
 
 
 # ---- pod fields ----------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from promop.featuregates import FeatureGates
 from promop.render.agent import InvalidAgent, render_agent
 from promop.render.model import DEFAULT_PROMETHEUS_VERSION, RenderInputs, RenderOptions
 
+from .upstream_deviations import promop_startup_timing
+
 GATE_ON = RenderOptions(feature_gates=FeatureGates((("PrometheusAgentDaemonSet", True),)))
 
 
@@ -124,7 +126,7 @@ def test_probes_and_pod_fields(build):
     assert pod["enableServiceLinks"] is False and pod["hostUsers"] is False
     assert pod["automountServiceAccountToken"] is False
     startup = pod["containers"][0]["startupProbe"]
-    assert (startup["periodSeconds"], startup["failureThreshold"]) == (60, 10)  # upstream's case
+    assert (startup["periodSeconds"], startup["failureThreshold"]) == promop_startup_timing(60, 10)  # upstream's case
     assert pod["containers"][0]["readinessProbe"]["httpGet"]["path"] == "/-/ready"
     plain = build(agent(**extra))["spec"]["template"]["spec"]
     assert "enableServiceLinks" not in plain and plain["automountServiceAccountToken"] is True

@@ -18,6 +18,8 @@ from promop.render.statefulset import (
 )
 from promop.render.versions import Version
 
+from .upstream_deviations import promop_startup_timing
+
 DERIVED = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "prometheus-operator" / "derived"
 
 
@@ -105,7 +107,7 @@ def test_security_contexts_probes_and_pod_defaults():
     p = container(s, "prometheus")
     assert p["readinessProbe"] == {"httpGet": {"path": "/-/ready", "port": "web", "scheme": "HTTP"},
                                    "failureThreshold": 3, "periodSeconds": 5, "timeoutSeconds": 3}
-    assert p["startupProbe"]["failureThreshold"] == 60 and p["startupProbe"]["periodSeconds"] == 15
+    assert (p["startupProbe"]["periodSeconds"], p["startupProbe"]["failureThreshold"]) == promop_startup_timing(15, 60)
     assert p["livenessProbe"]["httpGet"]["path"] == "/-/healthy"
     assert pod["terminationGracePeriodSeconds"] == 600
     assert pod["automountServiceAccountToken"] is True
@@ -232,7 +234,9 @@ def test_deliberate_differences():
     assert s["metadata"]["annotations"]["prometheus-operator-input-hash"] == "abc"
     assert all(c["env"][0]["valueFrom"]["fieldRef"]["apiVersion"] == "v1"
                for c in pod["containers"][1:] + pod["initContainers"])
-    assert len(listed) == 5  # a new difference needs an entry here and a check above
+    startup = container(s, "prometheus")["startupProbe"]
+    assert (startup["periodSeconds"], startup["failureThreshold"]) == (1, 15 * 60) and "startupProbe" in listed[5]["field"]
+    assert len(listed) == 6  # a new difference needs an entry here and a check above
 
 
 def test_more_spec_fields_become_flags_and_fields():
@@ -248,7 +252,8 @@ def test_more_spec_fields_become_flags_and_fields():
         assert flag in args
     assert "--web.enable-otlp-receiver" not in args  # before 3.0 it is a feature flag, from 2.47
     startup = container(s, "prometheus")["startupProbe"]
-    assert (startup["periodSeconds"], startup["failureThreshold"]) == (50, 4)  # ceil(200 / 60) probes, ceil(200 / 4)s
+    # upstream: ceil(200 / 60) probes, ceil(200 / 4)s apart
+    assert (startup["periodSeconds"], startup["failureThreshold"]) == promop_startup_timing(50, 4)
     assert s["spec"]["podManagementPolicy"] == "OrderedReady"
     assert s["spec"]["updateStrategy"] == {"type": "OnDelete"}
     assert "--enable-feature=otlp-write-receiver" in prometheus_args({**spec, "version": "v2.50.0"},

@@ -12,6 +12,8 @@ from promop.render.pipeline import render
 from promop.render.statefulset import build_statefulsets, shard_count, statefulset_name
 from promop.render.unsupported import unsupported_fields
 
+from .upstream_deviations import promop_startup_probe, promop_startup_timing
+
 SHA = "7384a79f4b4991bf8269e7452390249b7c70bcdd10509c8c1c6c6e30e32fb324"
 
 
@@ -82,7 +84,8 @@ def test_listen_local():
                                                  f'[ -x "$(command -v wget)" ]; then exec wget -q -O /dev/null {url}; '
                                                  f'else exit 1; fi']}}
 
-    assert c["startupProbe"] == {**handler("/-/ready"), "timeoutSeconds": 3, "periodSeconds": 15, "failureThreshold": 60}
+    assert c["startupProbe"] == promop_startup_probe({**handler("/-/ready"), "timeoutSeconds": 3, "periodSeconds": 15,
+                                                      "failureThreshold": 60})
     assert c["livenessProbe"] == {**handler("/-/healthy"), "timeoutSeconds": 3, "periodSeconds": 5, "failureThreshold": 6}
     assert c["readinessProbe"] == {**handler("/-/ready"), "timeoutSeconds": 3, "periodSeconds": 5, "failureThreshold": 3}
     assert not c.get("ports")
@@ -423,7 +426,7 @@ def test_pod_topology_spread_constraint_selects_each_shards_own_pods():
 def test_startup_probe_timeout_seconds(maximum, period, failures):
     spec = {} if maximum is None else {"maximumStartupDurationSeconds": maximum}
     probe = container(sts(spec))["startupProbe"]
-    assert (probe["periodSeconds"], probe["failureThreshold"]) == (period, failures)
+    assert (probe["periodSeconds"], probe["failureThreshold"]) == promop_startup_timing(period, failures)
 
 
 @pytest.mark.parametrize("value, expected", [(None, True), (True, True), (False, False)])
@@ -475,7 +478,7 @@ def test_statefulset_update_strategy(strategy, expected):
 def test_common_startup_probe_timeout_seconds(maximum, period, failures):
     """common_test.go TestStartupProbeTimeoutSeconds (getStatupProbePeriodSecondsAndFailureThreshold)."""
     probe = container(sts({} if maximum is None else {"maximumStartupDurationSeconds": maximum}))["startupProbe"]
-    assert (probe["periodSeconds"], probe["failureThreshold"]) == (period, failures)
+    assert (probe["periodSeconds"], probe["failureThreshold"]) == promop_startup_timing(period, failures)
 
 
 @pytest.mark.parametrize("version, message, present", [

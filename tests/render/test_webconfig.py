@@ -18,6 +18,7 @@ from promop.render.versions import Version
 from promop.render.webconfig import prometheus_web_tls, web_config_text
 
 from .helpers import TESTDATA, prometheus_obj
+from .upstream_deviations import promop_startup_probe
 from .upstream_paths import upstream_tests
 
 CASES = yaml.safe_load((TESTDATA / "webconfig" / "cases.yaml").read_text())
@@ -101,7 +102,8 @@ def test_listen_tls_probes_and_reload_url_use_https(pair):
     def get(path: str) -> dict:
         return {"httpGet": {"path": path, "port": "web", "scheme": "HTTPS"}}
 
-    assert prom["startupProbe"] == {**get("/-/ready"), "timeoutSeconds": 3, "periodSeconds": 15, "failureThreshold": 60}
+    assert prom["startupProbe"] == promop_startup_probe({**get("/-/ready"), "timeoutSeconds": 3, "periodSeconds": 15,
+                                                         "failureThreshold": 60})
     assert prom["livenessProbe"] == {**get("/-/healthy"), "timeoutSeconds": 3, "periodSeconds": 5, "failureThreshold": 6}
     assert prom["readinessProbe"] == {**get("/-/ready"), "timeoutSeconds": 3, "periodSeconds": 5, "failureThreshold": 3}
     args = [a for a in _container(sts, "config-reloader")["args"] if "/etc/prometheus/rules/" not in a]
