@@ -425,3 +425,14 @@ def go_parse_float(text: str) -> float:
     if math.isinf(value):
         raise TriggerError(f'strconv.ParseFloat: parsing {json.dumps(text)}: value out of range')
     return value
+
+
+def parse_threshold(metadata: dict) -> float:
+    """Only `threshold` (the HPA target), with the same rule and error text as parse_trigger."""
+    text = _value(metadata, {}, "threshold")
+    if text is None:
+        raise TriggerConfigError(_PREFIX + _PREFIX + 'missing required parameter "threshold" in [triggerMetadata]')
+    try:
+        return _json_float(text)
+    except ValueError as exc:
+        raise TriggerConfigError(_PREFIX + _PREFIX + f'unable to set param "threshold" value "{text}": {exc}') from None
