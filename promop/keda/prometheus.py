@@ -211,7 +211,7 @@ def _parse_auth(trigger: PrometheusTrigger, metadata: dict, auth_params: dict, e
     order = ("meta", "auth")
     text = _value(metadata, auth_params, "authModes", order) or _value(metadata, auth_params, "authMode", order)
     if text is None:
-        trigger.ca = _value({}, auth_params, "ca") or ""
+        trigger.ca = _value({}, auth_params, "ca", ("auth",)) or ""
         return
     modes = [m.strip() for m in text.split(",")]
     if any(m not in AUTH_MODES for m in modes):
@@ -221,7 +221,7 @@ def _parse_auth(trigger: PrometheusTrigger, metadata: dict, auth_params: dict, e
         errors.append(f'parameter "authModes" value "{text}" must contain only one of [{" ".join(EXCLUSIVE_AUTH_MODES)}]')
         return
     trigger.auth_modes = tuple(modes)
-    get = lambda name: _value({}, auth_params, name) or ""  # noqa: E731
+    get = lambda name: _value({}, auth_params, name, ("auth",)) or ""  # noqa: E731
     trigger.bearer_token = get("bearerToken") or get("token")
     trigger.username, trigger.password = get("username"), get("password")
     trigger.cert, trigger.key, trigger.ca = get("cert"), get("key"), get("ca")
