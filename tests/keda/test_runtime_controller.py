@@ -1,0 +1,104 @@
+"""The ScaledObject controller on the sandbox: reconcile, the 0<->1 scale loop, status, events.
+
+The expected values are KEDA's (../shared/reference/keda.md §2.1, §2.2, §2.4, §2.12), not our output.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from promop.autoscaler.keda.resources import DEPLOYMENTS, SCALEDOBJECTS
+from tests.keda.runtime_harness import KedaHarness, deployment, scaled_object, wait_for
+
+
+@pytest.fixture
+def h(sandbox):
+    harness = KedaHarness(sandbox)
+    yield harness
+    harness.close()
+
+
+def test_reconcile_writes_metadata_hpa_and_status(h):
+    h.client.create(DEPLOYMENTS, deployment("web", 0), "default")
+    h.client.create(SCALEDOBJECTS, scaled_object("web", "web", h.prom.url, "q_web", minReplicaCount=0,
+                                                 maxReplicaCount=7), "default")
+    h.start()
+    so = wait_for(lambda: (o := h.so("web")) and (o.get("status") or {}).get("hpaName") and o, what="hpaName")
+    assert "finalizer.keda.sh" in so["metadata"]["finalizers"]
+    assert so["metadata"]["labels"]["scaledobject.keda.sh/name"] == "web"
+    st = so["status"]
+    assert st["hpaName"] == "keda-hpa-web"
+    assert st["externalMetricNames"] == ["s0-prometheus"]
+    assert st["triggersTypes"] == "prometheus"
+    assert st["scaleTargetKind"] == "apps/v1.Deployment"
+    assert st["originalReplicaCount"] == 0
+    hpa = h.hpa("keda-hpa-web")
+    assert hpa["spec"]["minReplicas"] == 1 and hpa["spec"]["maxReplicas"] == 7
+    metric = hpa["spec"]["metrics"][0]["external"]
+    assert metric["metric"]["name"] == "s0-prometheus"
+    assert metric["metric"]["selector"] == {"matchLabels": {"scaledobject.keda.sh/name": "web"}}
+    assert metric["target"] == {"type": "AverageValue", "averageValue": "10"}
+    assert hpa["metadata"]["ownerReferences"][0]["uid"] == so["metadata"]["uid"]
+    wait_for(lambda: h.condition("web", "Ready").get("reason") == "ScaledObjectReady", what="Ready")
+
+
+def test_scales_zero_to_one_and_back_after_cooldown(h):
+    h.client.create(DEPLOYMENTS, deployment("api", 0), "default")
+    h.prom.set("q_api", "0")
+    h.client.create(SCALEDOBJECTS, scaled_object("api", "api", h.prom.url, "q_api", cooldownPeriod=1),
+                    "default")
+    h.start()
+    wait_for(lambda: h.condition("api", "Active").get("reason") == "ScalerNotActive", what="inactive")
+    assert h.replicas("api") == 0
+    h.prom.set("q_api", "25")
+    wait_for(lambda: h.replicas("api") == 1, what="0 -> 1")
+    ev = wait_for(lambda: h.events("KEDAScaleTargetActivated"), what="activation event")
+    assert ev[0]["message"] == ("Scaled apps/v1.Deployment default/api from 0 to 1, triggered by "
+                                "s0-prometheus")
+    assert ev[0]["source"]["component"] == "keda-operator"
+    wait_for(lambda: h.condition("api", "Active").get("reason") == "ScalerActive", what="Active")
+    assert (h.so("api")["status"].get("lastActiveTime"))
+    h.prom.set("q_api", "0")
+    wait_for(lambda: h.replicas("api") == 0, what="1 -> 0 after the cooldown")
+    wait_for(lambda: h.events("KEDAScaleTargetDeactivated"), what="deactivation event")
+
+
+def test_activation_threshold_is_strict(h):
+    h.client.create(DEPLOYMENTS, deployment("strict", 0), "default")
+    h.prom.set("q_strict", "5")
+    so = scaled_object("strict", "strict", h.prom.url, "q_strict")
+    so["spec"]["triggers"][0]["metadata"]["activationThreshold"] = "5"
+    h.client.create(SCALEDOBJECTS, so, "default")
+    h.start()
+    wait_for(lambda: h.condition("strict", "Active").get("reason") == "ScalerNotActive", what="inactive at =")
+    assert h.replicas("strict") == 0
+    h.prom.set("q_strict", "5.001")
+    wait_for(lambda: h.replicas("strict") == 1, what="active above the activation threshold")
+
+
+def test_one_bad_object_does_not_stop_the_others(h):
+    h.client.create(DEPLOYMENTS, deployment("good", 0), "default")
+    h.prom.set("q_good", "50")
+    bad = scaled_object("bad", "nothing", h.prom.url, "q_bad")
+    bad["spec"]["scaleTargetRef"] = {"apiVersion": "example.com/v1", "kind": "Widget", "name": "w"}
+    h.client.create(SCALEDOBJECTS, bad, "default")
+    h.client.create(SCALEDOBJECTS, scaled_object("good", "good", h.prom.url, "q_good"), "default")
+    h.start()
+    wait_for(lambda: h.replicas("good") == 1, what="the good one scales")
+    ready = wait_for(lambda: (c := h.condition("bad", "Ready")).get("status") == "False" and c, what="bad Ready")
+    assert ready["reason"] == "ScaledObjectCheckFailed"
+    assert "scaleTargetRef" in ready["message"]
+    assert any(e["involvedObject"]["name"] == "bad" for e in h.events("ScaledObjectCheckFailed"))
+
+
+def test_second_scaled_object_on_one_target_gets_a_condition(h):
+    h.client.create(DEPLOYMENTS, deployment("shared", 0), "default")
+    h.client.create(SCALEDOBJECTS, scaled_object("first", "shared", h.prom.url, "q1"), "default")
+    h.start()
+    wait_for(lambda: h.condition("first", "Ready").get("status") == "True", what="first ready")
+    h.client.create(SCALEDOBJECTS, scaled_object("second", "shared", h.prom.url, "q2"), "default")
+    ready = wait_for(lambda: (c := h.condition("second", "Ready")).get("status") == "False" and c,
+                     what="second refused")
+    assert "already managed by the ScaledObject" in ready["message"] and "first" in ready["message"]
+    assert h.condition("first", "Ready").get("status") == "True"
+    assert h.hpa("keda-hpa-second") is None
