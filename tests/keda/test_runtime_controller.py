@@ -102,3 +102,38 @@ def test_second_scaled_object_on_one_target_gets_a_condition(h):
     assert "already managed by the ScaledObject" in ready["message"] and "first" in ready["message"]
     assert h.condition("first", "Ready").get("status") == "True"
     assert h.hpa("keda-hpa-second") is None
+
+
+def test_paused_replicas_deletes_the_hpa_and_sets_the_count_then_unpauses(h):
+    h.client.create(DEPLOYMENTS, deployment("p", 0), "default")
+    h.prom.set("q_p", "0")
+    h.client.create(SCALEDOBJECTS, scaled_object("p", "p", h.prom.url, "q_p"), "default")
+    h.start()
+    wait_for(lambda: h.hpa("keda-hpa-p"), what="HPA")
+    h.client.patch(SCALEDOBJECTS, "p", {"metadata": {"annotations": {"autoscaling.keda.sh/paused-replicas": "3"}}},
+                   "default")
+    wait_for(lambda: h.replicas("p") == 3, what="paused at 3")
+    wait_for(lambda: h.hpa("keda-hpa-p") is None, what="HPA deleted")
+    paused = wait_for(lambda: (c := h.condition("p", "Paused")).get("status") == "True" and c, what="Paused")
+    assert paused["reason"] == "ScaledObjectPaused"
+    assert h.so("p")["status"]["pausedReplicaCount"] == 3
+    h.prom.set("q_p", "0")  # inactive: once unpaused the loop scales it to zero again
+    h.client.patch(SCALEDOBJECTS, "p", {"metadata": {"annotations": {"autoscaling.keda.sh/paused-replicas": None}}},
+                   "default")
+    unpaused = wait_for(lambda: (c := h.condition("p", "Paused")).get("status") == "False" and c, what="unpaused")
+    assert unpaused["reason"] == "ScaledObjectUnpaused"
+    wait_for(lambda: h.hpa("keda-hpa-p"), what="HPA recreated")
+    assert "pausedReplicaCount" not in h.so("p")["status"]
+
+
+def test_deletion_restores_the_original_replica_count_and_drops_the_finalizer(h):
+    h.client.create(DEPLOYMENTS, deployment("r", 4), "default")
+    h.prom.set("q_r", "0")
+    h.client.create(SCALEDOBJECTS, scaled_object("r", "r", h.prom.url, "q_r", cooldownPeriod=0,
+                                                 advanced={"restoreToOriginalReplicaCount": True}), "default")
+    h.start()
+    wait_for(lambda: h.replicas("r") == 0, what="scaled to zero")
+    assert h.so("r")["status"]["originalReplicaCount"] == 4
+    h.client.delete(SCALEDOBJECTS, "r", "default")
+    wait_for(lambda: h.so("r") is None, what="finalizer removed, object gone")
+    assert h.replicas("r") == 4
