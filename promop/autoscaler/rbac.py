@@ -24,13 +24,23 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("apps", "statefulsets/scale", ("update",)),
     ("apps", "replicasets/scale", ("update",)),
     ("coordination.k8s.io", "leases", ("get", "create", "update")),
+    # --keda=auto: is the ScaledObject CRD served? (the ScaledObject controller's own table is
+    # promop.autoscaler.keda.rbac; the ClusterRole grants both)
+    ("keda.sh", "scaledobjects", ("list",)),
 )
 
 
 def cluster_role_rules() -> list[dict]:
-    """PolicyRules grouped per API group and verb set, in a stable order."""
+    """PolicyRules grouped per API group and verb set, in a stable order: MemHpa's and the
+    ScaledObject controller's (one process runs both)."""
+    from promop.autoscaler.keda.rbac import PERMISSIONS as KEDA_PERMISSIONS
+
+    merged: dict[tuple[str, str], set[str]] = {}
+    for group, resource, verbs in (*PERMISSIONS, *KEDA_PERMISSIONS):
+        merged.setdefault((group, resource), set()).update(verbs)
     grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for group, resource, verbs in PERMISSIONS:
+    for (group, resource), verb_set in merged.items():
+        verbs = tuple(sorted(verb_set))
         grouped.setdefault((group, tuple(sorted(verbs))), []).append(resource)
     return [{"apiGroups": [group], "resources": resources, "verbs": list(verbs)}
             for (group, verbs), resources in grouped.items()]
