@@ -83,3 +83,15 @@ def fallback_enabled(so: ScaledObject, metric_type: str) -> bool:
 def health_tracked(so: ScaledObject) -> bool:
     """KEDA counts health only with a valid fallback: thresholds >= 0 and, with modifiers, an integer target > 0."""
     return so.fallback is not None and fallback_enabled(so, "AverageValue")
+
+
+def modifiers_fallback_value(composite: float | None, so: ScaledObject) -> float:
+    """`fallback.behavior: scalingModifiers` (KEDA 2.20): failing triggers are nil in the formula; when the
+    formula itself yields nil, the composite metric is fallback.replicas x the modifiers' target."""
+    if composite is not None:
+        return composite
+    try:
+        target = float(so.scaling_modifiers.target) if so.scaling_modifiers else 0.0
+    except ValueError:
+        target = 0.0
+    return (so.fallback.replicas if so.fallback else 0) * target
