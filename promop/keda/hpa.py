@@ -13,7 +13,7 @@ import copy
 from promop.keda.prometheus import parse_threshold
 from promop.keda.quantities import milli_quantity
 from promop.keda.spec import (
-    COMPOSITE_METRIC, HPA_EXCLUDED_LABELS, SCALED_OBJECT_NAME_LABEL, KedaSpecError, PauseState, ScaledObject, Trigger,
+    COMPOSITE_METRIC, HPA_EXCLUDED_LABELS, SCALED_OBJECT_NAME_LABEL, SUPPORTED_TRIGGERS, KedaSpecError, PauseState, ScaledObject, Trigger,
 )
 
 KEDA_VERSION = "2.20.2"
@@ -59,6 +59,12 @@ def metric_specs(so: ScaledObject) -> list[dict]:
         if trigger.is_resource:
             specs.append(_resource_metric(trigger))
             continue
+        if trigger.type not in SUPPORTED_TRIGGERS:
+            raise HpaBuildError(f"spec.triggers[{trigger.index}].type: trigger type {trigger.type!r} is not supported by "
+                                f"promop (supported: {', '.join(SUPPORTED_TRIGGERS)})")
+        if trigger.effective_metric_type not in ("AverageValue", "Value"):
+            raise HpaBuildError(f"spec.triggers[{trigger.index}].metricType: 'Utilization' metric type is unsupported "
+                                "for external metrics, allowed values are 'Value' or 'AverageValue'")
         try:
             threshold = parse_threshold(trigger.metadata)
         except ValueError as exc:

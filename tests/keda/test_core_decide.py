@@ -330,3 +330,10 @@ def test_hpa_composite_metric():
 def test_hpa_bad_threshold():
     with pytest.raises(HpaBuildError, match="threshold"):
         hpa(triggers=[{"type": "prometheus", "metadata": {**PROM, "threshold": "x"}}])
+
+
+def test_hpa_refuses_utilization_for_prometheus_and_unknown_trigger_types():
+    with pytest.raises(HpaBuildError, match="'Utilization' metric type is unsupported for external metrics"):
+        hpa(triggers=[{"type": "prometheus", "metricType": "Utilization", "metadata": PROM}])
+    with pytest.raises(HpaBuildError, match="trigger type 'kafka' is not supported"):
+        hpa(triggers=[{"type": "kafka", "metadata": {"lagThreshold": "5"}}])
