@@ -109,11 +109,15 @@ def hpa_behavior(so: ScaledObject, pause: PauseState) -> dict | None:
 def build_hpa(so_obj: dict, so: ScaledObject, pause: PauseState, scale_target: dict | None = None,
               keda_version: str = KEDA_VERSION) -> dict:
     """The autoscaling/v2 HPA for `so`; `so_obj` (the ScaledObject dict) gives the uid for the controller
-    owner reference; `scale_target` (the target object, optional) gives its apiVersion/kind as served.
+    owner reference; the scaleTargetRef is the ScaledObject's (`scale_target`, the target object or its
+    /scale, is accepted for compatibility and never overrides it).
     Raises HpaBuildError for a trigger whose target cannot be read."""
     meta = so_obj.get("metadata") or {}
-    api_version = (scale_target or {}).get("apiVersion") or so.target.api_version
-    kind = (scale_target or {}).get("kind") or so.target.kind
+    # KEDA takes the GVK from the ScaledObject's scaleTargetRef (resolved through the REST mapper); a
+    # /scale subresource (autoscaling/v1 Scale) passed as scale_target must not leak into the HPA
+    target = scale_target if scale_target and scale_target.get("kind") not in (None, "Scale") else {}
+    api_version = so.target.api_version if so.target.api_version else target.get("apiVersion")
+    kind = so.target.kind or target.get("kind")
     spec = {"scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": so.target.name},
             "minReplicas": so.hpa_min_replicas, "maxReplicas": so.hpa_max_replicas, "metrics": metric_specs(so)}
     behavior = hpa_behavior(so, pause)

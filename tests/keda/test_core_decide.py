@@ -337,3 +337,10 @@ def test_hpa_refuses_utilization_for_prometheus_and_unknown_trigger_types():
         hpa(triggers=[{"type": "prometheus", "metricType": "Utilization", "metadata": PROM}])
     with pytest.raises(HpaBuildError, match="trigger type 'kafka' is not supported"):
         hpa(triggers=[{"type": "kafka", "metadata": {"lagThreshold": "5"}}])
+
+
+def test_hpa_scale_target_ref_is_the_scaled_objects_even_given_the_scale_subresource():
+    obj = so_obj(scaleTargetRef={"name": "db", "apiVersion": "apps/v1", "kind": "StatefulSet"})
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "db"}, "spec": {"replicas": 2}}
+    h = build_hpa(obj, parse_scaled_object(obj), pause_state({}), scale)
+    assert h["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}
