@@ -7,6 +7,8 @@ fallback starts (strictly more than failureThreshold consecutive failures) and w
 
 from __future__ import annotations
 
+import re
+
 from promop.keda.spec import ScaledObject
 
 HAPPY = "Happy"
@@ -73,10 +75,8 @@ def fallback_enabled(so: ScaledObject, metric_type: str) -> bool:
     if metric_type not in ("AverageValue", "Value"):
         return False
     if so.using_modifiers:
-        try:
-            return int(so.scaling_modifiers.target) > 0
-        except ValueError:
-            return False
+        target = so.scaling_modifiers.target
+        return re.fullmatch(r"[+-]?[0-9]+", target) is not None and int(target) > 0   # Go's strconv.Atoi
     return True
 
 

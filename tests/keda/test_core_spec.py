@@ -189,6 +189,10 @@ def test_fallback_enabled():
     mods = parse_scaled_object(so(fallback={"failureThreshold": 1, "replicas": 5},
                                   advanced={"scalingModifiers": {"formula": "a", "target": "2.5"}}))
     assert not fallback_enabled(mods, "AverageValue")   # the modifier target must parse as an int > 0
+    for target, ok in (("3", True), ("0", False), (" 3", False), ("-2", False)):
+        m = parse_scaled_object(so(fallback={"failureThreshold": 1, "replicas": 5},
+                                   advanced={"scalingModifiers": {"formula": "a", "target": target}}))
+        assert fallback_enabled(m, "AverageValue") is ok, target
 
 
 # --- ScaledJob ------------------------------------------------------------------------------------------
