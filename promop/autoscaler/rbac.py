@@ -30,13 +30,19 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+# The controller host's connectivity probe (promop.host.connect) lists one namespace before anything
+# else runs: without this a real cluster refuses the autoscaler forever (403 on every retry). The
+# in-process test harness passes its own client, so this is not in `granted()`'s exact check.
+HOST_PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (("", "namespaces", ("list",)),)
+
+
 def cluster_role_rules() -> list[dict]:
     """PolicyRules grouped per API group and verb set, in a stable order: MemHpa's and the
     ScaledObject controller's (one process runs both)."""
     from promop.autoscaler.keda.rbac import PERMISSIONS as KEDA_PERMISSIONS
 
     merged: dict[tuple[str, str], set[str]] = {}
-    for group, resource, verbs in (*PERMISSIONS, *KEDA_PERMISSIONS):
+    for group, resource, verbs in (*PERMISSIONS, *HOST_PERMISSIONS, *KEDA_PERMISSIONS):
         merged.setdefault((group, resource), set()).update(verbs)
     grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for (group, resource), verb_set in merged.items():
