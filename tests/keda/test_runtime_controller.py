@@ -137,3 +137,13 @@ def test_deletion_restores_the_original_replica_count_and_drops_the_finalizer(h)
     h.client.delete(SCALEDOBJECTS, "r", "default")
     wait_for(lambda: h.so("r") is None, what="finalizer removed, object gone")
     assert h.replicas("r") == 4
+
+
+def test_target_created_after_the_scaled_object(h):
+    h.prom.set("q_late", "50")
+    h.client.create(SCALEDOBJECTS, scaled_object("late", "late", h.prom.url, "q_late"), "default")
+    h.start()
+    ready = wait_for(lambda: (c := h.condition("late", "Ready")).get("status") == "False" and c, what="not found")
+    assert "Deployment default/late not found" in ready["message"]
+    h.client.create(DEPLOYMENTS, deployment("late", 0), "default")
+    wait_for(lambda: h.replicas("late") == 1, what="reconciled once the target exists, then activated")

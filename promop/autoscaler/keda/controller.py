@@ -25,7 +25,7 @@ from promop.host.workers import QueueController
 from promop.kube.errors import ApiError
 from promop.kube.informer import Informer
 from promop.kube.resources import PODS, SECRETS, Resource
-from promop.kube.store import Tombstone, object_key
+from promop.kube.store import NAMESPACE_INDEX, Tombstone, object_key
 from promop.kube.workqueue import RateLimitingQueue
 from promop.labelselector import SelectorError, matches, parse_selector
 
@@ -156,6 +156,21 @@ class KedaController(QueueController):
             self._enqueue_hpa_owner(_obj(obj))
 
         self.hpas.add_handler(None, hpa_update, hpa_delete)
+
+        def workload_added(obj: dict, initial: bool = False) -> None:
+            if not initial:  # a target created after its ScaledObject: reconcile that one again
+                self._enqueue_waiting_for(obj)
+
+        for inf in self.workloads.values():
+            inf.add_handler(workload_added, None, None)
+
+    def _enqueue_waiting_for(self, workload: dict) -> None:
+        meta = workload.get("metadata") or {}
+        for key in self.scaledobjects.store.index_keys(NAMESPACE_INDEX, meta.get("namespace", "")):
+            so = self.scaledobjects.store.get(key) or {}
+            if key not in self.states and ((so.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == \
+                    meta.get("name"):
+                self.queue.add(key)
 
     def _enqueue_auth_users(self, auth: dict) -> None:
         meta = auth.get("metadata") or {}
