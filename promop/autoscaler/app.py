@@ -92,7 +92,11 @@ class Autoscaler(ControllerProcess):
                                      workers=self.options.workers, registry=self.registry, clock=self.clock,
                                      informer_kwargs=self._informer_kwargs)
         controllers: list[Any] = [self.controller]
-        if self._keda_wanted(client):
+        keda = self._keda_wanted(client)
+        if keda and not self._memhpa_served(client):
+            log.info("MemHpa controller off: the MemHpa CRD is not installed (KEDA ScaledObjects only)")
+            controllers = []
+        if keda:
             from promop.autoscaler.keda.controller import KedaController
 
             self.keda = KedaController(client, registry=self.registry, workers=self.options.workers,
@@ -101,6 +105,17 @@ class Autoscaler(ControllerProcess):
             controllers.append(self.keda)
             self.start_keda_endpoint()
         return controllers
+
+    @staticmethod
+    def _memhpa_served(client: KubeClient) -> bool:
+        from promop.autoscaler.crd import MEMHPAS
+        from promop.kube.errors import ApiError
+
+        try:
+            client.list(MEMHPAS, limit=1)
+        except ApiError as exc:
+            return exc.status != 404
+        return True
 
     def _keda_wanted(self, client: KubeClient) -> bool:
         """--keda=auto: on when the ScaledObject CRD is served; say so either way."""
