@@ -18,6 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NEEDS_PROMETHEUS = {"adapter", "propagation"}
+NEEDS_KUBE_KIT = {"keda"}   # the real control plane (../shared/kube)
 
 BENCHES = {
     "autoscale": ["--decisions", "200", "--memhpas", "5"],
@@ -32,8 +33,15 @@ BENCHES = {
     "workqueue": ["--items", "1000", "--rounds", "1"],
     "sandbox": ["--objects", "200", "--rounds", "1", "--page", "50"],
     "render": ["--repeat", "1", "--monitors", "50", "--rules", "25"],
+    "keda": ["--quick", "--objects", "40", "--queries", "8", "--namespaces", "2", "--window", "6"],
 }
 # bench.reloader has no size options (about 40 s on a quiet machine): not run here.
+
+
+def _kube_kit() -> bool:
+    env = os.environ.get("PROMOP_KUBE_KIT")
+    return any((Path(p) / "start.sh").exists() for p in ([env] if env else []) + [str(ROOT.parent / "shared" / "kube"),
+                                                                               "/work/shared/kube"])
 
 
 @pytest.mark.slow
@@ -41,6 +49,8 @@ BENCHES = {
 def test_bench_runs(name: str) -> None:
     if name in NEEDS_PROMETHEUS and not shutil.which("prometheus"):
         pytest.skip("prometheus is not installed")
+    if name in NEEDS_KUBE_KIT and not _kube_kit():
+        pytest.skip("the kube kit (../shared/kube) is not here")
     proc = subprocess.run([sys.executable, "-m", f"bench.{name}", *BENCHES[name]], cwd=ROOT,
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
