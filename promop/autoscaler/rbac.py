@@ -24,12 +24,11 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("apps", "statefulsets/scale", ("update",)),
     ("apps", "replicasets/scale", ("update",)),
     ("coordination.k8s.io", "leases", ("get", "create", "update")),
-    # --keda=auto: is the ScaledObject CRD served? (the ScaledObject controller's own table is
-    # promop.autoscaler.keda.rbac; the ClusterRole grants both)
-    ("keda.sh", "scaledobjects", ("list",)),
 )
 
 
+# --keda=auto asks whether the ScaledObject CRD is served with a `list` of scaledobjects: granted by the
+# ScaledObject controller's table (promop.autoscaler.keda.rbac), which the ClusterRole merges in.
 # The controller host's connectivity probe (promop.host.connect) lists one namespace before anything
 # else runs: without this a real cluster refuses the autoscaler forever (403 on every retry). The
 # in-process test harness passes its own client, so this is not in `granted()`'s exact check.

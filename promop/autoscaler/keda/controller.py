@@ -36,8 +36,9 @@ from promop.autoscaler.keda.metric_path import MetricPath
 from promop.autoscaler.keda.metrics_api import MetricError
 from promop.autoscaler.keda.query import QuerySender
 from promop.autoscaler.keda.reconcile import Reconciler, Retry
-from promop.autoscaler.keda.resources import (CACHED_TARGETS, CLUSTERTRIGGERAUTHENTICATIONS, DEPLOYMENTS, HPAS,
-                                              SCALEDOBJECTS, STATEFULSETS, TRIGGERAUTHENTICATIONS)
+from promop.autoscaler.keda.resources import (CACHED_TARGETS, CLUSTERTRIGGERAUTHENTICATIONS, DEPLOYMENTS, HPAS, JOBS,
+                                              SCALEDJOBS, SCALEDOBJECTS, STATEFULSETS, TRIGGERAUTHENTICATIONS)
+from promop.autoscaler.keda.scaledjobs import PREFIX as SJ_PREFIX, SJ_LABEL, ScaledJobs
 from promop.autoscaler.keda.scheduler import Scheduler
 from promop.autoscaler.keda.state import SOState
 from promop.autoscaler.keda.triggers import AuthSources, BuiltTrigger, Evaluator, build_trigger
@@ -60,6 +61,15 @@ def slim_workload(obj: dict) -> dict:
     return {"metadata": {k: meta.get(k) for k in ("name", "namespace", "uid", "resourceVersion")},
             "spec": {"replicas": spec.get("replicas", 1), "selector": spec.get("selector"),
                      "containers": [{"name": c.get("name"), "env": c.get("env") or []} for c in containers]}}
+
+
+def slim_job(obj: dict) -> dict:
+    """What a ScaledJob's poll needs of a Job: its labels, when it finished, whether a pod is ready."""
+    meta = obj.get("metadata") or {}
+    st = obj.get("status") or {}
+    return {"metadata": {k: meta.get(k) for k in ("name", "namespace", "uid", "resourceVersion", "labels")},
+            "status": {k: st.get(k) for k in ("conditions", "ready", "succeeded", "failed", "active",
+                                              "completionTime") if k in st}}
 
 
 def _watched(obj: dict) -> tuple:
@@ -100,16 +110,22 @@ class KedaController(QueueController):
         self.trigger_auths = Informer(client, TRIGGERAUTHENTICATIONS, **kw)
         self.cluster_trigger_auths = Informer(client, CLUSTERTRIGGERAUTHENTICATIONS, **kw)
         self.hpas = Informer(client, HPAS, **kw)
+        self.scaledjobs = Informer(client, SCALEDJOBS, **kw)
+        # Jobs are cached only once a ScaledJob exists (most clusters have none, and many Jobs)
+        self._jobs_kw = kw
+        self._jobs: Informer | None = None
+        self._jobs_lock = threading.Lock()
         self.workloads = {DEPLOYMENTS.kind: Informer(client, DEPLOYMENTS, transform=slim_workload, **kw),
                           STATEFULSETS.kind: Informer(client, STATEFULSETS, transform=slim_workload, **kw)}
         self.informers = [self.scaledobjects, self.trigger_auths, self.cluster_trigger_auths, self.hpas,
-                          *self.workloads.values()]
+                          self.scaledjobs, *self.workloads.values()]
         self.cache = ResultCache()
         self.sender = QuerySender()
         self.evaluator = Evaluator(self.cache, self.sender, self.wall)
         self.recorder = Recorder(client, clock)
         self.reconciler = Reconciler(self)
         self.scale_loop = ScaleLoop(self)
+        self.scaled_jobs = ScaledJobs(self)
         self.loops = Scheduler(self._tick, workers=loop_workers)
         self.metric_path = MetricPath(self.evaluator, self.current_replicas, self.ready_pods, self.wall)
         self.states: dict[str, SOState] = {}
@@ -133,6 +149,18 @@ class KedaController(QueueController):
             self.forget(object_key(_obj(obj)))
 
         self.scaledobjects.add_handler(so_add, so_update, so_delete)
+
+        def sj_add(obj: dict, _initial: bool = False) -> None:
+            self.queue.add(self.scaled_jobs.key_of(obj))
+
+        def sj_update(old: dict, new: dict) -> None:
+            if _watched(old) != _watched(new):
+                self.queue.add(self.scaled_jobs.key_of(new))
+
+        def sj_delete(obj: Any) -> None:
+            self.loops.cancel(self.scaled_jobs.key_of(_obj(obj)))
+
+        self.scaledjobs.add_handler(sj_add, sj_update, sj_delete)
 
         def auth_added(obj: dict, initial: bool = False) -> None:
             if not initial:  # at start every ScaledObject is reconciled anyway
@@ -163,6 +191,15 @@ class KedaController(QueueController):
 
         for inf in self.workloads.values():
             inf.add_handler(workload_added, None, None)
+
+    def jobs(self) -> Informer:
+        """The informer on ScaledJobs' Jobs, started on first use."""
+        with self._jobs_lock:
+            if self._jobs is None:
+                self._jobs = Informer(self.client, JOBS, label_selector=SJ_LABEL, transform=slim_job,
+                                      **self._jobs_kw)
+                self._jobs.start()
+            return self._jobs
 
     def _enqueue_waiting_for(self, workload: dict) -> None:
         meta = workload.get("metadata") or {}
@@ -204,6 +241,8 @@ class KedaController(QueueController):
 
     def stop(self, timeout: float = 10.0) -> None:
         super().stop(timeout)
+        if self._jobs is not None:
+            self._jobs.stop()
         self.loops.stop(timeout)
         self.sender.close()
 
@@ -223,7 +262,10 @@ class KedaController(QueueController):
     def process(self, key: str) -> None:
         try:
             with self.key_lock(key):
-                self.reconciler.reconcile(key)
+                if key.startswith(SJ_PREFIX):
+                    self.scaled_jobs.reconcile(key)
+                else:
+                    self.reconciler.reconcile(key)
         except Retry as exc:
             self.metrics.reconciles.labels("retry").inc()
             log.warning("reconcile failed; retrying with backoff", **fields(scaledobject=key, error=str(exc)))
@@ -241,7 +283,10 @@ class KedaController(QueueController):
         if self._stopping.is_set():
             return
         try:
-            self.scale_loop.poll(key)
+            if key.startswith(SJ_PREFIX):
+                self.scaled_jobs.poll(key)
+            else:
+                self.scale_loop.poll(key)
         except Retry as exc:
             log.warning("scale loop: write failed; next poll retries", **fields(scaledobject=key, error=str(exc)))
         self.metrics.queries.set(self.cache.fetches)
@@ -295,10 +340,13 @@ class KedaController(QueueController):
 
     # -- reads --------------------------------------------------------------------------------------
     def auth_sources(self, so: Any) -> AuthSources:
+        return self.auth_sources_for(so.namespace, lambda var, container: self._read_env(so, var, container))
+
+    def auth_sources_for(self, namespace: str, env: Any) -> AuthSources:
         return AuthSources(
             trigger_auth=lambda ns, name: self.trigger_auths.store.get(f"{ns}/{name}"),
             cluster_trigger_auth=lambda name: self.cluster_trigger_auths.store.get(name),
-            secret=self._read_secret, env=lambda var, container: self._read_env(so, var, container),
+            secret=self._read_secret, env=env or (lambda _var, _container: None),
             cluster_object_namespace=self.cluster_object_namespace)
 
     def _read_secret(self, namespace: str, name: str) -> dict | None:

@@ -14,6 +14,10 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (GROUP, "scaledobjects/status", ("patch",)),
     # an HPA owned by a ScaledObject (blockOwnerDeletion): OwnerReferencesPermissionEnforcement asks for this
     (GROUP, "scaledobjects/finalizers", ("update",)),
+    (GROUP, "scaledjobs", ("list", "watch", "patch")),
+    (GROUP, "scaledjobs/status", ("patch",)),
+    (GROUP, "scaledjobs/finalizers", ("update",)),
+    ("batch", "jobs", ("list", "watch", "create", "delete")),
     (GROUP, "triggerauthentications", ("list", "watch")),
     (GROUP, "clustertriggerauthentications", ("list", "watch")),
     ("autoscaling", "horizontalpodautoscalers", ("list", "watch", "create", "update", "delete")),
@@ -27,7 +31,7 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 # granted for the apiserver's admission or rare paths, not seen in a plain sandbox run
-NOT_ALWAYS_USED = {(GROUP, "scaledobjects/finalizers", "update"), ("", "pods", "list"),
+NOT_ALWAYS_USED = {(GROUP, "scaledobjects/finalizers", "update"), (GROUP, "scaledjobs/finalizers", "update"), ("", "pods", "list"),
                    ("autoscaling", "horizontalpodautoscalers", "delete"), (GROUP, "triggerauthentications", "list"),
                    ("", "secrets", "get")}
 
