@@ -130,8 +130,8 @@ def scaled_object(ns: str, name: str, q: int, prom_url: str, polling: int) -> di
                          "serverAddress": prom_url, "query": query_text(q), "threshold": "10"}}]}}
 
 
-def create_all(client, res, bodies: list[dict], threads: int = 8) -> float:
-    """Create every body (8 threads, the bench's client unthrottled); objects per second."""
+def create_all(client, res, bodies: list[dict], threads: int = 16) -> float:
+    """Create every body (16 threads, the bench's client unthrottled); objects per second."""
     started = time.monotonic()
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(lambda b: client.create(res, b), bodies))
@@ -176,6 +176,8 @@ def scrape(port: int) -> dict[str, float]:
         m = re.search(rf"^{name} ([0-9.e+]+)$", text, re.M)
         if m:
             out[name] = float(m.group(1))
+    out["api_requests"] = sum(float(v) for v in re.findall(
+        r'^prometheus_operator_kubernetes_client_http_requests_total\{[^}]*\} ([0-9.e+]+)$', text, re.M))
     m = re.search(r'^promop_keda_reconciles_total\{result="ok"\} ([0-9.e+]+)$', text, re.M)
     out["reconciles_ok"] = float(m.group(1)) if m else 0.0
     return out
@@ -265,13 +267,15 @@ def steady(args, ctl: Proc, prom: str, keda_port: int, web: int, paths_file: Pat
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         t0, cpu0, load0 = time.time(), ctl.cpu(), os.getloadavg()
-        before = scrape(web)["promop_keda_prometheus_queries"]
+        m0 = scrape(web)
+        before = m0["promop_keda_prometheus_queries"]
         latency = probe_latency(keda_port, prom, probes, args.rounds, args.polling * 2 + 10)
         rest = args.window - (time.time() - t0)
         if rest > 0:
             time.sleep(rest)
         t1, cpu1, load1 = time.time(), ctl.cpu(), os.getloadavg()
-        after = scrape(web)["promop_keda_prometheus_queries"]
+        m1 = scrape(web)
+        after = m1["promop_keda_prometheus_queries"]
         rss, hwm = ctl.mem()
         out, _ = driver.communicate(timeout=args.window + 120)
     finally:
@@ -283,7 +287,7 @@ def steady(args, ctl: Proc, prom: str, keda_port: int, web: int, paths_file: Pat
     return {"seconds": secs, "queries": total, "qps": total / secs, "controller_queries": after - before,
             "distinct_seen": sum(1 for times in hits.values() if any(t0 <= t < t1 for t in times)),
             "max_per_interval": per_interval_max(hits, t0, t1, args.polling),
-            "cpu": (cpu1 - cpu0) / secs, "rss": rss, "hwm": hwm, "latency": latency,
+            "cpu": (cpu1 - cpu0) / secs, "api_rate": (m1["api_requests"] - m0["api_requests"]) / secs, "rss": rss, "hwm": hwm, "latency": latency,
             "driver": json.loads(out.strip().splitlines()[-1]) if out.strip() else {}, "load": (load0, load1),
             "hpa_targets": n_hpa}
 
@@ -332,10 +336,13 @@ def run(args) -> int:
         keda_port, web = free_port(), free_port()
         log_path = tmp / "autoscaler.log"
         started = time.monotonic()
+        launcher = ["-m", "promop"] if not args.client_qps else \
+            ["-m", "bench.keda.launch", str(args.client_qps), str(int(args.client_qps * 2))]
         ctl_proc = subprocess.Popen(
-            [sys.executable, "-m", "promop", "autoscaler", "--kubeconfig", plane.kubeconfig, "--keda", "true",
+            [sys.executable, *launcher, "autoscaler", "--kubeconfig", plane.kubeconfig, "--keda", "true",
              "--web.listen-address", f"127.0.0.1:{web}", "--keda-metrics-address", f"127.0.0.1:{keda_port}",
-             "--prometheus-url", prom, "--log-level", "warn"],
+             "--prometheus-url", prom, "--log-level", "warn", "--workers", str(args.workers),
+             "--keda-loop-workers", str(args.loop_workers)],
             cwd=ROOT, stdout=log_path.open("w"), stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"})
         ctl = Proc(ctl_proc.pid)
@@ -344,7 +351,9 @@ def run(args) -> int:
         except SystemExit as exc:
             raise SystemExit(f"{exc}\n--- autoscaler log:\n{log_path.read_text()[-3000:]}") from None
         cpu_first = ctl.cpu()
-        print(f"first reconcile: every scale loop running after {first:.1f} s (controller CPU {cpu_first:.1f} s)",
+        print(f"first reconcile: every scale loop running after {first:.1f} s (controller CPU {cpu_first:.1f} s, "
+              f"--workers {args.workers}, --keda-loop-workers {args.loop_workers}, client qps "
+              f"{args.client_qps or 50:g})",
               flush=True)
         time.sleep(args.polling + 2)   # every loop has polled once (first ticks spread over the interval)
         active = [(ns, name, q) for ns, name, q in objs if is_active(q, args.active)]
@@ -398,11 +407,12 @@ def report(args, r: dict, first: float, cpu_first: float, dep_rate: float, so_ra
           f"{drv.get('codes')}, worst lateness {drv.get('late_max')} s")
     print(f"controller: CPU {r['cpu']:.3f} cpu-seconds/s in the window; RSS {r['rss']:.0f} MiB (peak {r['hwm']:.0f}) "
           f"(goal < 500 MiB: {'met' if r['hwm'] < 500 else 'MISSED'}); first reconcile {first:.1f} s "
-          f"({cpu_first:.1f} cpu-seconds); {errors} error log lines")
+          f"({cpu_first:.1f} cpu-seconds); {errors} error log lines; its Kubernetes API requests in the window "
+          f"{r['api_rate']:.1f}/s (status writes: lastActiveTime on every active poll, as KEDA)")
     med = statistics.median(lat) if lat else float("nan")
     print(f"value change -> served on the metrics endpoint: {len(finite)}/{len(lat)} seen, p50 {med:.1f} s, "
           f"max {max(lat) if lat else float('nan'):.1f} s (bound: the polling interval, {args.polling} s)")
-    print(f"creation rates (bench client, 8 threads): Deployments {dep_rate:.0f}/s, ScaledObjects {so_rate:.0f}/s")
+    print(f"creation rates (bench client, 16 threads): Deployments {dep_rate:.0f}/s, ScaledObjects {so_rate:.0f}/s")
     ok = r["max_per_interval"] <= 1 and r["hwm"] < 500 and len(finite) == len(lat) and ready == total
     return 0 if ok else 1
 
@@ -424,6 +434,13 @@ def main() -> None:
     parser.add_argument("--active", type=float, default=0.75, help="share of the queries above activation")
     parser.add_argument("--probes", type=int, help="queries changed per latency round; default 8")
     parser.add_argument("--rounds", type=int, help="latency rounds; default 3")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="promop autoscaler --workers (reconcile threads; the command's default is 2)")
+    parser.add_argument("--loop-workers", type=int, default=8,
+                        help="promop autoscaler --keda-loop-workers (scale-loop threads; the command's default is 8)")
+    parser.add_argument("--client-qps", type=float, default=0.0,
+                        help="run the autoscaler with this Kubernetes client QPS (burst twice it) through "
+                             "bench/keda/launch.py; 0 (default): the command as shipped (50/s, burst 100)")
     parser.add_argument("--first-limit", type=float, default=3600.0, help="give up the first reconcile after")
     parser.add_argument("--out", help="also write the raw figures to this JSON file")
     parser.add_argument("--quick", action="store_true",
