@@ -114,6 +114,9 @@ def test_deployment_scales_0_1_n_0_under_the_bundle_rbac(plane, tmp_path: Path):
         assert current["metric"]["name"] == "s0-prometheus"
         prom.set("web_queue", "0")         # inactive: after cooldownPeriod KEDA scales to zero
         wait_for(lambda: replicas() == 0, 90, "N -> 0")
+        _scaled_job(plane, prom)           # ScaledJob: 2 Jobs for a queue of 2 (threshold 1)
+        wait_for(lambda: len(json.loads(plane.kubectl("get", "jobs", "-n", NS, "-l", "scaledjob.keda.sh/name=work",
+                                                       "-o", "json").stdout)["items"]) == 2, 60, "two Jobs")
         out = plane.kubectl("get", "so", "-n", NS)
         assert "web" in out.stdout and "apps/v1.Deployment" in out.stdout
         log = auto_log.read_text()
@@ -168,3 +171,14 @@ def _deployment_and_scaled_object(plane, prom) -> None:
                       "serverAddress": prom.url, "query": "web_queue", "threshold": "10"}}]}},
     ]
     plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+
+
+def _scaled_job(plane, prom) -> None:
+    prom.set("work_queue", "2")
+    sj = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledJob", "metadata": {"name": "work", "namespace": NS},
+          "spec": {"pollingInterval": 1, "maxReplicaCount": 5,
+                   "jobTargetRef": {"template": {"spec": {"restartPolicy": "Never",
+                                                          "containers": [{"name": "w", "image": "busybox:none"}]}}},
+                   "triggers": [{"type": "prometheus", "metadata": {
+                       "serverAddress": prom.url, "query": "work_queue", "threshold": "1"}}]}}
+    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(sj))
