@@ -147,3 +147,17 @@ def test_target_created_after_the_scaled_object(h):
     assert "Deployment default/late not found" in ready["message"]
     h.client.create(DEPLOYMENTS, deployment("late", 0), "default")
     wait_for(lambda: h.replicas("late") == 1, what="reconciled once the target exists, then activated")
+
+
+def test_keda_scaler_metrics_and_scalers_started_event(h):
+    h.client.create(DEPLOYMENTS, deployment("m", 0), "default")
+    h.prom.set("q_m", "7.5")
+    h.client.create(SCALEDOBJECTS, scaled_object("m", "m", h.prom.url, "q_m"), "default")
+    ctl = h.start()
+    labels = {"namespace": "default", "metric": "s0-prometheus", "scaledObject": "m", "scaler": "prometheusScaler",
+              "triggerIndex": "0", "type": "scaledobject"}
+    wait_for(lambda: ctl.registry.get_sample_value("keda_scaler_metrics_value", labels) == 7.5, what="value")
+    assert ctl.registry.get_sample_value("keda_scaler_active", labels) == 1.0
+    assert [e["message"] for e in h.events("KEDAScalersStarted")] == ["Started scalers watch"]
+    h.client.delete(SCALEDOBJECTS, "m", "default")
+    wait_for(lambda: ctl.registry.get_sample_value("keda_scaler_active", labels) is None, what="series dropped")

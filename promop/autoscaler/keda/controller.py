@@ -88,6 +88,14 @@ class KedaMetrics:
         self.queries = Gauge("promop_keda_prometheus_queries", "Prometheus queries sent by the shared cache",
                              registry=registry)
         self.loops = Gauge("promop_keda_scale_loops", "ScaledObjects with a running scale loop", registry=registry)
+        labels = ["namespace", "metric", "scaledObject", "scaler", "triggerIndex", "type"]
+        # KEDA's operator metrics (docs integrations/prometheus.md), same names and labels
+        self.scaler_value = Gauge("keda_scaler_metrics_value", "The current value of each scaler's metric",
+                                  labels, registry=registry)
+        self.scaler_active = Gauge("keda_scaler_active", "1 when the scaler is active, else 0", labels,
+                                   registry=registry)
+        self.scaler_errors = Counter("keda_scaler_detail_errors", "Errors of each scaler", labels,
+                                     registry=registry)
 
 
 class KedaController(QueueController):
@@ -302,14 +310,39 @@ class KedaController(QueueController):
     def forget(self, key: str) -> None:
         self.loops.cancel(key)
         state = self.states.pop(key, None)
+        if state is not None:
+            self.drop_series(state)
         with self._locks_lock:
             self._key_locks.pop(key, None)
         if state is not None:
             self.recorder.forget(state.uid)
         self.metrics.loops.set(len(self.loops))
 
+    def drop_series(self, state: SOState) -> None:
+        for built in state.triggers:
+            labels = scaler_labels(state, built)
+            for metric in (self.metrics.scaler_value, self.metrics.scaler_active, self.metrics.scaler_errors):
+                try:
+                    metric.remove(*labels)
+                except KeyError:
+                    pass
+
+    def record_poll(self, state: SOState, results: list) -> None:
+        """keda_scaler_* for one poll (labels as KEDA's)."""
+        for built, r in zip(state.triggers, results):
+            if built.spec.is_resource:
+                continue
+            labels = scaler_labels(state, built)
+            if r.error is not None:
+                self.metrics.scaler_errors.labels(*labels).inc()
+            elif r.value is not None:
+                self.metrics.scaler_value.labels(*labels).set(r.value)
+            self.metrics.scaler_active.labels(*labels).set(1 if r.active else 0)
+
     def drop_state(self, key: str) -> None:
-        self.states.pop(key, None)
+        state = self.states.pop(key, None)
+        if state is not None:
+            self.drop_series(state)
         self.metrics.loops.set(len(self.loops))
 
     def start_loop(self, key: str, obj: dict, so: Any, pause: Any, target: Resource, status: dict,
@@ -327,6 +360,8 @@ class KedaController(QueueController):
         if running and old is not None and old.polling_interval == state.polling_interval \
                 and old.generation == state.generation:
             return
+        if not running:
+            self.recorder.event(obj, "Normal", "KEDAScalersStarted", "Started scalers watch")
         first = 0.0
         if self.first_tick_jitter and not running:
             at_start = self._started_at is not None and time.monotonic() - self._started_at < 10
@@ -418,6 +453,11 @@ class KedaController(QueueController):
                 raise MetricError(404, f"scaledobjects.keda.sh \"{name}\" not found")
             raise MetricError(503, f"ScaledObject {key} is not ready for scaling (see its Ready condition)")
         return self.metric_path.answer(state, metric)
+
+
+def scaler_labels(state: SOState, built: BuiltTrigger) -> tuple:
+    return (state.so.namespace, built.metric_name, state.so.name, f"{built.spec.type}Scaler",
+            str(built.spec.index), "scaledobject")
 
 
 def _own_namespace() -> str:

@@ -73,6 +73,7 @@ class ScaleLoop:
             ctl.reconciler.write_status(obj, status, new)
             return
         results = self._results(state)
+        ctl.record_poll(state, results)
         last_active = state.last_active_time or parse_time(status.get("lastActiveTime"))
         creation = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
         decision = decide(state.so, state.pause, current, results, last_active, creation, now,
