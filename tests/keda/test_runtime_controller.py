@@ -161,3 +161,22 @@ def test_keda_scaler_metrics_and_scalers_started_event(h):
     assert [e["message"] for e in h.events("KEDAScalersStarted")] == ["Started scalers watch"]
     h.client.delete(SCALEDOBJECTS, "m", "default")
     wait_for(lambda: ctl.registry.get_sample_value("keda_scaler_active", labels) is None, what="series dropped")
+
+
+def test_foreign_hpa_on_the_target_gets_a_condition_and_an_event(h):
+    from promop.autoscaler.keda.resources import HPAS
+
+    h.client.create(DEPLOYMENTS, deployment("fh", 1), "default")
+    h.client.create(HPAS, {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                           "metadata": {"name": "theirs"},
+                           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "fh"},
+                                    "minReplicas": 1, "maxReplicas": 3,
+                                    "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                                        "type": "Utilization", "averageUtilization": 50}}}]}}, "default")
+    h.client.create(SCALEDOBJECTS, scaled_object("fh", "fh", h.prom.url, "q_fh"), "default")
+    h.start()
+    ready = wait_for(lambda: (c := h.condition("fh", "Ready")).get("status") == "False" and c, what="refused")
+    assert ready["reason"] == "ScaledObjectCheckFailed"
+    assert "the workload 'fh' of type 'apps/v1.Deployment' is already managed by the hpa 'theirs'" in ready["message"]
+    assert any(e["involvedObject"]["name"] == "fh" for e in h.events("ScaledObjectCheckFailed"))
+    assert h.hpa("keda-hpa-fh") is None

@@ -63,6 +63,25 @@ def slim_workload(obj: dict) -> dict:
                      "containers": [{"name": c.get("name"), "env": c.get("env") or []} for c in containers]}}
 
 
+TARGET_INDEX = "target"
+
+
+def target_key(namespace: str, kind: str, name: str) -> str:
+    return f"{namespace}/{kind}/{name}"
+
+
+def so_target_index(obj: dict) -> list[str]:
+    """ScaledObjects by their target: the ownership check reads the few on one target, not the namespace."""
+    ref = (obj.get("spec") or {}).get("scaleTargetRef") or {}
+    return [target_key((obj.get("metadata") or {}).get("namespace", ""), ref.get("kind") or "Deployment",
+                       ref.get("name") or "")]
+
+
+def hpa_target_index(obj: dict) -> list[str]:
+    ref = (obj.get("spec") or {}).get("scaleTargetRef") or {}
+    return [target_key((obj.get("metadata") or {}).get("namespace", ""), ref.get("kind") or "", ref.get("name") or "")]
+
+
 def slim_job(obj: dict) -> dict:
     """What a ScaledJob's poll needs of a Job: its labels, when it finished, whether a pod is ready."""
     meta = obj.get("metadata") or {}
@@ -114,10 +133,10 @@ class KedaController(QueueController):
         self.first_tick_jitter = first_tick_jitter
         self.queue = RateLimitingQueue(name="scaledobject", registry=self.registry)
         kw = {"registry": self.registry, **(informer_kwargs or {})}
-        self.scaledobjects = Informer(client, SCALEDOBJECTS, **kw)
+        self.scaledobjects = Informer(client, SCALEDOBJECTS, indexers={TARGET_INDEX: so_target_index}, **kw)
         self.trigger_auths = Informer(client, TRIGGERAUTHENTICATIONS, **kw)
         self.cluster_trigger_auths = Informer(client, CLUSTERTRIGGERAUTHENTICATIONS, **kw)
-        self.hpas = Informer(client, HPAS, **kw)
+        self.hpas = Informer(client, HPAS, indexers={TARGET_INDEX: hpa_target_index}, **kw)
         self.scaledjobs = Informer(client, SCALEDJOBS, **kw)
         # Jobs are cached only once a ScaledJob exists (most clusters have none, and many Jobs)
         self._jobs_kw = kw

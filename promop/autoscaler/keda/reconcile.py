@@ -21,7 +21,6 @@ from promop.keda.status import (ACTIVE, FALLBACK, FALLBACK_FALSE, PAUSED, PAUSED
 from promop.keda.validate import validate_scaled_object
 from promop.kube.errors import ApiError
 from promop.kube.resources import Resource
-from promop.kube.store import NAMESPACE_INDEX
 
 from promop.autoscaler.keda.resources import CACHED_TARGETS, HPAS, SCALEDOBJECTS, target_resource
 from promop.autoscaler.keda.state import SOState
@@ -241,10 +240,11 @@ class Reconciler:
         ctl = self.ctl
         meta = obj["metadata"]
         mine = (meta.get("creationTimestamp") or "", meta["name"])
-        older = [o for o in ctl.scaledobjects.store.by_index(NAMESPACE_INDEX, so.namespace)
+        target = f"{so.namespace}/{so.target.kind}/{so.target.name}"   # controller.target_key
+        older = [o for o in ctl.scaledobjects.store.by_index("target", target)
                  if o["metadata"]["name"] != so.name and not o["metadata"].get("deletionTimestamp")
                  and ((o["metadata"].get("creationTimestamp") or ""), o["metadata"]["name"]) < mine]
-        hpas = ctl.hpas.store.by_index(NAMESPACE_INDEX, so.namespace)
+        hpas = ctl.hpas.store.by_index("target", target)
         try:
             errors, _warnings = validate_scaled_object(obj, older, hpas)
         except NotImplementedError:  # until the core's webhook rules land: the two ownership rules
