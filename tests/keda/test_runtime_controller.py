@@ -180,3 +180,14 @@ def test_foreign_hpa_on_the_target_gets_a_condition_and_an_event(h):
     assert "the workload 'fh' of type 'apps/v1.Deployment' is already managed by the hpa 'theirs'" in ready["message"]
     assert any(e["involvedObject"]["name"] == "fh" for e in h.events("ScaledObjectCheckFailed"))
     assert h.hpa("keda-hpa-fh") is None
+
+
+def test_unsupported_trigger_type_is_a_condition_not_a_crash_loop(h):
+    h.client.create(DEPLOYMENTS, deployment("kf", 0), "default")
+    so = scaled_object("kf", "kf", h.prom.url, "q_kf")
+    so["spec"]["triggers"] = [{"type": "kafka", "metadata": {"topic": "t"}}]
+    h.client.create(SCALEDOBJECTS, so, "default")
+    h.start()
+    ready = wait_for(lambda: (c := h.condition("kf", "Ready")).get("status") == "False" and c, what="refused")
+    assert ready["reason"] == "ScaledObjectCheckFailed" and "kafka" in ready["message"]
+    assert h.controller.metrics.reconciles.labels("error")._value.get() == 0

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from promop.host.logs import fields
-from promop.keda.hpa import build_hpa
+from promop.keda.hpa import HpaBuildError, build_hpa
 from promop.keda.spec import (COMPOSITE_METRIC, FINALIZER, SCALED_OBJECT_NAME_LABEL, TRANSFER_HPA_OWNERSHIP,
                               KedaSpecError, parse_scaled_object, pause_state)
 from promop.keda.status import (ACTIVE, FALLBACK, FALLBACK_FALSE, PAUSED, PAUSED_FALSE, PAUSED_TRUE, READY, READY_OK,
@@ -309,7 +309,10 @@ class Reconciler:
                 except ApiError as exc:
                     if exc.status != 404:
                         raise Retry(f"deleting the renamed HPA {old_name}: {exc}") from exc
-        desired = build_hpa(obj, so, pause, scale)
+        try:
+            desired = build_hpa(obj, so, pause, scale)
+        except (HpaBuildError, KedaSpecError, ValueError) as exc:
+            raise CheckFailed("ScaledObject doesn't have correct triggers specification", str(exc)) from None
         existing = ctl.hpas.store.get(f"{so.namespace}/{so.hpa_name}")
         try:
             if existing is None:
