@@ -27,7 +27,8 @@ def test_keda_only_cluster_runs_the_scaled_object_controller(sandbox, sandbox_ku
     h = KedaHarness(sandbox)
     port = free_port()
     log = tmp_path / "autoscaler.log"
-    proc = _start(sandbox_kubeconfig, log, "--keda-metrics-address", f"127.0.0.1:{port}")
+    proc = _start(sandbox_kubeconfig, log, "--keda-metrics-address", f"127.0.0.1:{port}", "--kube-api-qps", "200",
+                  "--kube-api-burst", "300")
     try:
         h.client.create(DEPLOYMENTS, deployment("w", 0), "default")
         h.prom.set("q_w", "12")
