@@ -204,3 +204,23 @@ def test_adapter_routes_by_the_scaled_object_selector():
     with pytest.raises(ApiError) as err:
         Provider(None, None).external(State(), "ns", "s0-prometheus", "scaledobject.keda.sh/name")
     assert err.value.code == 500 and err.value.message == "scaledObject name is not specified"
+
+
+def test_a_replica_without_the_loop_still_answers_the_hpa(h):
+    """Two replicas behind one Service: the standby (no scale loops) answers from its caches."""
+    h.client.create(DEPLOYMENTS, deployment("sb", 1), "default")
+    h.prom.set("q_sb", "21")
+    h.client.create(SCALEDOBJECTS, scaled_object("sb", "sb", h.prom.url, "q_sb"), "default")
+    ctl = h.start()
+    wait_for(lambda: "default/sb" in ctl.states, what="reconciled")
+    from promop.autoscaler.keda.controller import KedaController
+    from promop.kube.client import KubeClient
+
+    standby = KedaController(KubeClient(h.sandbox.api_client()), informer_kwargs={"backoff_base": 0.05})
+    standby.start_informers()   # informers only: no workers, as a replica waiting for the lease
+    try:
+        assert standby.wait_for_sync(scaled(20))
+        out = standby.scaled_object_metric("default", "sb", "s0-prometheus")
+        assert out["items"][0]["value"] == "21" and not standby.states
+    finally:
+        standby.stop(2)

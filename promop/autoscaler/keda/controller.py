@@ -468,10 +468,35 @@ class KedaController(QueueController):
         key = f"{namespace}/{name}"
         state = self.states.get(key)
         if state is None:
-            if self.scaledobjects.store.get(key) is None:
+            obj = self.scaledobjects.store.get(key)
+            if obj is None:
                 raise MetricError(404, f"scaledobjects.keda.sh \"{name}\" not found")
-            raise MetricError(503, f"ScaledObject {key} is not ready for scaling (see its Ready condition)")
+            state = self._standby_state(key, obj)
         return self.metric_path.answer(state, metric)
+
+    def _standby_state(self, key: str, obj: dict) -> SOState:
+        """A state built from the cache for a replica that runs no loop for `key` (a standby behind the
+        same Service as the leader, or before the first reconcile): the HPA's request is answered
+        all the same, with the health the status last recorded."""
+        from promop.keda.spec import KedaSpecError, parse_scaled_object, pause_state
+
+        status = obj.get("status") or {}
+        if (next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {}).get("status")
+                == "False"):
+            raise MetricError(503, f"ScaledObject {key} is not ready for scaling (see its Ready condition)")
+        try:
+            so = parse_scaled_object(obj)
+            pause = pause_state(so.annotations)
+        except KedaSpecError as exc:
+            raise MetricError(503, f"ScaledObject {key} is invalid: {exc}") from None
+        from promop.autoscaler.keda.resources import target_resource
+        from promop.autoscaler.keda.triggers import build_triggers
+
+        return SOState(key=key, uid=so.uid, obj=obj, so=so, pause=pause,
+                       target=target_resource(so.target.api_version, so.target.kind),
+                       target_kind=status.get("scaleTargetKind", ""),
+                       triggers=build_triggers(so, self.auth_sources(so)), health=dict(status.get("health") or {}),
+                       polling_interval=float(so.polling_interval))
 
 
 def scaler_labels(state: SOState, built: BuiltTrigger) -> tuple:
