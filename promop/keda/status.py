@@ -83,3 +83,36 @@ def hpa_active_condition(hpa: dict | None) -> tuple[str, str, str] | None:
     if reason == "ScalingDisabled":
         return ("True", "ScalingDisabled", message)
     return ("False", reason or "HPAMetricsUnavailable", f"HPA is not actively scaling: {message}")
+
+
+READY_HPA_NOT_WORKING = "HPANotWorking"
+
+
+def hpa_not_working(hpa: dict | None, namespace: str, name: str) -> tuple[str, str, str] | None:
+    """promop's addition on top of KEDA (issue 31, "Ready reflects a broken HPA"): Ready=False
+    HPANotWorking when the owned HPA says it cannot scale: ScalingActive=False for any reason but
+    ScalingDisabled (the target is at 0 replicas, KEDA's own doing: making that not-Ready was KEDA's
+    #7669 Argo CD false-Degraded regression), or AbleToScale=False. The HPA's reason and message are
+    passed through so the user sees what kube-controller-manager sees. None when the HPA is fine or
+    not (yet) there: Ready is then KEDA's."""
+    if not hpa:
+        return None
+    for c in (hpa.get("status") or {}).get("conditions") or []:
+        kind, reason = c.get("type"), c.get("reason") or ""
+        if c.get("status") != "False" or kind not in ("ScalingActive", "AbleToScale"):
+            continue
+        if kind == "ScalingActive" and reason == "ScalingDisabled":
+            continue
+        return ("False", READY_HPA_NOT_WORKING, f"HPA {namespace}/{name} is not working: {kind}=False "
+                f"{reason or 'NoReason'}: {c.get('message') or ''}".rstrip(": "))
+    return None
+
+
+def ready_with_hpa(conditions: list[dict] | None, hpa: dict | None, namespace: str, name: str) -> list[dict]:
+    """KEDA's Ready, except that a Ready=True is turned into Ready=False HPANotWorking while the HPA is
+    broken (a trigger error or a check failure, already False/Unknown, keeps KEDA's more precise reason).
+    Recovery needs nothing: KEDA presets Ready=True on every poll."""
+    broken = hpa_not_working(hpa, namespace, name)
+    if broken is None or (get_condition(conditions, READY) or {}).get("status") != "True":
+        return list(conditions or [])
+    return set_triple(conditions, READY, broken)

@@ -344,3 +344,43 @@ def test_hpa_scale_target_ref_is_the_scaled_objects_even_given_the_scale_subreso
     scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "db"}, "spec": {"replicas": 2}}
     h = build_hpa(obj, parse_scaled_object(obj), pause_state({}), scale)
     assert h["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}
+
+
+@pytest.mark.parametrize("conds, broken", [
+    ([{"type": "ScalingActive", "status": "False", "reason": "ScalingDisabled", "message": "zero"}], False),
+    ([{"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound"},
+      {"type": "AbleToScale", "status": "True", "reason": "ReadyForNewScale"}], False),
+    ([{"type": "ScalingActive", "status": "False", "reason": "InvalidMetricSourceType", "message": "bad"}], True),
+    ([{"type": "ScalingActive", "status": "False", "reason": "FailedGetExternalMetric", "message": "x"}], True),
+    ([{"type": "AbleToScale", "status": "False", "reason": "FailedGetScale", "message": "no scale"},
+      {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound"}], True),
+    ([{"type": "ScalingLimited", "status": "False", "reason": "DesiredWithinRange"}], False),
+])
+def test_ready_reflects_a_broken_hpa(conds, broken):
+    from promop.keda.status import hpa_not_working, ready_with_hpa
+
+    hpa = {"status": {"conditions": conds}}
+    got = hpa_not_working(hpa, "ns", "keda-hpa-a")
+    ready = get_condition(ready_with_hpa(initial_conditions_ready(), hpa, "ns", "keda-hpa-a"), "Ready")
+    if not broken:
+        assert got is None and ready["status"] == "True"
+        return
+    bad = next(c for c in conds if c["status"] == "False")
+    assert got[0] == "False" and got[1] == "HPANotWorking"
+    assert "ns/keda-hpa-a" in got[2] and bad["reason"] in got[2] and bad["message"] in got[2]
+    assert ready["status"] == "False" and ready["reason"] == "HPANotWorking"
+
+
+def initial_conditions_ready() -> list[dict]:
+    from promop.keda.status import READY, READY_OK, set_triple
+
+    return set_triple(initial_conditions(), READY, READY_OK)
+
+
+def test_a_trigger_error_keeps_keda_ready_reason_over_a_broken_hpa():
+    from promop.keda.status import READY, READY_TRIGGER_ERROR, ready_with_hpa, set_triple
+
+    hpa = {"status": {"conditions": [{"type": "ScalingActive", "status": "False", "reason": "FailedGetExternalMetric"}]}}
+    conds = set_triple(initial_conditions(), READY, READY_TRIGGER_ERROR)
+    assert get_condition(ready_with_hpa(conds, hpa, "ns", "h"), "Ready")["reason"] == "TriggerError"
+    assert ready_with_hpa(conds, None, "ns", "h") == conds

@@ -191,3 +191,51 @@ def test_unsupported_trigger_type_is_a_condition_not_a_crash_loop(h):
     ready = wait_for(lambda: (c := h.condition("kf", "Ready")).get("status") == "False" and c, what="refused")
     assert ready["reason"] == "ScaledObjectCheckFailed" and "kafka" in ready["message"]
     assert h.controller.metrics.reconciles.labels("error")._value.get() == 0
+
+
+def _hpa_status(h, name: str, *conditions: dict) -> None:
+    from promop.autoscaler.keda.resources import HPAS
+
+    hpa = wait_for(lambda: h.hpa(name), what=f"HPA {name}")
+    hpa["status"] = {"currentReplicas": 0, "desiredReplicas": 0, "conditions": list(conditions)}
+    h.client.update(HPAS, hpa, "default", subresource="status")
+
+
+def test_ready_reflects_a_broken_hpa_and_recovers(h):
+    """promop on top of KEDA (issue 31): HPAActive mirrors the HPA exactly as KEDA 2.20.2, and Ready=False
+    HPANotWorking passes the HPA's reason through while it is broken, back to KEDA's Ready when it heals."""
+    h.client.create(DEPLOYMENTS, deployment("bh", 1), "default")
+    h.prom.set("q_bh", "25")
+    h.client.create(SCALEDOBJECTS, scaled_object("bh", "bh", h.prom.url, "q_bh"), "default")
+    h.start()
+    wait_for(lambda: h.condition("bh", "Ready").get("reason") == "ScaledObjectReady", what="Ready")
+    _hpa_status(h, "keda-hpa-bh", {"type": "AbleToScale", "status": "True", "reason": "SucceededGetScale"},
+                {"type": "ScalingActive", "status": "False", "reason": "FailedGetExternalMetric",
+                 "message": "the HPA was unable to compute the replica count: no metrics returned"})
+    ready = wait_for(lambda: (c := h.condition("bh", "Ready")).get("status") == "False" and c, what="not Ready")
+    assert ready["reason"] == "HPANotWorking"
+    assert "default/keda-hpa-bh" in ready["message"] and "FailedGetExternalMetric" in ready["message"]
+    assert "no metrics returned" in ready["message"]
+    hpa_active = h.condition("bh", "HPAActive")
+    assert (hpa_active["status"], hpa_active["reason"]) == ("False", "FailedGetExternalMetric")
+    assert hpa_active["message"] == ("HPA is not actively scaling: the HPA was unable to compute the replica "
+                                     "count: no metrics returned")
+    _hpa_status(h, "keda-hpa-bh", {"type": "AbleToScale", "status": "True", "reason": "ReadyForNewScale"},
+                {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound", "message": "ok"})
+    wait_for(lambda: h.condition("bh", "Ready").get("reason") == "ScaledObjectReady", what="Ready again")
+    assert h.condition("bh", "HPAActive")["reason"] == "HPAActive"
+
+
+def test_scaling_disabled_at_zero_keeps_ready_true(h):
+    """KEDA's #7669: an HPA at 0 replicas says ScalingActive=False ScalingDisabled; that is KEDA's own doing,
+    not a broken HPA, so Ready stays True (Argo CD must not see Degraded) and HPAActive is True ScalingDisabled."""
+    h.client.create(DEPLOYMENTS, deployment("zd", 0), "default")
+    h.prom.set("q_zd", "0")
+    h.client.create(SCALEDOBJECTS, scaled_object("zd", "zd", h.prom.url, "q_zd"), "default")
+    h.start()
+    wait_for(lambda: h.condition("zd", "Ready").get("reason") == "ScaledObjectReady", what="Ready")
+    _hpa_status(h, "keda-hpa-zd", {"type": "ScalingActive", "status": "False", "reason": "ScalingDisabled",
+                                   "message": "scaling is disabled since the replica count of the target is zero"})
+    wait_for(lambda: h.condition("zd", "HPAActive").get("reason") == "ScalingDisabled", what="HPAActive")
+    assert h.condition("zd", "HPAActive")["status"] == "True"
+    assert h.condition("zd", "Ready")["status"] == "True"

@@ -15,7 +15,7 @@ from promop.host.logs import fields
 from promop.keda.decide import decide
 from promop.keda.fallback import any_fallback_active, fallback_active, health_tracked, record_health
 from promop.keda.status import (FALLBACK, FALLBACK_FALSE, FALLBACK_TRUE, HPA_ACTIVE, READY, get_condition,
-                                hpa_active_condition, set_condition, set_triple)
+                                hpa_active_condition, ready_with_hpa, set_condition, set_triple)
 from promop.kube.errors import ApiError
 
 from promop.autoscaler.keda.reconcile import Retry, parse_time
@@ -99,6 +99,7 @@ class ScaleLoop:
         hpa_cond = hpa_active_condition(hpa)
         if hpa_cond is not None:
             conditions = set_triple(conditions, HPA_ACTIVE, hpa_cond)
+        conditions = ready_with_hpa(conditions, hpa, state.so.namespace, state.so.hpa_name)
         new["conditions"] = conditions
         if decision.last_active_time is not None:
             new["lastActiveTime"] = iso(decision.last_active_time)
