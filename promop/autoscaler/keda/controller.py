@@ -369,16 +369,24 @@ class KedaController(QueueController):
         """Install the reconciled state and (re)start the loop: at once for a changed object, jittered
         over the polling interval for the ones found at start (so that they spread out)."""
         old = self.states.get(key)
-        state = SOState(key=key, uid=so.uid, obj=obj, so=so, pause=pause, target=target,
-                        target_kind=status.get("scaleTargetKind", ""), triggers=built,
-                        health=dict(old.health if old else status.get("health") or {}),
-                        last_active_time=old.last_active_time if old else None, generation=so.generation,
-                        polling_interval=float(so.polling_interval), last_poll=old.last_poll if old else {})
-        self.states[key] = state
         running = key in self.loops
-        if running and old is not None and old.polling_interval == state.polling_interval \
-                and old.generation == state.generation:
-            return
+        if old is not None and old.uid == so.uid:
+            # updated in place, never replaced: the metrics path may hold this state while it counts a
+            # failure, and a replacement copied before that count would lose it
+            unchanged = old.polling_interval == float(so.polling_interval) and old.generation == so.generation
+            with old.lock:
+                old.obj, old.so, old.pause, old.target, old.triggers = obj, so, pause, target, built
+                old.target_kind = status.get("scaleTargetKind", "")
+                old.generation, old.polling_interval = so.generation, float(so.polling_interval)
+            state = old
+            if running and unchanged:
+                return
+        else:
+            state = SOState(key=key, uid=so.uid, obj=obj, so=so, pause=pause, target=target,
+                            target_kind=status.get("scaleTargetKind", ""), triggers=built,
+                            health=dict(status.get("health") or {}), generation=so.generation,
+                            polling_interval=float(so.polling_interval))
+            self.states[key] = state
         if not running:
             self.recorder.event(obj, "Normal", "KEDAScalersStarted", "Started scalers watch")
         first = 0.0
