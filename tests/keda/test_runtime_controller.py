@@ -117,6 +117,8 @@ def test_paused_replicas_deletes_the_hpa_and_sets_the_count_then_unpauses(h):
     paused = wait_for(lambda: (c := h.condition("p", "Paused")).get("status") == "True" and c, what="Paused")
     assert paused["reason"] == "ScaledObjectPaused"
     assert h.so("p")["status"]["pausedReplicaCount"] == 3
+    stopped = wait_for(lambda: _events_of(h, "p", "KEDAScalersStopped"), what="KEDAScalersStopped")
+    assert [(e["type"], e["message"]) for e in stopped] == [("Normal", "Stopped scalers watch")]
     h.prom.set("q_p", "0")  # inactive: once unpaused the loop scales it to zero again
     h.client.patch(SCALEDOBJECTS, "p", {"metadata": {"annotations": {"autoscaling.keda.sh/paused-replicas": None}}},
                    "default")
@@ -124,6 +126,12 @@ def test_paused_replicas_deletes_the_hpa_and_sets_the_count_then_unpauses(h):
     assert unpaused["reason"] == "ScaledObjectUnpaused"
     wait_for(lambda: h.hpa("keda-hpa-p"), what="HPA recreated")
     assert "pausedReplicaCount" not in h.so("p")["status"]
+    wait_for(lambda: len(_events_of(h, "p", "KEDAScalersStarted")) == 2, what="started again after the pause")
+    assert len(_events_of(h, "p", "KEDAScalersStopped")) == 1
+
+
+def _events_of(h, name: str, reason: str) -> list[dict]:
+    return [e for e in h.events(reason) if e["involvedObject"]["name"] == name]
 
 
 def test_deletion_restores_the_original_replica_count_and_drops_the_finalizer(h):
@@ -137,6 +145,7 @@ def test_deletion_restores_the_original_replica_count_and_drops_the_finalizer(h)
     h.client.delete(SCALEDOBJECTS, "r", "default")
     wait_for(lambda: h.so("r") is None, what="finalizer removed, object gone")
     assert h.replicas("r") == 4
+    assert [e["message"] for e in _events_of(h, "r", "KEDAScalersStopped")] == ["Stopped scalers watch"]
 
 
 def test_target_created_after_the_scaled_object(h):

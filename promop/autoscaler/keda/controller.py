@@ -326,6 +326,14 @@ class KedaController(QueueController):
             yield
 
     # -- state --------------------------------------------------------------------------------------
+    def stop_loop(self, key: str, obj: dict) -> None:
+        """Cancel the scale loop; KEDA's DeleteScalableObject emits Normal KEDAScalersStopped "Stopped
+        scalers watch" only when a loop was running (deletion, pause, a failed check)."""
+        running = key in self.loops
+        self.loops.cancel(key)
+        if running:
+            self.recorder.event(obj, "Normal", "KEDAScalersStopped", "Stopped scalers watch", dedupe=False)
+
     def forget(self, key: str) -> None:
         self.loops.cancel(key)
         state = self.states.pop(key, None)
@@ -388,7 +396,7 @@ class KedaController(QueueController):
                             polling_interval=float(so.polling_interval))
             self.states[key] = state
         if not running:
-            self.recorder.event(obj, "Normal", "KEDAScalersStarted", "Started scalers watch")
+            self.recorder.event(obj, "Normal", "KEDAScalersStarted", "Started scalers watch", dedupe=False)
         first = 0.0
         if self.first_tick_jitter and not running:
             at_start = self._started_at is not None and time.monotonic() - self._started_at < 10

@@ -116,7 +116,7 @@ class Reconciler:
         try:
             self._reconcile(key, obj, new)
         except CheckFailed as exc:
-            ctl.loops.cancel(key)
+            ctl.stop_loop(key, obj)
             new["conditions"] = set_triple(new["conditions"], READY, ready_check_failed(exc.message, exc.error))
             new["conditions"] = set_condition(new["conditions"], ACTIVE, "Unknown", "UnknownState", "")
             if not (obj.get("spec") or {}).get("fallback"):
@@ -147,7 +147,7 @@ class Reconciler:
     def finalize(self, key: str, obj: dict) -> None:
         """Stop the loop, restore the original replica count if asked, drop our finalizer (§2.11)."""
         ctl = self.ctl
-        ctl.loops.cancel(key)
+        ctl.stop_loop(key, obj)
         meta = obj["metadata"]
         finalizers = list(meta.get("finalizers") or [])
         if FINALIZER not in finalizers:
@@ -282,7 +282,7 @@ class Reconciler:
         new["conditions"] = set_triple(new["conditions"], PAUSED, PAUSED_TRUE)
         if not was_paused:
             ctl.recorder.event(obj, "Normal", "ScaledObjectPaused", "ScaledObject paused")
-        ctl.loops.cancel(key)
+        ctl.stop_loop(key, obj)
         ctl.drop_state(key)
         existing = ctl.hpas.store.get(f"{so.namespace}/{so.hpa_name}")
         if existing is not None and owned_by(existing, so.uid):
