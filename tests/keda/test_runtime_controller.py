@@ -248,3 +248,28 @@ def test_scaling_disabled_at_zero_keeps_ready_true(h):
     wait_for(lambda: h.condition("zd", "HPAActive").get("reason") == "ScalingDisabled", what="HPAActive")
     assert h.condition("zd", "HPAActive")["status"] == "True"
     assert h.condition("zd", "Ready")["status"] == "True"
+
+
+def test_trigger_authentication_status_lists_its_scaled_objects(h):
+    """§1.6: status.scaledobjects is the comma-joined names of the referencing ScaledObjects; a deleted one
+    leaves the list, one in another namespace or without the reference never enters it."""
+    from promop.autoscaler.keda.resources import TRIGGERAUTHENTICATIONS
+
+    h.client.create(TRIGGERAUTHENTICATIONS, {"apiVersion": "keda.sh/v1alpha1", "kind": "TriggerAuthentication",
+                                             "metadata": {"name": "creds"},
+                                             "spec": {"secretTargetRef": [{"parameter": "bearerToken",
+                                                                           "name": "tok", "key": "t"}]}}, "default")
+    for name in ("ua", "ub", "uc"):
+        h.client.create(DEPLOYMENTS, deployment(name, 1), "default")
+        so = scaled_object(name, name, h.prom.url, "q_" + name)
+        if name != "uc":
+            so["spec"]["triggers"][0]["authenticationRef"] = {"name": "creds"}
+        h.client.create(SCALEDOBJECTS, so, "default")
+    h.start()
+
+    def listed() -> str | None:
+        return (h.client.get(TRIGGERAUTHENTICATIONS, "creds", "default").get("status") or {}).get("scaledobjects")
+
+    wait_for(lambda: listed() == "ua,ub", what="both users listed")
+    h.client.delete(SCALEDOBJECTS, "ua", "default")
+    wait_for(lambda: listed() == "ub", what="the deleted one removed")

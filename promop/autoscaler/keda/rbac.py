@@ -20,6 +20,8 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("batch", "jobs", ("list", "watch", "create", "delete")),
     (GROUP, "triggerauthentications", ("list", "watch")),
     (GROUP, "clustertriggerauthentications", ("list", "watch")),
+    (GROUP, "triggerauthentications/status", ("patch",)),           # status.scaledobjects
+    (GROUP, "clustertriggerauthentications/status", ("patch",)),
     ("autoscaling", "horizontalpodautoscalers", ("list", "watch", "create", "update", "delete")),
     ("apps", "deployments", ("list", "watch")),
     ("apps", "statefulsets", ("list", "watch")),
@@ -33,7 +35,7 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 # granted for the apiserver's admission or rare paths, not seen in a plain sandbox run
 NOT_ALWAYS_USED = {(GROUP, "scaledobjects/finalizers", "update"), (GROUP, "scaledjobs/finalizers", "update"), ("", "pods", "list"),
                    ("autoscaling", "horizontalpodautoscalers", "delete"), (GROUP, "triggerauthentications", "list"),
-                   ("", "secrets", "get")}
+                   ("", "secrets", "get"), (GROUP, "clustertriggerauthentications/status", "patch")}
 
 
 def granted() -> set[tuple[str, str, str]]:

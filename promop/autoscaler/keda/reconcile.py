@@ -22,6 +22,7 @@ from promop.keda.validate import validate_scaled_object
 from promop.kube.errors import ApiError
 from promop.kube.resources import Resource
 
+from promop.autoscaler.keda.authstatus import sync_auth_status
 from promop.autoscaler.keda.resources import CACHED_TARGETS, HPAS, SCALEDOBJECTS, target_resource
 from promop.autoscaler.keda.state import SOState
 from promop.autoscaler.keda.statusdiff import merge_diff
@@ -171,6 +172,7 @@ class Reconciler:
             if exc.status != 404:
                 raise Retry(f"removing the finalizer of {key}: {exc}") from exc
         ctl.recorder.event(obj, "Normal", "ScaledObjectDeleted", "ScaledObject was deleted")
+        sync_auth_status(ctl, obj)
         ctl.forget(key)
 
     # -- the checks and the HPA ---------------------------------------------------------------------
@@ -235,6 +237,7 @@ class Reconciler:
             ctl.recorder.event(obj, "Normal", "ScaledObjectReady",
                                "ScaledObject is ready for scaling", dedupe=False)
         ctl.start_loop(key, obj, so, pause, res, new, built)
+        sync_auth_status(ctl, obj)
 
     def _conflicts(self, obj: dict, so: Any) -> None:
         """KEDA's webhook refuses a second ScaledObject or a foreign HPA on one target; an object that
