@@ -18,7 +18,7 @@ from promop.errors import UserError
 # Order is the order shown in --help.
 # A module not built yet is skipped, so each component adds only its own module.
 COMMANDS = ("demo", "run", "sandbox", "render", "explain", "manifests",
-            "adapter", "hpa", "autoscaler", "recommender", "admission_webhook")
+            "adapter", "hpa", "autoscaler", "recommender", "admission_webhook", "keda")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

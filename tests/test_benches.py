@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NEEDS_PROMETHEUS = {"adapter", "propagation"}
-NEEDS_KUBE_KIT = {"scale"}  # a real control plane from ../shared/kube: run in the real-cluster tier
+NEEDS_KUBE_KIT = {"scale", "keda"}  # a real control plane from ../shared/kube: run in the real-cluster tier
 
 BENCHES = {
     "autoscale": ["--decisions", "200", "--memhpas", "5"],
@@ -35,6 +35,7 @@ BENCHES = {
     "render": ["--repeat", "1", "--monitors", "50", "--rules", "25", "--cli-repeat", "1"],
     "scale": ["--quick"],
     "reloader_startup": ["--repeats", "1"],
+    "keda": ["--quick", "--objects", "40", "--queries", "8", "--namespaces", "2", "--window", "6"],
 }
 # bench.reloader has no size options (about 40 s on a quiet machine): not run here.
 
@@ -46,7 +47,8 @@ def _kube_kit() -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(BENCHES))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=[pytest.mark.real_apiserver] if name in NEEDS_KUBE_KIT else [])
+                                  for name in sorted(BENCHES)])
 def test_bench_runs(name: str) -> None:
     if name in NEEDS_PROMETHEUS and not shutil.which("prometheus"):
         pytest.skip("prometheus is not installed")

@@ -53,4 +53,9 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     o.add_argument("--no-kube", action="store_true",
                    help="run without an API server: no object listing (`*` requests, metrics.k8s.io lists)")
     o.add_argument("--prometheus-timeout", default="30s", help="per-query timeout (default 30s)")
+    o.add_argument("--keda-metrics-url", default="",
+                   help="the ScaledObject controller's metrics endpoint (`promop autoscaler "
+                        "--keda-metrics-address`), e.g. http://promop-autoscaler.monitoring.svc:9666: external "
+                        "metric requests selecting scaledobject.keda.sh/name go there (default: none, such "
+                        "requests get an error saying so)")
     add_log_flags(o)

@@ -209,7 +209,13 @@ def build(args: argparse.Namespace) -> tuple[Any, list[Any]]:
     lister = KubeLister(kube) if kube else StaticLister()
     rediscover = (lambda: discover(lambda path: get_json(kube, path))) if kube else None
     adapter = Adapter(Options(args.config, relist, max_age), prom, mapper, cfg, discover_resources=rediscover)
-    provider = Provider(prom, lister, query_timeout=timeout)
+    from promop.adapter.keda_forward import KedaForwarder
+
+    keda_url = getattr(args, "keda_metrics_url", "") or ""
+    if keda_url and not keda_url.startswith(("http://", "https://")):
+        raise StartupError(f"--keda-metrics-url {keda_url!r}: give an http:// or https:// URL, "
+                           "e.g. http://promop-autoscaler.monitoring.svc:9666")
+    provider = Provider(prom, lister, query_timeout=timeout, keda=KedaForwarder(keda_url or None, timeout))
     servers = []
     if args.secure_port:
         rh, client_ca = _auth_sources(args, kube)

@@ -19,6 +19,7 @@ from promop.adapter.quantity import binary_quantity, milli_quantity, rfc3339
 from promop.duration import format_go_seconds
 from promop.adapter.registry import MetricKey, Registry
 from promop.adapter.resources import ResourceInfo, ResourceMapper
+from promop.adapter.keda_forward import KedaForwarder, KedaForwardError, names_scaled_object
 from promop.adapter.selector import Requirement, SelectorError, parse_selector
 from promop.prom import PromError, PrometheusClient, Sample, Scalar
 
@@ -117,11 +118,12 @@ def _meta(obj: dict) -> dict:
 
 class Provider:
     def __init__(self, prom: PrometheusClient, lister: ObjectLister, clock: Callable[[], float] = time.time,
-                 query_timeout: float | None = None) -> None:
+                 query_timeout: float | None = None, keda: KedaForwarder | None = None) -> None:
         self.prom = prom
         self.lister = lister
         self.clock = clock
         self.query_timeout = query_timeout
+        self.keda = keda if keda is not None else KedaForwarder(None)
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -266,6 +268,11 @@ class Provider:
     # -- external.metrics.k8s.io ---------------------------------------------------------
 
     def external(self, state: State, namespace: str, metric: str, label_selector: str | None) -> dict:
+        if names_scaled_object(label_selector):  # a KEDA ScaledObject's HPA: the autoscaler answers
+            try:
+                return self.keda.external(namespace, metric, label_selector)
+            except KedaForwardError as exc:
+                raise ApiError(exc.code, exc.reason, str(exc)) from None
         entry = state.registry.external.get(metric)
         if entry is None:
             raise not_found(f"the server could not find the requested resource: "

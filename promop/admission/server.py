@@ -20,7 +20,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
-from promop.admission import amconfig, conversion, review, rules
+from promop.admission import amconfig, conversion, keda, review, rules
 from promop.admission.tls import ReloadingContext
 from promop.host.logs import fields
 
@@ -32,6 +32,7 @@ MAX_BODY = 3 * 1024 * 1024  # the apiserver's own request size limit
 @dataclass
 class Options:
     name_validation_scheme: str = "utf8"
+    keda_lister: Any = None        # promop.admission.keda.Lister: the namespace's ScaledObjects and HPAs
 
 
 class Metrics:
@@ -71,6 +72,7 @@ def routes(options: Options) -> dict[str, Callable[[bytes], tuple[dict, str]]]:
         "/admission-prometheusrules/validate": _admission(lambda r: rules.validate(r, options.name_validation_scheme)),
         "/admission-prometheusrules/mutate": _admission(rules.mutate),
         "/admission-alertmanagerconfigs/validate": _admission(amconfig.validate),
+        keda.PATH: _admission(lambda r: keda.validate(r, options.keda_lister)),
         "/convert": _convert,
     }
 

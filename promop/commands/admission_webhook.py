@@ -36,6 +36,9 @@ def register(subparsers) -> None:
     parser.add_argument("--name-validation-scheme", default="utf8", choices=("utf8", "legacy"),
                         help="label and metric names in rules: utf8 (Prometheus 3, default) or legacy "
                              "([a-zA-Z_][a-zA-Z0-9_]*, Prometheus 2)")
+    parser.add_argument("--kubeconfig", default=None,
+                        help="API access for KEDA's ScaledObject ownership rules (default: in-cluster when run in "
+                             "a pod; without either, ownership is not checked and a warning says so)")
     add_log_flags(parser)
     parser.set_defaults(func=run)
 
@@ -59,6 +62,22 @@ def _tls(args: argparse.Namespace):
         raise OptionsError(f"--web.cert-file/--web.key-file: {exc}") from None
 
 
+def _keda_lister(kubeconfig: str | None):
+    """A lister for the ScaledObject rules, or None without API access (in-cluster or --kubeconfig)."""
+    import os
+
+    from promop.admission.keda import kube_lister
+    from promop.kube.client import KubeClient
+
+    if kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    if kubeconfig is not None:
+        from promop.host.kubeconfig import check_kubeconfig
+
+        check_kubeconfig(kubeconfig, None)
+    return kube_lister(KubeClient.from_config(kubeconfig, None))
+
+
 def run(args: argparse.Namespace) -> int:
     import logging
     import threading
@@ -71,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
     host, port = parse_listen_address(args.listen_address)
     tls = _tls(args)
     logs.setup(args.log_level, args.log_format)
+    lister = _keda_lister(args.kubeconfig)
     try:
-        server = WebhookServer(host, port, tls, Options(args.name_validation_scheme))
+        server = WebhookServer(host, port, tls, Options(args.name_validation_scheme, lister))
     except OSError as exc:
         raise OptionsError(f"--web.listen-address: cannot listen on {args.listen_address}: "
                            f"{exc.strerror or exc}") from None

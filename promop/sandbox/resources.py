@@ -79,6 +79,8 @@ def builtin_types() -> list[ResourceType]:
                      status_subresource=True, categories=("all",), generation=True),
         ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",),
                      status_subresource=True, categories=("all",), generation=True),
+        ResourceType("batch", "v1", "jobs", "Job", True, status_subresource=True, categories=("all",),
+                     generation=True),
         ResourceType("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",)),
         ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, short_names=("pdb",),
                      status_subresource=True, generation=True),

@@ -1,0 +1,1 @@
+"""10,000 ScaledObjects benchmark (owned by keda-bench)"""

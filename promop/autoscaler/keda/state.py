@@ -1,0 +1,33 @@
+"""What the controller remembers of one ScaledObject between its reconciles and polls."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from promop.keda.spec import PauseState, ScaledObject
+from promop.kube.resources import Resource
+
+from promop.autoscaler.keda.triggers import BuiltTrigger
+
+
+@dataclass
+class SOState:
+    key: str
+    uid: str
+    obj: dict                                   # the object as last reconciled
+    so: ScaledObject
+    pause: PauseState
+    target: Resource
+    target_kind: str                            # status.scaleTargetKind, e.g. apps/v1.Deployment
+    triggers: list[BuiltTrigger] = field(default_factory=list)
+    health: dict = field(default_factory=dict)  # status.health, counted by the loop and the metrics path
+    last_active_time: datetime | None = None
+    generation: int = 0
+    polling_interval: float = 30.0
+    last_poll: dict = field(default_factory=dict)      # what `explain` shows: values, errors, decision
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def trigger_for(self, metric: str) -> BuiltTrigger | None:
+        return next((t for t in self.triggers if t.metric_name == metric), None)

@@ -1,0 +1,184 @@
+"""KEDA ScaledObjects end to end on the REAL control plane (the kit's start.sh, no node):
+kube-controller-manager's HPA, the aggregator, `promop adapter` and `promop autoscaler` as local
+processes, a stand-in Prometheus whose answer the test changes. A Deployment goes 0 -> 1 -> N -> 0
+(replica counts; without a node its pods stay Pending, which the HPA's external AverageValue
+metric does not need). The autoscaler runs under its bundle ServiceAccount's token: no request of
+it may be refused (403).
+
+How the apiserver reaches a local process: the APIService's Service has no selector and a manual
+Endpoints on a non-loopback address of this machine (the apiserver refuses loopback endpoints),
+and the apiserver runs with --enable-aggregator-routing=true (so it dials that endpoint, not a
+ClusterIP no kube-proxy routes).
+
+Runs only with PROMOP_REAL_TIER=1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.keda.realplane import ROOT, ControlPlane, free_port, kit_dir, promop, routable_address
+from tests.keda.runtime_harness import StandInPrometheus
+
+pytestmark = pytest.mark.skipif(os.environ.get("PROMOP_REAL_TIER") != "1",
+                                reason="the real-cluster tier runs only with PROMOP_REAL_TIER=1")
+
+NS = "keda-e2e"
+
+
+def wait_for(check, timeout: float, what: str, interval: float = 0.25):
+    deadline = time.monotonic() + timeout * float(os.environ.get("PROMOP_TEST_TIMEOUT_SCALE", "3"))
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+def bundle_rbac(component: str) -> str:
+    """The bundle's Namespace, ServiceAccount, ClusterRole and ClusterRoleBinding (not the Deployment)."""
+    from promop.operator.bundle import as_stream, render_bundle
+
+    docs = [d for d in yaml.safe_load_all(as_stream(render_bundle(namespace=NS, component=component))) if d]
+    keep = [d for d in docs if d["kind"] in ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+    return yaml.safe_dump_all(keep)
+
+
+@pytest.fixture(scope="module")
+def plane():
+    if kit_dir() is None:
+        pytest.fail("PROMOP_REAL_TIER=1 but the kube kit (../shared/kube) is missing")
+    address = routable_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback IPv4 address the apiserver could dial")
+    cp = ControlPlane(apiserver_args="--enable-aggregator-routing=true",
+                      kcm_args="--horizontal-pod-autoscaler-sync-period=2s")
+    try:
+        cp.start()
+        cp.address = address  # type: ignore[attr-defined]
+        yield cp
+    finally:
+        cp.stop()
+
+
+def test_deployment_scales_0_1_n_0_under_the_bundle_rbac(plane, tmp_path: Path):
+    prom = StandInPrometheus()
+    procs = []
+    try:
+        for crd in sorted((ROOT / "crds").glob("keda.sh_*.yaml")) + [ROOT / "crds/autoscaling.promop.dev_memhpas.yaml"]:
+            plane.kubectl("apply", "--server-side", "-f", str(crd))
+        plane.kubectl("create", "namespace", NS)
+        plane.kubectl("apply", "-f", "-", input=bundle_rbac("autoscaler"))
+        sa_config = plane.token_kubeconfig(NS, "promop-autoscaler", tmp_path / "sa.kubeconfig")
+        keda_port, adapter_port = free_port(), free_port()
+        auto_log, adapter_log = tmp_path / "autoscaler.log", tmp_path / "adapter.log"
+        procs.append(promop("autoscaler", "--kubeconfig", sa_config, "--web.listen-address", "127.0.0.1:0",
+                            "--keda-metrics-address", f"127.0.0.1:{keda_port}", "--prometheus-url", prom.url,
+                            log=auto_log))
+        config = tmp_path / "adapter.yaml"
+        config.write_text("rules: []\n")
+        procs.append(promop("adapter", "--config", str(config), "--prometheus-url", prom.url, "--kubeconfig",
+                            plane.kubeconfig, "--secure-port", str(adapter_port), "--bind-address", "0.0.0.0",
+                            "--cert-dir", str(tmp_path / "certs"), "--authorization-always-allow",
+                            "--keda-metrics-url", f"http://127.0.0.1:{keda_port}", log=adapter_log))
+        _register_api_service(plane, plane.address, adapter_port)
+        _deployment_and_scaled_object(plane, prom)
+
+        def replicas() -> int:
+            out = plane.kubectl("get", "deployment", "web", "-n", NS, "-o", "jsonpath={.spec.replicas}")
+            return int(out.stdout or 0)
+
+        def so_status() -> dict:
+            out = plane.kubectl("get", "scaledobject", "web", "-n", NS, "-o", "json", check=False)
+            return (json.loads(out.stdout).get("status") or {}) if out.returncode == 0 else {}
+
+        wait_for(lambda: so_status().get("hpaName") == "keda-hpa-web", 20, "the ScaledObject reconciled")
+        wait_for(lambda: plane.kubectl("get", "hpa", "keda-hpa-web", "-n", NS, check=False).returncode == 0, 30,
+                 "the HPA")
+        assert replicas() == 0
+        prom.set("web_queue", "5")         # active (> activationThreshold 0): KEDA's 0 -> 1
+        wait_for(lambda: replicas() == 1, 60, "0 -> 1")
+        prom.set("web_queue", "35")        # the HPA: ceil(35 / 10) = 4
+        wait_for(lambda: replicas() == 4, 120, "1 -> 4 by kube-controller-manager's HPA "
+                 f"(adapter log: {adapter_log.read_text()[-2000:]})")
+        hpa = json.loads(plane.kubectl("get", "hpa", "keda-hpa-web", "-n", NS, "-o", "json").stdout)
+        current = hpa["status"]["currentMetrics"][0]["external"]
+        assert current["metric"]["name"] == "s0-prometheus"
+        prom.set("web_queue", "0")         # inactive: after cooldownPeriod KEDA scales to zero
+        wait_for(lambda: replicas() == 0, 90, "N -> 0")
+        _scaled_job(plane, prom)           # ScaledJob: 2 Jobs for a queue of 2 (threshold 1)
+        wait_for(lambda: len(json.loads(plane.kubectl("get", "jobs", "-n", NS, "-l", "scaledjob.keda.sh/name=work",
+                                                       "-o", "json").stdout)["items"]) == 2, 60, "two Jobs")
+        out = plane.kubectl("get", "so", "-n", NS)
+        assert "web" in out.stdout and "apps/v1.Deployment" in out.stdout
+        log = auto_log.read_text()
+        assert "403" not in log and "Forbidden" not in log and "forbidden" not in log, log[-3000:]
+    except AssertionError as exc:
+        logs = "\n".join(f"--- {p.name}:\n{p.read_text()[-4000:]}" for p in tmp_path.glob("*.log"))
+        raise AssertionError(f"{exc}\n{logs}") from None
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(15)
+            except Exception:  # noqa: BLE001
+                p.kill()
+        prom.close()
+
+
+def _register_api_service(plane, address: str, port: int) -> None:
+    docs = [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "promop-adapter", "namespace": NS},
+         "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]}},
+        {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "promop-adapter", "namespace": NS},
+         "subsets": [{"addresses": [{"ip": address}], "ports": [{"name": "https", "port": port}]}]},
+        {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+         "metadata": {"name": "v1beta1.external.metrics.k8s.io"},
+         "spec": {"group": "external.metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": True,
+                  "groupPriorityMinimum": 100, "versionPriority": 100,
+                  "service": {"name": "promop-adapter", "namespace": NS, "port": 443}}},
+    ]
+    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+
+    def available() -> bool:
+        out = plane.kubectl("get", "apiservice", "v1beta1.external.metrics.k8s.io", "-o", "json", check=False)
+        conds = (json.loads(out.stdout).get("status") or {}).get("conditions") or [] if out.returncode == 0 else []
+        return any(c["type"] == "Available" and c["status"] == "True" for c in conds)
+
+    wait_for(available, 60, "the APIService Available")
+
+
+def _deployment_and_scaled_object(plane, prom) -> None:
+    prom.set("web_queue", "0")
+    docs = [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": NS},
+         "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                  "template": {"metadata": {"labels": {"app": "web"}},
+                               "spec": {"containers": [{"name": "app", "image": "busybox:none"}]}}}},
+        {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "web", "namespace": NS},
+         "spec": {"scaleTargetRef": {"name": "web"}, "pollingInterval": 1, "cooldownPeriod": 3,
+                  "maxReplicaCount": 6,
+                  "triggers": [{"type": "prometheus", "metadata": {
+                      "serverAddress": prom.url, "query": "web_queue", "threshold": "10"}}]}},
+    ]
+    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+
+
+def _scaled_job(plane, prom) -> None:
+    prom.set("work_queue", "2")
+    sj = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledJob", "metadata": {"name": "work", "namespace": NS},
+          "spec": {"pollingInterval": 1, "maxReplicaCount": 5,
+                   "jobTargetRef": {"template": {"spec": {"restartPolicy": "Never",
+                                                          "containers": [{"name": "w", "image": "busybox:none"}]}}},
+                   "triggers": [{"type": "prometheus", "metadata": {
+                       "serverAddress": prom.url, "query": "work_queue", "threshold": "1"}}]}}
+    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump(sj))
