@@ -26,8 +26,9 @@ import yaml
 from tests.keda.realplane import ROOT, ControlPlane, free_port, kit_dir, promop, routable_address
 from tests.keda.runtime_harness import StandInPrometheus
 
-pytestmark = pytest.mark.skipif(os.environ.get("PROMOP_REAL_TIER") != "1",
-                                reason="the real-cluster tier runs only with PROMOP_REAL_TIER=1")
+pytestmark = [pytest.mark.real_apiserver,
+              pytest.mark.skipif(os.environ.get("PROMOP_REAL_TIER") != "1",
+                                 reason="the real-cluster tier runs only with PROMOP_REAL_TIER=1")]
 
 NS = "keda-e2e"
 
