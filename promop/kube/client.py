@@ -410,28 +410,51 @@ class KubeClient:
         metadata.managedFields: they are then cut out of the bytes before
         decoding (see `managed_fields_cut`), and never reach `transform`.
         """
+        items, rv, _ = self.list_paged(res, namespace, page_size=page_size, transform=transform,
+                                       page_transform=page_transform, drop_managed_fields=drop_managed_fields, **kw)
+        return items, rv
+
+    def list_paged(
+        self, res: Resource, namespace: str | None = None, *, page_size: int = 500,
+        transform: Callable[[dict], Any] | None = None, page_transform: Callable[[list[dict]], list] | None = None,
+        drop_managed_fields: bool = False, **kw: Any
+    ) -> tuple[list[Any], str, bool]:
+        """`list_all`, also saying whether the answer came in more than one page.
+
+        client-go's pager: `page_size` 0 asks for everything at once; a
+        `resource_version` goes on the first request only (the apiserver
+        refuses one alongside a continue token, and the token carries the
+        snapshot); an expired continue token falls back to one unpaginated
+        consistent LIST. The reflector needs the flag: a paginated answer to
+        an RV="0" LIST means no watch cache serves the resource.
+        """
         metadata_only = bool(kw.get("metadata_only"))
+        later = {k: v for k, v in kw.items() if k != "resource_version"}
         items: list[Any] = []
         token: str | None = None
         rv = ""
         while True:
             try:
-                data = self._list_data(res, namespace, limit=page_size, continue_token=token, **kw)
+                if token is None:
+                    data = self._list_data(res, namespace, limit=page_size or None, **kw)
+                else:
+                    data = self._list_data(res, namespace, limit=page_size or None, continue_token=token, **later)
             except Gone:
                 if token is None:
                     raise
-                data = self._list_data(res, namespace, **kw)  # one unpaginated LIST
+                data = self._list_data(res, namespace, **later)  # one unpaginated LIST
                 page = self._list_page(data, res, metadata_only, transform, page_transform, drop_managed_fields)
-                return page["items"], (page.get("metadata") or {}).get("resourceVersion", "")
+                return page["items"], (page.get("metadata") or {}).get("resourceVersion", ""), True
             page = self._list_page(data, res, metadata_only, transform, page_transform, drop_managed_fields)
             del data
             meta = page.get("metadata") or {}
             if token is None:
                 rv = meta.get("resourceVersion", "")
             items.extend(page["items"])
+            paginated = token is not None
             token = meta.get("continue") or None
             if not token:
-                return items, rv
+                return items, rv, paginated
 
     def watch(
         self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,

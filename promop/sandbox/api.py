@@ -407,8 +407,11 @@ class Api:
         A continue token is a snapshot: later pages show the list as of the first page's
         resourceVersion (410 once compaction dropped it); `resourceVersionMatch=Exact` lists
         as of `resource_version`. Like the apiserver, remainingItemCount is given only when no
-        selector filters."""
+        selector filters. resourceVersion "0" without a continue token is what the apiserver's
+        watch cache serves: the current state, all of it, whatever `limit` says."""
         start, at = None, None
+        if resource_version == "0" and not continue_token:
+            limit = 0
         if continue_token:
             try:
                 decoded = json.loads(base64.urlsafe_b64decode(continue_token))

@@ -369,8 +369,13 @@ def test_paging_over_500_objects(kube, sandbox, make_informer):
     assert len(inf.store) == 1100
     # this test's own requests: a client another test left running could reach a reused port
     lists = [r for r in own_requests(sandbox, kube.api_client) if r.verb == "list" and r.resource == "configmaps"]
-    assert len(lists) == 3  # 500 + 500 + 100
+    assert len(lists) == 1 and "resourceVersion=0" in lists[0].path  # the watch cache's list: whole
     assert_converges(kube, inf, rec)
+    sandbox.reset_requests()
+    items, _ = kube.list_all(CONFIGMAPS)  # a consistent read is paged
+    assert len(items) == 1100
+    lists = [r for r in own_requests(sandbox, kube.api_client) if r.verb == "list" and r.resource == "configmaps"]
+    assert len(lists) == 3  # 500 + 500 + 100
 
 
 def test_resync_redelivers_from_cache_without_api_calls(kube, sandbox, make_informer):
@@ -523,6 +528,8 @@ def test_an_expired_continue_token_mid_list_still_syncs_the_whole_cache(api_clie
     rec = Recorder()
     inf = Informer(kube, CONFIGMAPS, namespace=ns, page_size=2, registry=registry, **FAST)
     inf.add_handler(**rec.handlers())
+    # 410 on the RV=0 list: the reflector lists again at once with a consistent, paged read
+    sandbox.faults.fail_next(1, 410, verb="list", resource="configmaps")
     try:
         inf.start()
         assert inf.wait_for_sync(scaled(10))

@@ -67,7 +67,7 @@ def test_list_then_watch_parameters(kube, sandbox, reflectors):
     r, deltas = start(kube, reflectors, namespace="default")
     watch = closed_watch_queries(sandbox, kube)[0]
     [lst] = queries(sandbox, kube, "list")
-    assert lst["limit"] == ["500"] and "resourceVersion" not in lst  # a consistent read
+    assert lst["limit"] == ["500"] and lst["resourceVersion"] == ["0"]  # the watch cache's list, as client-go
     assert watch["allowWatchBookmarks"] == ["true"]
     assert 300 <= int(watch["timeoutSeconds"][0]) < 600
     assert watch["resourceVersion"] == [current_rv(kube)]
