@@ -39,14 +39,19 @@ def components() -> list[str]:
     return [OPERATOR] + sorted(p.name for p in TEMPLATES.iterdir() if p.is_dir() and not p.name.startswith("_"))
 
 
+# A component whose package is not named as the component (its bundle would get no rules).
+PACKAGES = {"admission-webhook": "admission"}
+
+
 def component_rules(component: str) -> list[dict]:
     """The ClusterRole rules of a component: `cluster_role_rules()` of `promop.<component>.rbac`, if it has one."""
     if component == OPERATOR:
         return cluster_role_rules()
+    package = PACKAGES.get(component, component)
     try:
-        module = importlib.import_module(f"promop.{component}.rbac")
+        module = importlib.import_module(f"promop.{package}.rbac")
     except ModuleNotFoundError as exc:
-        if exc.name not in (f"promop.{component}", f"promop.{component}.rbac"):
+        if exc.name not in (f"promop.{package}", f"promop.{package}.rbac"):
             raise
         return []
     return module.cluster_role_rules()
