@@ -33,11 +33,12 @@ from deadlines import scaled
 OPERATOR_NS = "promop"
 OPERATOR_LABEL = "app.kubernetes.io/name=promop"
 LEASE_NAME = "promop"
-# Pod creation -> Ready, asserted for every workload pod. The issue's target is 10 s; the
-# reloader's start-up is being fixed elsewhere, so the tier asserts a generous bound for now and
-# records the real figure (45-61 s in issue 30; 100-166 s on this machine at load 8-12). Tighten this
-# one constant when the fix lands.
-READY_BOUND_S = 180.0
+# Pod creation -> Ready with the bundle's default resources (issue 30): the target is 10 s, met by
+# the workload pods' median; every pod must be within READY_BOUND_S, which still catches the old
+# 15 s startup-probe period (17 s) and a slow reloader start (45-166 s) while leaving a loaded
+# 2-core machine starting five pods at once some room. Measured: docs/real-cluster.md.
+READY_TARGET_S = 10.0
+READY_BOUND_S = 15.0
 # kubectl apply of a ServiceMonitor change -> the change in Prometheus' /api/v1/status/config,
 # fast reload, timed from kubectl's start (its own start-up included): the median must stay under
 # this (issue 30 measured 0.28-0.43 s; the tier 0.5-1.1 s with kubectl's start-up).
