@@ -224,7 +224,10 @@ def run(monitors: int, changes: int) -> dict:
                 sm["spec"]["endpoints"][0]["interval"] = marker(n)
                 want = f"scrape_interval: {marker(n)}"
                 t0 = time.perf_counter()
-                api.put(f"{sms}/sm-{i:05d}", json=sm).raise_for_status()
+                # A merge patch, not a PUT of what was read: the operator's status.bindings write may
+                # land between the GET and the write (409 on the stale resourceVersion).
+                api.patch(f"{sms}/sm-{i:05d}", data=json.dumps({"spec": {"endpoints": sm["spec"]["endpoints"]}}),
+                          headers={"Content-Type": "application/merge-patch+json"}).raise_for_status()
                 t1 = wait_for(lambda: next((at for at, text in list(secrets.seen) if at >= t0 and want in text),
                                            None), 30, f"change {n} in the config Secret")
                 asked, swap, done = wait_for(lambda: next(((a, h, d) for a, h, d, text in list(relay.reloads)
