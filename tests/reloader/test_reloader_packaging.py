@@ -11,8 +11,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # import name -> distribution name, for the reloader's third-party imports
 DISTRIBUTIONS = {"watchdog": "watchdog", "prometheus_client": "prometheus-client", "requests": "requests",
                  "yaml": "pyyaml"}
-# imported only where a missing package is handled (kubecreds: exec credential plugins)
-OPTIONAL = {"kubernetes"}
+# imported only where a missing module is handled: kubecreds' exec credential plugins
+# (kubernetes), and web config basic auth (crypt: the standard library's up to Python 3.12, gone
+# in 3.13, where sys.stdlib_module_names no longer lists it)
+OPTIONAL = {"kubernetes", "crypt"}
 
 
 def _third_party_imports() -> set[str]:
