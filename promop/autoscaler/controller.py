@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from promop.autoscaler.crd import MEMHPAS
 from promop.autoscaler.reconcile import LABEL_INDEX, CACHED_KINDS, Conflict, Reconciler, Retry, label_index
 from promop.kube.informer import Informer
-from promop.host.workers import QueueController
+from promop.host.workers import QueueController, keys_from
 from promop.kube.resources import PODS
 from promop.kube.store import NAMESPACE_INDEX, Tombstone, object_key
 from promop.kube.workqueue import RateLimitingQueue
@@ -148,12 +148,7 @@ class Controller(QueueController):
             self.queue.add_after(key, self.sync_period)
 
     def _worker(self) -> None:
-        while True:
-            key, shutdown = self.queue.get()
-            if shutdown:
-                return
-            if key is None:
-                continue
+        for key in keys_from(self.queue):
             try:
                 if not self._stopping.is_set():
                     self.process(key)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from promop.host.logs import fields
-from promop.host.workers import QueueController
+from promop.host.workers import QueueController, keys_from
 from promop.kube.errors import ApiError
 from promop.kube.informer import Informer
 from promop.kube.resources import PODS, SECRETS, Resource
@@ -274,12 +274,7 @@ class KedaController(QueueController):
         self.sender.close()
 
     def _worker(self) -> None:
-        while True:
-            key, shutdown = self.queue.get()
-            if shutdown:
-                return
-            if key is None:
-                continue
+        for key in keys_from(self.queue):
             try:
                 if not self._stopping.is_set():
                     self.process(key)
