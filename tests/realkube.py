@@ -277,6 +277,20 @@ class ControlPlane:
             return None
         return json.loads(proc.stdout)
 
+    def token_kubeconfig(self, namespace: str, service_account: str, path: Path) -> str:
+        """A kubeconfig with the ServiceAccount's token (`kubectl create token`) and the admin's
+        server and CA: a process run under it has exactly its bundle's RBAC."""
+        import yaml  # noqa: PLC0415 - only this helper needs it
+
+        token = self.kubectl("create", "token", service_account, "-n", namespace,
+                             "--duration=1h").stdout.strip()
+        cfg = yaml.safe_load(Path(self.kubeconfig).read_text())
+        cfg["users"] = [{"name": "sa", "user": {"token": token}}]
+        for ctx in cfg["contexts"]:
+            ctx["context"]["user"] = "sa"
+        path.write_text(yaml.safe_dump(cfg))
+        return str(path)
+
     def logs(self, path: str = "kube-apiserver") -> Path:
         assert self.run_dir is not None
         return self.run_dir / "logs" / f"{path}.log"

@@ -52,51 +52,11 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from bench.kubeplane import kit_present, start_plane
+
 ROOT = Path(__file__).resolve().parents[2]
 KCM_CONTROLLERS = "--controllers=*,-deployment,-replicaset,-horizontalpodautoscaling"
 HPA_SYNC = 15.0      # kube-controller-manager's --horizontal-pod-autoscaler-sync-period default
-
-
-def kit_dir() -> Path | None:
-    env = os.environ.get("PROMOP_KUBE_KIT")
-    for cand in ([Path(env)] if env else []) + [ROOT.parent / "shared" / "kube", Path("/work/shared/kube")]:
-        if (cand / "start.sh").exists():
-            return cand
-    return None
-
-
-def kit_home() -> Path:
-    return Path(os.environ.get("KUBE_KIT_HOME") or Path.home() / ".cache" / "promop-kube")
-
-
-class Plane:
-    """The kit's control plane in a run dir of its own; `stop()` always (a finally)."""
-
-    def __init__(self, kit: Path, kcm_args: str) -> None:
-        self.kit = kit
-        self.run_dir = tempfile.mkdtemp(prefix="promop-bench-keda.")
-        self.env = {**os.environ, "KUBE_RUN_DIR": self.run_dir, "KCM_EXTRA_ARGS": kcm_args}
-        self.kubeconfig = ""
-
-    def start(self) -> float:
-        started = time.monotonic()
-        subprocess.run(["bash", str(self.kit / "install.sh")], env=self.env, check=True, capture_output=True,
-                       timeout=600)
-        out = subprocess.run(["bash", str(self.kit / "start.sh")], env=self.env, check=True, capture_output=True,
-                             text=True, timeout=300)
-        self.kubeconfig = out.stdout.strip().splitlines()[-1]
-        return time.monotonic() - started
-
-    def kubectl(self, *args: str) -> str:
-        out = subprocess.run([str(kit_home() / "bin" / "kubectl"), "--kubeconfig", self.kubeconfig, *args],
-                             capture_output=True, text=True, timeout=300)
-        if out.returncode != 0:
-            raise SystemExit(f"kubectl {' '.join(args)}: {out.stderr.strip()}")
-        return out.stdout
-
-    def stop(self) -> None:
-        subprocess.run(["bash", str(self.kit / "stop.sh")], env=self.env, capture_output=True, timeout=180)
-        shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
 # -- the objects ----------------------------------------------------------------------------------
@@ -306,16 +266,16 @@ def run(args) -> int:
     from promop.kube.client import KubeClient
     from promop.kube.resources import NAMESPACES, Resource
 
-    kit = kit_dir()
-    if kit is None:
+    if not kit_present():
         raise SystemExit("bench.keda needs the kube kit (/work/shared/kube or $PROMOP_KUBE_KIT)")
     deployments = Resource("apps", "v1", "deployments", kind="Deployment")
     scaledobjects = Resource("keda.sh", "v1alpha1", "scaledobjects", kind="ScaledObject")
-    plane = Plane(kit, KCM_CONTROLLERS)
+    plane = None
     stand_in = ctl_proc = None
     tmp = Path(tempfile.mkdtemp(prefix="bench-keda-"))
     try:
-        print(f"control plane up in {plane.start():.1f} s (kube-controller-manager {KCM_CONTROLLERS})", flush=True)
+        plane, took = start_plane(kcm_args=KCM_CONTROLLERS)
+        print(f"control plane up in {took:.1f} s (kube-controller-manager {KCM_CONTROLLERS})", flush=True)
         for crd in sorted((ROOT / "crds").glob("keda.sh_*.yaml")) + [ROOT / "crds/autoscaling.promop.dev_memhpas.yaml"]:
             plane.kubectl("apply", "--server-side", "-f", str(crd))
         stand_in = subprocess.Popen([sys.executable, "-m", "bench.keda.stand_in"], cwd=ROOT, stdout=subprocess.PIPE,
@@ -379,7 +339,8 @@ def run(args) -> int:
                     p.wait(20)
                 except subprocess.TimeoutExpired:
                     p.kill()
-        plane.stop()
+        if plane is not None:
+            plane.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

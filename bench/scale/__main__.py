@@ -25,6 +25,7 @@ issue 32 is missed at a size it names.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import base64
 import gzip
 import os
@@ -38,16 +39,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Iterator
 
 import orjson
 
+from bench.kubeplane import kit_present, start_plane
 from bench.scale.rawapi import RawApi
 
 ROOT = Path(__file__).resolve().parents[2]
-# the kit: $PROMOP_KUBE_KIT, else ../shared/kube next to the checkout (or next to its parent: a worktree)
-KIT = next((p.resolve() for p in ([Path(os.environ["PROMOP_KUBE_KIT"])] if "PROMOP_KUBE_KIT" in os.environ else
-                                  [ROOT.parent / "shared" / "kube", ROOT.parent.parent / "shared" / "kube"])
-            if (p / "start.sh").exists()), Path("../shared/kube"))
 MON = "monitoring"
 BASE_NS = "scale-base"
 SM_API = "/apis/monitoring.coreos.com/v1"
@@ -75,20 +74,14 @@ def wait_for(check, timeout: float, what: str, poll: float = 0.005) -> None:
 
 # ---- the control plane -------------------------------------------------------------------------
 
-class ControlPlane:
-    """start.sh in a run dir of our own; stop.sh (and the dir removed) on exit."""
-
-    def __enter__(self) -> str:
-        self.run_dir = tempfile.mkdtemp(prefix="promop-scale-")
-        env = {**os.environ, "KUBE_RUN_DIR": self.run_dir, "WITH_KCM": "0"}
-        out = subprocess.run(["bash", str(KIT / "start.sh")], env=env, check=True, capture_output=True, text=True)
-        self.kubeconfig = out.stdout.strip().splitlines()[-1]
-        return self.kubeconfig
-
-    def __exit__(self, *exc: object) -> None:
-        env = {**os.environ, "KUBE_RUN_DIR": self.run_dir}
-        subprocess.run(["bash", str(KIT / "stop.sh")], env=env, capture_output=True)
-        subprocess.run(["rm", "-rf", self.run_dir])
+@contextlib.contextmanager
+def control_plane() -> Iterator[str]:
+    """The kit's control plane without kube-controller-manager (bench.kubeplane); its kubeconfig."""
+    plane, _ = start_plane(with_kcm=False)
+    try:
+        yield plane.kubeconfig
+    finally:
+        plane.stop()
 
 
 # ---- the objects -------------------------------------------------------------------------------
@@ -269,7 +262,7 @@ def sync_durations(log_path: Path, key: str, after: int) -> list[int]:
 def run_size(n: int, edits: int, threads: int, profile_dir: Path | None, keep_log: Path | None,
              operator_args: list[str], settle: bool = True) -> dict:
     res: dict = {"n": n, "load_start": loadavg()}
-    with ControlPlane() as kubeconfig:
+    with control_plane() as kubeconfig:
         api = RawApi(kubeconfig)
         install_crds(kubeconfig)
         res["populate_s"] = populate(api, n, threads)
@@ -436,8 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes, edits = ([200], 10) if args.quick else (args.monitors, args.edits)
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
-    if not (KIT / "start.sh").exists():
-        print(f"no Kubernetes kit at {KIT} (set PROMOP_KUBE_KIT)", file=sys.stderr)
+    if not kit_present():
+        print("no Kubernetes kit at ../shared/kube (set PROMOP_KUBE_KIT)", file=sys.stderr)
         return 2
     print(f"bench.scale: sizes {sizes}, {edits} edits each; {os.cpu_count()} CPUs, load {loadavg()}; "
           f"operator args {args.operator_arg or 'default'}", flush=True)
