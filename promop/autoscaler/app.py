@@ -78,9 +78,14 @@ class Autoscaler(ControllerProcess):
                                        "installed, or not connected to the apiserver yet)")
             return self.keda.scaled_object_metric(namespace, name, metric)
 
+        def detail(namespace: str, name: str) -> dict:
+            if self.keda is None:
+                raise MetricError(503, "the ScaledObject controller is not running here")
+            return self.keda.last_good(namespace, name)
+
         host, port = parse_listen_address(self.options.keda_metrics_address)
         try:
-            self.keda_endpoint = MetricsEndpoint(host, port, answer).start()
+            self.keda_endpoint = MetricsEndpoint(host, port, answer, detail).start()
         except OSError as exc:
             raise UserError(f"--keda-metrics-address {self.options.keda_metrics_address}: cannot listen "
                             f"({exc.strerror or exc}); pass a free address, e.g. :9666") from None

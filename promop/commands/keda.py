@@ -37,7 +37,7 @@ def _text(doc: dict) -> str:
     for tr in doc.get("triggers") or []:
         lines.append(f"  trigger {tr['metric']} ({tr['type']}{', ' + tr['name'] if tr.get('name') else ''})")
         for key in ("serverAddress", "query", "threshold", "activationThreshold", "value", "active", "queryError",
-                    "error", "health", "servedToHpa", "warnings"):
+                    "error", "health", "servedToHpa", "lastGood", "warnings"):
             if tr.get(key) is not None and tr.get(key) != []:
                 lines.append(f"    {key}: {tr[key]}")
     hpa = doc.get("hpa") or {}

@@ -24,6 +24,7 @@ class TriggerResult:
     error: str | None = None       # the error text when the query failed
     is_resource: bool = False      # cpu/memory: always active, no value
     fallback_active: bool = False  # health says fallback serves this metric (counts as active)
+    last_good: bool = False        # failing, its last good value stands in (active = that value's; promop.keda.lastgood)
 
 
 @dataclass(slots=True)

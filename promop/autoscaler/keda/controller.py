@@ -31,6 +31,8 @@ from promop.labelselector import SelectorError, matches, parse_selector
 
 from promop.autoscaler.keda.cache import ResultCache
 from promop.autoscaler.keda.events import Recorder
+from promop.autoscaler.keda.fanout import Fanout
+from promop.autoscaler.keda.last_good_values import views
 from promop.autoscaler.keda.loop import ScaleLoop
 from promop.autoscaler.keda.metric_path import MetricPath
 from promop.autoscaler.keda.metrics_api import MetricError
@@ -154,6 +156,7 @@ class KedaController(QueueController):
         self.scale_loop = ScaleLoop(self)
         self.scaled_jobs = ScaledJobs(self)
         self.loops = Scheduler(self._tick, workers=loop_workers)
+        self.fanout = Fanout(loop_workers)     # a ScaledObject's triggers evaluated at once (loop.py)
         self.metric_path = MetricPath(self.evaluator, self.current_replicas, self.ready_pods, self.wall)
         self.states: dict[str, SOState] = {}
         self._key_locks: dict[str, threading.Lock] = {}
@@ -271,6 +274,7 @@ class KedaController(QueueController):
         if self._jobs is not None:
             self._jobs.stop()
         self.loops.stop(timeout)
+        self.fanout.close()
         self.sender.close()
 
     def _worker(self) -> None:
@@ -484,6 +488,13 @@ class KedaController(QueueController):
                 raise MetricError(404, f"scaledobjects.keda.sh \"{name}\" not found")
             state = self._standby_state(key, obj)
         return self.metric_path.answer(state, metric)
+
+    def last_good(self, namespace: str, name: str) -> dict:
+        """The last good values standing in for failing triggers (`promop keda explain`)."""
+        state = self.states.get(f"{namespace}/{name}")
+        if state is None:
+            raise MetricError(404, f"ScaledObject {namespace}/{name} has no scale loop on this replica")
+        return {"lastGood": views(state, self.wall())}
 
     def _standby_state(self, key: str, obj: dict) -> SOState:
         """A state built from the cache for a replica that runs no loop for `key` (a standby behind the

@@ -97,6 +97,7 @@ def explain(client: Any, namespace: str, name: str, metrics_url: str | None = No
     evaluator = Evaluator(ResultCache(), QuerySender())
     health = (obj.get("status") or {}).get("health") or {}
     triggers = []
+    last_good = _last_good(metrics_url, namespace, name) if metrics_url else {}
     for built in build_triggers(so, sources):
         entry = trigger_summary(built)
         if not built.spec.is_resource:
@@ -105,6 +106,8 @@ def explain(client: Any, namespace: str, name: str, metrics_url: str | None = No
                          health=health.get(built.metric_name))
             if metrics_url:
                 entry["servedToHpa"] = _served(metrics_url, namespace, name, built.metric_name)
+            if built.metric_name in last_good:
+                entry["lastGood"] = last_good[built.metric_name]
         triggers.append(entry)
     evaluator.sender.close()
     out["triggers"] = triggers
@@ -124,6 +127,34 @@ def _served(url: str, ns: str, name: str, metric: str) -> str:
     if r.status_code == 200:
         return (body.get("items") or [{}])[0].get("value", "")
     return f"error: {body.get('message')}"
+
+
+def _last_good(url: str, ns: str, name: str) -> dict:
+    """metric -> the controller's last good record of a failing trigger ({} when it cannot tell)."""
+    try:
+        r = requests.get(f"{url.rstrip('/')}/keda/v1/namespaces/{ns}/scaledobjects/{name}/lastgood", timeout=10)
+        body = r.json()
+    except (requests.RequestException, ValueError):
+        return {}
+    return (body.get("lastGood") or {}) if r.status_code == 200 and isinstance(body, dict) else {}
+
+
+def _failing_state(so: Any, t: dict) -> str:
+    """What happens to a failing trigger's metric: fallback, the last good value, or KEDA's error."""
+    h = t.get("health") or {}
+    fb = so.fallback
+    if not fb:
+        return "no fallback configured: errors never scale to zero and the HPA stops (FailedGetExternalMetric)"
+    failures = h.get("numberOfFailures") or 0
+    if failures > fb.failure_threshold:
+        return f"fallback serves {fb.replicas} replicas' worth ({fb.behavior})"
+    lg = t.get("lastGood") or {}
+    if lg.get("serving"):
+        return (f"the HPA is served the last good value {lg.get('value')} (of {lg.get('at')}; failing since "
+                f"{lg.get('failingSince')}, {lg.get('numberOfFailures')} of {fb.failure_threshold + 1} failures "
+                f"before fallback; at most until {lg.get('until')}), so it keeps scaling on the other metrics "
+                "(promop; KEDA fails this metric and the HPA scales down on none)")
+    return f"{failures} of {fb.failure_threshold + 1} failures before fallback"
 
 
 def _hpa_desired(triggers: list[dict], replicas: int) -> int | None:
@@ -154,14 +185,7 @@ def reasons(so: Any, pause: Any, replicas: int | None, triggers: list[dict], hpa
     failing = [t for t in triggers if t.get("queryError") or t.get("error")]
     active = [t for t in triggers if t.get("active")]
     for t in failing:
-        h = t.get("health") or {}
-        fb = so.fallback
-        state = (f"fallback serves {fb.replicas} replicas' worth ({fb.behavior})" if fb and
-                 (h.get("numberOfFailures") or 0) > fb.failure_threshold else
-                 "no fallback configured: errors never scale to zero and the HPA stops (FailedGetExternalMetric)"
-                 if not fb else f"{h.get('numberOfFailures', 0)} of {fb.failure_threshold + 1} failures before "
-                                "fallback")
-        why.append(f"trigger {t['metric']} fails: {t.get('queryError') or t.get('error')}; {state}")
+        why.append(f"trigger {t['metric']} fails: {t.get('queryError') or t.get('error')}; {_failing_state(so, t)}")
     min_r = so.min_replicas
     if replicas == 0:
         if active:

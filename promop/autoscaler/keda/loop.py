@@ -18,6 +18,7 @@ from promop.keda.status import (FALLBACK, FALLBACK_FALSE, FALLBACK_TRUE, HPA_ACT
                                 hpa_active_condition, ready_with_hpa, set_condition, set_triple)
 from promop.kube.errors import ApiError
 
+from promop.autoscaler.keda.last_good_values import stand_in_activity
 from promop.autoscaler.keda.reconcile import Retry, parse_time
 from promop.autoscaler.keda.state import SOState
 
@@ -43,11 +44,14 @@ class ScaleLoop:
             self._poll(key, state, obj)
 
     def _results(self, state: SOState) -> list:
+        """Every trigger's result for this poll, in spec order. The triggers are evaluated at the same
+        time (a hanging server delays no other trigger, as in KEDA), then counted one by one."""
         ctl = self.ctl
         results = []
         tracked = health_tracked(state.so)
-        for built in state.triggers:
-            r = ctl.evaluator.evaluate(built, state.polling_interval)
+        triggers = list(state.triggers)
+        evaluated = ctl.fanout.map(lambda built: ctl.evaluator.evaluate(built, state.polling_interval), triggers)
+        for built, r in zip(triggers, evaluated):
             if r.error is not None and built.prometheus is None and built.spec.type == "prometheus":
                 ctl.rebuild(state, built)   # KEDA rebuilds a failing scaler (re-reading its auth)
             if not r.is_resource and tracked:
@@ -56,6 +60,7 @@ class ScaleLoop:
                 fb = state.so.fallback
                 r.fallback_active = bool(fb) and r.error is not None and \
                     fallback_active(state.health, r.metric_name, fb.failure_threshold)
+                stand_in_activity(state, built, r, ctl.wall())
             results.append(r)
         return results
 

@@ -2,7 +2,9 @@
 
 Read through the shared cache (at most one query per polling interval), with fallback and
 scalingModifiers applied, and failures counted in the same health record as the scale loop's
-(KEDA counts both paths: failures accrue at their combined rate).
+(KEDA counts both paths: failures accrue at their combined rate). Where promop differs (issue 31):
+with fallback set but not active yet, a failing trigger's last good value is served instead of
+KEDA's error (promop.keda.lastgood), so the HPA keeps scaling on the other metrics.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from promop.keda.formula import FormulaError, compile_formula
 from promop.keda.quantities import milli_quantity
 from promop.keda.spec import COMPOSITE_METRIC
 
+from promop.autoscaler.keda import last_good_values
 from promop.autoscaler.keda.metrics_api import MetricError
 from promop.autoscaler.keda.state import SOState
 from promop.autoscaler.keda.triggers import BuiltTrigger, Evaluator
@@ -77,11 +80,15 @@ class MetricPath:
         res = self.evaluator.result(built, state.polling_interval)
         self._count(state, metric, res.error is None)
         if res.error is None and res.value is not None:
+            last_good_values.note_success(state, built, res.value, self.now())
             return res.value
         target = built.prometheus.threshold if built.prometheus is not None else 0.0
         value = self._fallback(state, metric, target, built.spec.effective_metric_type)
+        last = last_good_values.note_failure(state, built, self.now(), "metrics")
         if value is not None:
             return value
+        if last is not None:      # fallback set, not active yet: the HPA keeps its other metrics (issue 31)
+            return last.value
         raise MetricError(500, f"metric:{metric} encountered error")
 
     def _composite(self, state: SOState) -> float:

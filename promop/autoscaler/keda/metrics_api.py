@@ -6,6 +6,11 @@ plain HTTP:
 
     GET /keda/v1/namespaces/<ns>/scaledobjects/<name>/metrics/<metric>
     200 ExternalMetricValueList | 4xx/5xx {"message": "..."} (the text the HPA's event shows)
+
+and, for `promop keda explain` (it counts no failure, queries nothing):
+
+    GET /keda/v1/namespaces/<ns>/scaledobjects/<name>/lastgood
+    200 {"lastGood": {<metric>: {value, at, failingSince, servedSince, serving, ...}}}
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ class MetricError(Exception):
 
 # (namespace, scaledobject, metric) -> ExternalMetricValueList; raises MetricError
 Answer = Callable[[str, str, str], dict]
+# (namespace, scaledobject) -> {"lastGood": {...}}; raises MetricError
+Detail = Callable[[str, str], dict]
 
 
 class MetricsEndpoint:
-    def __init__(self, host: str, port: int, answer: Answer) -> None:
+    def __init__(self, host: str, port: int, answer: Answer, detail: Detail | None = None) -> None:
         self.answer = answer
+        self.detail = detail
         self._server = ThreadingHTTPServer((host, port), _handler(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -64,18 +72,33 @@ def route(path: str) -> tuple[str, str, str] | None:
     return None
 
 
+def detail_route(path: str) -> tuple[str, str] | None:
+    parts = [unquote(p) for p in path.split("?", 1)[0].strip("/").split("/")]
+    if len(parts) == 7 and parts[:3] == ["keda", "v1", "namespaces"] and parts[4] == "scaledobjects" \
+            and parts[6] == "lastgood":
+        return parts[3], parts[5]
+    return None
+
+
 def _handler(endpoint: MetricsEndpoint) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:  # noqa: N802 (stdlib name)
             target = route(self.path)
+            detail = detail_route(self.path) if endpoint.detail is not None else None
+            if detail is not None:
+                self._answer(lambda: endpoint.detail(*detail))
+                return
             if target is None:
                 self._send(404, {"message": "not found: GET /keda/v1/namespaces/<ns>/scaledobjects/<name>/metrics/"
                                             "<metric>"})
                 return
+            self._answer(lambda: endpoint.answer(*target))
+
+        def _answer(self, make: Callable[[], dict]) -> None:
             try:
-                self._send(200, endpoint.answer(*target))
+                self._send(200, make())
             except MetricError as exc:
                 self._send(exc.code, {"message": str(exc)})
             except Exception as exc:  # noqa: BLE001 - a bug answers 500, the server goes on

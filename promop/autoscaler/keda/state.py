@@ -27,6 +27,7 @@ class SOState:
     generation: int = 0
     polling_interval: float = 30.0
     last_poll: dict = field(default_factory=dict)      # what `explain` shows: values, errors, decision
+    last_good: dict = field(default_factory=dict)      # metric -> promop.keda.lastgood.LastGood (under lock)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def trigger_for(self, metric: str) -> BuiltTrigger | None:
