@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -27,6 +24,7 @@ import yaml
 
 import realkube
 from deadlines import scaled
+from tests.keda.realplane import ROOT, aggregated_plane, free_port, promop, register_external_metrics
 from tests.keda.runtime_harness import StandInPrometheus
 
 pytestmark = [pytest.mark.real_apiserver,
@@ -34,35 +32,6 @@ pytestmark = [pytest.mark.real_apiserver,
                                  reason="the real-cluster tier runs only with PROMOP_REAL_TIER=1")]
 
 NS = "keda-fallback"
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def routable_address() -> str | None:
-    """A non-loopback, non-link-local IPv4 address of this machine (the apiserver refuses loopback
-    Endpoints; the kit's node bridge kn0 is not it)."""
-    try:
-        out = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True, timeout=10).stdout
-    except OSError:
-        return None
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 4 and parts[1] not in ("lo", "kn0"):
-            ip = parts[3].split("/")[0]
-            if not ip.startswith(("127.", "169.254.")):
-                return ip
-    return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))
-        return s.getsockname()[1]
-
-
-def promop(*args: str, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "promop", *args], stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            env=env, cwd=str(ROOT))
 
 
 def wait_for(check, timeout: float, what: str):
@@ -71,41 +40,8 @@ def wait_for(check, timeout: float, what: str):
 
 @pytest.fixture(scope="module")
 def plane():
-    if realkube.kit_dir() is None:
-        pytest.fail("PROMOP_REAL_TIER=1 but the kube kit (../shared/kube) is missing")
-    address = routable_address()
-    if address is None:
-        pytest.skip("this machine has no non-loopback IPv4 address the apiserver could dial")
-    cp = realkube.ControlPlane(apiserver_args="--enable-aggregator-routing=true",
-                               kcm_args="--horizontal-pod-autoscaler-sync-period=2s")
-    try:
-        cp.start()
-        cp.address = address  # type: ignore[attr-defined]
+    with aggregated_plane("2s") as cp:
         yield cp
-    finally:
-        cp.stop()
-
-
-def _register_api_service(plane, port: int) -> None:
-    docs = [
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "promop-adapter", "namespace": NS},
-         "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]}},
-        {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "promop-adapter", "namespace": NS},
-         "subsets": [{"addresses": [{"ip": plane.address}], "ports": [{"name": "https", "port": port}]}]},
-        {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-         "metadata": {"name": "v1beta1.external.metrics.k8s.io"},
-         "spec": {"group": "external.metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": True,
-                  "groupPriorityMinimum": 100, "versionPriority": 100,
-                  "service": {"name": "promop-adapter", "namespace": NS, "port": 443}}},
-    ]
-    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
-
-    def available() -> bool:
-        out = plane.kubectl("get", "apiservice", "v1beta1.external.metrics.k8s.io", "-o", "json", check=False)
-        conds = (json.loads(out.stdout).get("status") or {}).get("conditions") or [] if out.returncode == 0 else []
-        return any(c["type"] == "Available" and c["status"] == "True" for c in conds)
-
-    wait_for(available, 60, "the APIService Available")
 
 
 def _objects(prom_a: StandInPrometheus, prom_b: StandInPrometheus) -> str:
@@ -144,7 +80,7 @@ def test_the_hpa_scales_down_on_the_healthy_trigger_while_the_other_fails(plane,
                             plane.kubeconfig, "--secure-port", str(adapter_port), "--bind-address", "0.0.0.0",
                             "--cert-dir", str(tmp_path / "certs"), "--authorization-always-allow",
                             "--keda-metrics-url", f"http://127.0.0.1:{keda_port}", log=tmp_path / "adapter.log"))
-        _register_api_service(plane, adapter_port)
+        register_external_metrics(plane, NS, adapter_port, scaled(60))
         prom_a.set("queue_a", "20")        # A alone would want ceil(20 / 10) = 2
         prom_b.set("queue_b", "50")        # B wants 5: the HPA takes the max
         plane.kubectl("apply", "-f", "-", input=_objects(prom_a, prom_b))

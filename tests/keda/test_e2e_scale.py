@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.keda.realplane import ROOT, ControlPlane, free_port, kit_dir, promop, routable_address
+from deadlines import scaled
+from tests.keda.realplane import ROOT, aggregated_plane, free_port, promop, register_external_metrics
 from tests.keda.runtime_harness import StandInPrometheus
 
 pytestmark = [pytest.mark.real_apiserver,
@@ -55,19 +56,8 @@ def bundle_rbac(component: str) -> str:
 
 @pytest.fixture(scope="module")
 def plane():
-    if kit_dir() is None:
-        pytest.fail("PROMOP_REAL_TIER=1 but the kube kit (../shared/kube) is missing")
-    address = routable_address()
-    if address is None:
-        pytest.skip("this machine has no non-loopback IPv4 address the apiserver could dial")
-    cp = ControlPlane(apiserver_args="--enable-aggregator-routing=true",
-                      kcm_args="--horizontal-pod-autoscaler-sync-period=2s")
-    try:
-        cp.start()
-        cp.address = address  # type: ignore[attr-defined]
+    with aggregated_plane("2s") as cp:
         yield cp
-    finally:
-        cp.stop()
 
 
 def test_deployment_scales_0_1_n_0_under_the_bundle_rbac(plane, tmp_path: Path):
@@ -90,7 +80,7 @@ def test_deployment_scales_0_1_n_0_under_the_bundle_rbac(plane, tmp_path: Path):
                             plane.kubeconfig, "--secure-port", str(adapter_port), "--bind-address", "0.0.0.0",
                             "--cert-dir", str(tmp_path / "certs"), "--authorization-always-allow",
                             "--keda-metrics-url", f"http://127.0.0.1:{keda_port}", log=adapter_log))
-        _register_api_service(plane, plane.address, adapter_port)
+        register_external_metrics(plane, NS, adapter_port, scaled(60))
         _deployment_and_scaled_object(plane, prom)
 
         def replicas() -> int:
@@ -134,28 +124,6 @@ def test_deployment_scales_0_1_n_0_under_the_bundle_rbac(plane, tmp_path: Path):
             except Exception:  # noqa: BLE001
                 p.kill()
         prom.close()
-
-
-def _register_api_service(plane, address: str, port: int) -> None:
-    docs = [
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "promop-adapter", "namespace": NS},
-         "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]}},
-        {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "promop-adapter", "namespace": NS},
-         "subsets": [{"addresses": [{"ip": address}], "ports": [{"name": "https", "port": port}]}]},
-        {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-         "metadata": {"name": "v1beta1.external.metrics.k8s.io"},
-         "spec": {"group": "external.metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": True,
-                  "groupPriorityMinimum": 100, "versionPriority": 100,
-                  "service": {"name": "promop-adapter", "namespace": NS, "port": 443}}},
-    ]
-    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
-
-    def available() -> bool:
-        out = plane.kubectl("get", "apiservice", "v1beta1.external.metrics.k8s.io", "-o", "json", check=False)
-        conds = (json.loads(out.stdout).get("status") or {}).get("conditions") or [] if out.returncode == 0 else []
-        return any(c["type"] == "Available" and c["status"] == "True" for c in conds)
-
-    wait_for(available, 60, "the APIService Available")
 
 
 def _deployment_and_scaled_object(plane, prom) -> None:
