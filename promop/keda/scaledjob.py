@@ -7,6 +7,9 @@ pending Jobs, strategy); the controller only counts Jobs and creates them.
     combine(metrics, calculation, min_replicas, max_replicas) -> (isActive, queueLength, maxValue)
     effective_max_scale(strategy, max_scale, running, pending, max_replicas, scale_to, ...) -> (max, scaleTo)
     jobs_to_create(spec, metrics, running, pending) -> int
+    scale_decision(spec, metrics, running, pending) -> ScaleDecision        the same, with KEDA's event inputs
+    is_pending(job, pods, pending_pod_conditions) -> bool                   the pending count's rule
+    rollout_deletions(spec, jobs) -> list; rollout_propagation(spec) -> str  a spec change's old Jobs
     jobs_to_delete(finished, limit) -> list                                 the history limits
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from promop.keda.prometheus import TriggerError, go_parse_float
 from promop.keda.spec import ScaledJob
 
 
@@ -32,15 +36,12 @@ def scaler_metrics(value: float, target: float, active: bool, max_replicas: int)
     return ScalerMetrics(queue_length=value, max_value=max_value, is_active=active)
 
 
-def _divide_with_ceil(x: float, y: int) -> float:
-    return float(math.ceil(x / y))
-
-
 def combine(metrics: list[ScalerMetrics], calculation: str, min_replicas: int,
             max_replicas: int) -> tuple[bool, float, float]:
     """IsScaledJobActive: only active triggers count; `max` (default) takes the trigger with the longest
-    queue, `min` the shortest, `avg` the ceil of the averages over all triggers, `sum` the sums. A
-    ScaledJob with minReplicaCount > 0 is always active; maxValue is capped at maxReplicaCount."""
+    queue, `min` the shortest, `avg` the averages over the active triggers (KEDA 2.20 divides by the
+    active ones, not by all; the caller rounds up), `sum` the sums. A ScaledJob with minReplicaCount > 0
+    is always active; maxValue is capped at maxReplicaCount."""
     queue, max_value, active = 0.0, 0.0, False
     live = [m for m in metrics if m.is_active]
     if calculation == "min":
@@ -50,9 +51,8 @@ def combine(metrics: list[ScalerMetrics], calculation: str, min_replicas: int,
     elif calculation == "avg":
         if live:
             active = True
-        if metrics:
-            queue = _divide_with_ceil(sum(m.queue_length for m in live), len(metrics))
-            max_value = _divide_with_ceil(sum(m.max_value for m in live), len(metrics))
+            queue = sum(m.queue_length for m in live) / len(live)
+            max_value = sum(m.max_value for m in live) / len(live)
     elif calculation == "sum":
         for m in live:
             queue, max_value, active = queue + m.queue_length, max_value + m.max_value, True
@@ -82,10 +82,31 @@ def effective_max_scale(strategy: str, max_scale: int, running: int, pending: in
     return max_scale - running, scale_to
 
 
-def jobs_to_create(job: ScaledJob, metrics: list[ScalerMetrics], running: int, pending: int) -> int:
-    """How many Jobs one poll creates (RequestJobScale): below minReplicaCount, the missing ones;
-    otherwise min(scaleTo, effective max scale) by the strategy, over the running Jobs above the minimum;
-    none while inactive."""
+@dataclass(slots=True)
+class ScaleDecision:
+    """One poll's decision (RequestJobScale): `create` Jobs now; `effective` is the strategy's effective
+    max scale (KEDA writes `KEDAJobsCreated` "Created <create> jobs" whenever it is > 0 on an active
+    poll, even when `create` is 0)."""
+    active: bool
+    create: int
+    effective: int
+
+
+def running_job_percentage(job: ScaledJob) -> float | None:
+    """customScalingRunningJobPercentage as Go's strconv.ParseFloat reads it; None when missing or not a
+    number, which makes KEDA fall back to the default strategy (it logs, never rejects the ScaledJob)."""
+    raw = job.scaling_strategy.custom_running_job_percentage
+    if raw is None:
+        return None
+    try:
+        return go_parse_float(str(raw))
+    except TriggerError:
+        return None
+
+
+def scale_decision(job: ScaledJob, metrics: list[ScalerMetrics], running: int, pending: int) -> ScaleDecision:
+    """RequestJobScale's arithmetic: below minReplicaCount, the missing ones; otherwise min(scaleTo,
+    effective max scale) by the strategy, over the running Jobs above the minimum; none while inactive."""
     active, queue, max_value = combine(metrics, job.scaling_strategy.multiple_scalers_calculation,
                                        job.min_replica_count, job.max_replica_count)
     scale_to, max_scale = math.ceil(queue), math.ceil(max_value)
@@ -95,11 +116,66 @@ def jobs_to_create(job: ScaledJob, metrics: list[ScalerMetrics], running: int, p
         s = job.scaling_strategy
         effective, scale_to = effective_max_scale(s.strategy, max_scale, running - job.min_replica_count, pending,
                                                   job.max_replica_count, scale_to, s.custom_queue_length_deduction,
-                                                  s.custom_running_job_percentage)
+                                                  running_job_percentage(job))
     effective = max(effective, 0)
     if not active or effective <= 0:
-        return 0
-    return min(scale_to, effective)
+        return ScaleDecision(active, 0, effective)
+    return ScaleDecision(active, max(min(scale_to, effective), 0), effective)
+
+
+def jobs_to_create(job: ScaledJob, metrics: list[ScalerMetrics], running: int, pending: int) -> int:
+    """How many Jobs one poll creates (see scale_decision)."""
+    return scale_decision(job, metrics, running, pending).create
+
+
+def is_finished(job: dict) -> bool:
+    """A Job with a Complete or Failed condition that is True (KEDA's isJobFinished)."""
+    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+               for c in (job.get("status") or {}).get("conditions") or [])
+
+
+def is_pending(job: dict, pods: list[dict], pending_pod_conditions: list[str]) -> bool:
+    """Whether an unfinished Job counts as pending (getPendingJobCount); `pods` are the Job's pods
+    (KEDA lists them by the `job-name` label).
+
+    Without `pendingPodConditions`: pending until one of its pods is in phase Running or Succeeded (a
+    Running pod need not be Ready). With them: pending until one pod has every listed condition type with
+    status "True"; the others need not be on the same pod. KEDA compares the number of distinct fulfilled
+    types with the length of the list as written, so a list naming a type twice is never fulfilled: the
+    Job stays pending. That is kept (a drop-in counts as KEDA counts); a finished Job is never pending.
+    """
+    if is_finished(job):
+        return False
+    if pending_pod_conditions:
+        wanted = set(pending_pod_conditions)
+        for pod in pods:
+            met = {c.get("type") for c in (pod.get("status") or {}).get("conditions") or []
+                   if c.get("type") in wanted and c.get("status") == "True"}
+            if len(met) == len(pending_pod_conditions):
+                return False
+        return True
+    return not any((pod.get("status") or {}).get("phase") in ("Running", "Succeeded") for pod in pods)
+
+
+GENERATION_ANNOTATION = "scaledjob.keda.sh/generation"
+
+
+def rollout_deletions(job: ScaledJob, jobs: list[dict]) -> list[dict]:
+    """The Jobs a reconcile deletes (deletePreviousVersionScaleJobs): with any rollout strategy but
+    `gradual`, every Job of the ScaledJob (running or finished) whose `scaledjob.keda.sh/generation`
+    annotation is missing or differs from the ScaledJob's generation; with `gradual`, none."""
+    if job.rollout_strategy == "gradual":
+        return []
+    current = str(job.generation)
+    return [j for j in jobs if ((j.get("metadata") or {}).get("annotations") or {}).get(GENERATION_ANNOTATION)
+            != current]
+
+
+def rollout_propagation(job: ScaledJob) -> str:
+    """The deletion's propagationPolicy: Foreground only for `rollout.propagationPolicy: foreground`,
+    otherwise Background (KEDA reads `rollout.propagationPolicy` even when the deprecated
+    `rolloutStrategy` chose the strategy)."""
+    return "Foreground" if job.rollout_propagation_policy == "foreground" else "Background"
 
 
 def jobs_to_delete(finished: list[dict], limit: int) -> list[dict]:

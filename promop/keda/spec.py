@@ -415,7 +415,7 @@ MULTIPLE_SCALERS_CALCULATIONS = ("", "min", "avg", "sum", "max")
 class ScalingStrategy:
     strategy: str = "default"
     custom_queue_length_deduction: int = 0
-    custom_running_job_percentage: float | None = None
+    custom_running_job_percentage: str | None = None    # as written; parsed at each poll
     pending_pod_conditions: list[str] = field(default_factory=list)
     multiple_scalers_calculation: str = ""     # "" behaves as max
 
@@ -444,6 +444,17 @@ class ScaledJob:
         """`autoscaling.keda.sh/paused` on a ScaledJob (non-boolean counts as true, as for ScaledObjects)."""
         return _bool_annotation(self.annotations, PAUSED)
 
+    @property
+    def triggers_types(self) -> str:
+        """status.triggersTypes, as for a ScaledObject (CombinedTriggersAndAuthenticationsTypes)."""
+        return ",".join(dict.fromkeys(t.type for t in self.triggers))
+
+    @property
+    def authentications_types(self) -> str:
+        """status.authenticationsTypes, as for a ScaledObject."""
+        return ",".join(dict.fromkeys(t.auth_ref["name"] for t in self.triggers
+                                      if t.auth_ref and t.auth_ref.get("name")))
+
 
 def _scaling_strategy(spec: dict) -> ScalingStrategy:
     raw = _mapping(spec.get("scalingStrategy"), "spec.scalingStrategy")
@@ -454,12 +465,10 @@ def _scaling_strategy(spec: dict) -> ScalingStrategy:
     calc = _str(raw.get("multipleScalersCalculation"), f"{p}.multipleScalersCalculation")
     if calc not in MULTIPLE_SCALERS_CALCULATIONS:
         raise KedaSpecError(f"{p}.multipleScalersCalculation", f"must be one of min, avg, sum, max, got {calc!r}")
+    # kept as written: KEDA parses it with strconv.ParseFloat at each poll and, when that fails, uses the
+    # default strategy instead of rejecting the ScaledJob (promop.keda.scaledjob.running_job_percentage)
     pct = raw.get("customScalingRunningJobPercentage")
-    if pct is not None:
-        try:
-            pct = float(pct)
-        except (TypeError, ValueError):
-            raise KedaSpecError(f"{p}.customScalingRunningJobPercentage", f"must be a number, got {pct!r}") from None
+    pct = None if pct is None else str(pct)
     conditions = raw.get("pendingPodConditions") or []
     if not isinstance(conditions, list) or not all(isinstance(c, str) for c in conditions):
         raise KedaSpecError(f"{p}.pendingPodConditions", "must be a list of condition types")
@@ -490,8 +499,9 @@ def parse_scaled_job(obj: dict) -> ScaledJob:
         failed_jobs_history_limit=_history(spec, "failedJobsHistoryLimit"),
         min_replica_count=_opt_int(spec, "minReplicaCount", "spec", 0) or 0,
         max_replica_count=DEFAULT_SCALEDJOB_MAX if max_count is None else max_count,
-        rollout_strategy=_str(rollout.get("strategy"), "spec.rollout.strategy")
-        or _str(spec.get("rolloutStrategy"), "spec.rolloutStrategy") or "default",
+        # the deprecated spec.rolloutStrategy, when set, wins over rollout.strategy (as in KEDA)
+        rollout_strategy=_str(spec.get("rolloutStrategy"), "spec.rolloutStrategy")
+        or _str(rollout.get("strategy"), "spec.rollout.strategy") or "default",
         rollout_propagation_policy=_str(rollout.get("propagationPolicy"), "spec.rollout.propagationPolicy")
         or "background",
         scaling_strategy=_scaling_strategy(spec),

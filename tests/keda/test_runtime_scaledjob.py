@@ -39,7 +39,11 @@ def test_jobs_for_the_queue_then_history_limit(h):
     job = jobs[0]
     assert job["metadata"]["ownerReferences"][0]["kind"] == "ScaledJob"
     assert job["spec"]["template"]["spec"]["containers"][0]["name"] == "work"
-    assert job["metadata"]["labels"]["app"] == "work"
+    # KEDA's generateJobs: the ScaledJob's labels on the Job, the template's stay on the pod template
+    assert "app" not in job["metadata"]["labels"]
+    assert job["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "keda-operator"
+    assert job["spec"]["template"]["metadata"]["labels"] == {"app": "work", "scaledjob.keda.sh/name": "work"}
+    assert job["metadata"]["name"].startswith("work-")
     sj = wait_for(lambda: (o := h.client.get(SCALEDJOBS, "work", "default")).get("status") and o, what="status")
     assert "finalizer.keda.sh" in sj["metadata"]["finalizers"]
     assert any(c["type"] == "Active" and c["status"] == "True" for c in sj["status"]["conditions"])

@@ -40,7 +40,7 @@ from promop.autoscaler.keda.query import QuerySender
 from promop.autoscaler.keda.reconcile import Reconciler, Retry
 from promop.autoscaler.keda.resources import (CACHED_TARGETS, CLUSTERTRIGGERAUTHENTICATIONS, DEPLOYMENTS, HPAS, JOBS,
                                               SCALEDJOBS, SCALEDOBJECTS, STATEFULSETS, TRIGGERAUTHENTICATIONS)
-from promop.autoscaler.keda.scaledjobs import PREFIX as SJ_PREFIX, SJ_LABEL, ScaledJobs
+from promop.autoscaler.keda.scaledjobs import PREFIX as SJ_PREFIX, SJ_LABEL, ScaledJobs, slim_job_pod
 from promop.autoscaler.keda.scheduler import Scheduler
 from promop.autoscaler.keda.state import SOState
 from promop.autoscaler.keda.triggers import AuthSources, BuiltTrigger, Evaluator, build_trigger
@@ -143,6 +143,7 @@ class KedaController(QueueController):
         # Jobs are cached only once a ScaledJob exists (most clusters have none, and many Jobs)
         self._jobs_kw = kw
         self._jobs: Informer | None = None
+        self._job_pods: Informer | None = None
         self._jobs_lock = threading.Lock()
         self.workloads = {DEPLOYMENTS.kind: Informer(client, DEPLOYMENTS, transform=slim_workload, **kw),
                           STATEFULSETS.kind: Informer(client, STATEFULSETS, transform=slim_workload, **kw)}
@@ -231,6 +232,16 @@ class KedaController(QueueController):
                 self._jobs.start()
             return self._jobs
 
+    def job_pods(self) -> Informer:
+        """The informer on the pods of ScaledJobs' Jobs (their template carries `scaledjob.keda.sh/name`),
+        for the pending count; started on first use, as the Jobs'."""
+        with self._jobs_lock:
+            if self._job_pods is None:
+                self._job_pods = Informer(self.client, PODS, label_selector=SJ_LABEL, transform=slim_job_pod,
+                                          **self._jobs_kw)
+                self._job_pods.start()
+            return self._job_pods
+
     def _enqueue_waiting_for(self, workload: dict) -> None:
         meta = workload.get("metadata") or {}
         for key in self.scaledobjects.store.index_keys(NAMESPACE_INDEX, meta.get("namespace", "")):
@@ -243,7 +254,9 @@ class KedaController(QueueController):
         meta = auth.get("metadata") or {}
         kind = auth.get("kind") or ("ClusterTriggerAuthentication" if not meta.get("namespace")
                                     else "TriggerAuthentication")
-        for key, obj in self.scaledobjects.store.items():
+        users = [*self.scaledobjects.store.items(),    # and ScaledJobs, for status.scaledjobs
+                 *((self.scaled_jobs.key_of(o), o) for _k, o in self.scaledjobs.store.items())]
+        for key, obj in users:
             if kind == "TriggerAuthentication" and obj["metadata"].get("namespace") != meta.get("namespace"):
                 continue
             for t in (obj.get("spec") or {}).get("triggers") or []:
@@ -273,6 +286,8 @@ class KedaController(QueueController):
         super().stop(timeout)
         if self._jobs is not None:
             self._jobs.stop()
+        if self._job_pods is not None:
+            self._job_pods.stop()
         self.loops.stop(timeout)
         self.fanout.close()
         self.sender.close()
