@@ -28,12 +28,15 @@ PERMISSIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # any kind with a /scale subresource, as KEDA's ClusterRole grants (*/scale in every group)
     ("*", "*/scale", ("get", "update")),
     ("", "secrets", ("get",)),          # TriggerAuthentication secretTargetRef, read by name
-    ("", "pods", ("list",)),            # fallback for a Value metric counts the target's ready pods
+    # fallback for a Value metric counts the target's ready pods; a ScaledJob's pending count watches
+    # its Jobs' pods (label scaledjob.keda.sh/name)
+    ("", "pods", ("list", "watch")),
     ("", "events", ("create",)),
 )
 
 # granted for the apiserver's admission or rare paths, not seen in a plain sandbox run
 NOT_ALWAYS_USED = {(GROUP, "scaledobjects/finalizers", "update"), (GROUP, "scaledjobs/finalizers", "update"), ("", "pods", "list"),
+                   ("", "pods", "watch"),
                    ("autoscaling", "horizontalpodautoscalers", "delete"), (GROUP, "triggerauthentications", "list"),
                    ("", "secrets", "get"), (GROUP, "clustertriggerauthentications/status", "patch")}
 
