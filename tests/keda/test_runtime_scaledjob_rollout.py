@@ -223,3 +223,36 @@ def test_pause_and_unpause(h):
     wait_for(lambda: _cond(h, "pause", "Paused").get("reason") == "ScaledJobUnpaused", what="unpaused")
     assert _cond(h, "pause", "Paused")["message"] == "ScaledJob is unpaused"
     wait_for(lambda: len(_jobs(h, "pause")) == 3, what="jobs after unpausing")
+
+
+def test_cluster_trigger_authentication_created_later_lists_scaledjobs(h):
+    from promop.autoscaler.keda.resources import CLUSTERTRIGGERAUTHENTICATIONS
+
+    sj = _sj("cj", h.prom.url, "q_cj")
+    sj["spec"]["triggers"][0]["authenticationRef"] = {"name": "shared", "kind": "ClusterTriggerAuthentication"}
+    h.client.create(SCALEDJOBS, sj, "default")
+    h.start()
+    wait_for(lambda: _cond(h, "cj", "Ready").get("status") in ("True", "False", "Unknown")
+             and _status(h, "cj").get("authenticationsTypes") == "shared", what="reconciled")
+    h.client.create(CLUSTERTRIGGERAUTHENTICATIONS, {"apiVersion": "keda.sh/v1alpha1",
+                                                    "kind": "ClusterTriggerAuthentication",
+                                                    "metadata": {"name": "shared"}, "spec": {}})
+    wait_for(lambda: (h.client.get(CLUSTERTRIGGERAUTHENTICATIONS, "shared").get("status") or {}).get("scaledjobs")
+             == "cj", what="status.scaledjobs on the ClusterTriggerAuthentication")
+
+
+def test_metric_type_is_a_check_failure(h):
+    sj = _sj("mt", h.prom.url, "q_mt")
+    sj["spec"]["triggers"][0]["metricType"] = "Value"
+    h.client.create(SCALEDJOBS, sj, "default")
+    h.client.create(SCALEDJOBS, _sj("fine", h.prom.url, "q_fine"), "default")
+    h.prom.set("q_mt", "2")
+    h.prom.set("q_fine", "1")
+    h.start()
+    wait_for(lambda: _cond(h, "mt", "Ready").get("reason") == "ScaledJobCheckFailed", what="check failed")
+    assert "metricType" in _cond(h, "mt", "Ready")["message"]
+    assert _cond(h, "mt", "Active") == {"type": "Active", "status": "Unknown", "reason": "UnknownState",
+                                        "message": "ScaledJob check failed"}
+    assert h.events("ScaledJobCheckFailed")
+    wait_for(lambda: len(_jobs(h, "fine")) == 1, what="the other ScaledJob still works")
+    assert _jobs(h, "mt") == [] and h.prom.count("q_mt") == 0
