@@ -187,6 +187,9 @@ def test_conditions_and_events_as_keda(h):
     assert st["triggersTypes"] == "prometheus" and "authenticationsTypes" not in st
     assert {c["type"] for c in st["conditions"]} == {"Ready", "Active", "Fallback", "Paused"}
     assert [e["message"] for e in h.events("ScaledJobReady")] == ["ScaledJob is ready for scaling"]
+    # one "is built" per trigger, then the watch (KEDA's e2e tests read these two messages)
+    assert sorted(e["message"] for e in h.events("KEDAScalersStarted")) == [
+        "Scaler prometheus is built", "Scaler prometheus is built", "Started scalers watch"]
     assert h.events("ScaledJobInactive")
     # active with an error: Unknown PartialTriggerError, an Event ScaledJobActive
     h.prom.set("q_cond", "1")
@@ -213,6 +216,7 @@ def test_pause_and_unpause(h):
     assert _cond(h, "pause", "Paused") == {"type": "Paused", "status": "True", "reason": "ScaledJobPaused",
                                            "message": "ScaledJob is paused"}
     assert _cond(h, "pause", "Ready")["message"] == "ScaledJob is paused, skipping reconcile loop"
+    assert [e["message"] for e in h.events("KEDAScalersStopped")] == ["Stopped scalers watch"]
     h.prom.set("q_pause", "3")
     polls = h.prom.count("q_pause")
     # no loop while paused: the query is not sent and no Job is created
@@ -223,6 +227,7 @@ def test_pause_and_unpause(h):
     wait_for(lambda: _cond(h, "pause", "Paused").get("reason") == "ScaledJobUnpaused", what="unpaused")
     assert _cond(h, "pause", "Paused")["message"] == "ScaledJob is unpaused"
     wait_for(lambda: len(_jobs(h, "pause")) == 3, what="jobs after unpausing")
+    assert len(h.events("KEDAScalersStarted")) == 4      # built + watch, twice
 
 
 def test_cluster_trigger_authentication_created_later_lists_scaledjobs(h):

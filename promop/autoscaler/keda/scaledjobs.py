@@ -70,6 +70,7 @@ class CheckFailed(Exception):
 class ScaledJobs:
     def __init__(self, ctl: Any) -> None:
         self.ctl = ctl
+        self._started: dict[str, int] = {}      # key -> the generation whose loop runs
 
     def key_of(self, obj: dict) -> str:
         meta = obj.get("metadata") or {}
@@ -82,6 +83,7 @@ class ScaledJobs:
         ctl = self.ctl
         obj = ctl.scaledjobs.store.get(key[len(PREFIX):])
         if obj is None:
+            self._started.pop(key, None)
             ctl.loops.cancel(key)
             return
         meta = obj["metadata"]
@@ -105,7 +107,7 @@ class ScaledJobs:
         try:
             ready = self._reconcile_spec(key, obj, status)
         except CheckFailed as exc:
-            ctl.loops.cancel(key)
+            self._stop(key, obj)
             self._write(obj, status, {READY: ("False", "ScaledJobCheckFailed", str(exc)),
                                       ACTIVE: ACTIVE_CHECK_FAILED})
             ctl.recorder.event(obj, "Warning", "ScaledJobCheckFailed", str(exc))
@@ -125,7 +127,7 @@ class ScaledJobs:
             raise CheckFailed(str(exc)) from None
         paused = get_condition(status.get("conditions"), PAUSED) or {}
         if sj.paused:
-            ctl.loops.cancel(key)
+            self._stop(key, obj)
             if paused.get("status") != "True":
                 status["conditions"] = _apply(status.get("conditions"), {PAUSED: PAUSED_TRUE})
                 ctl.recorder.event(obj, "Normal", "ScaledJobPaused", PAUSED_TRUE[2])
@@ -139,8 +141,25 @@ class ScaledJobs:
             raise CheckFailed("Cannot set metricType in ScaledJob triggers: metricType is set in one of the "
                               "ScaledJob scaler")
         self._rollout(obj, sj)
-        ctl.loops.every(key, float(sj.polling_interval), random.uniform(0, min(1.0, sj.polling_interval)))
+        self._start(key, obj, sj)
         return READY_RECONCILED
+
+    def _start(self, key: str, obj: dict, sj: Any) -> None:
+        """(Re)start the loop. When it was not running or the generation changed, KEDA rebuilds the scalers
+        and starts the watch: Normal KEDAScalersStarted "Scaler <type> is built" per trigger, then
+        KEDAScalersStarted "Started scalers watch" (the order KEDA's e2e tests read)."""
+        ctl = self.ctl
+        if key not in ctl.loops or self._started.get(key) != sj.generation:
+            for t in sj.triggers:
+                ctl.recorder.event(obj, "Normal", "KEDAScalersStarted", f"Scaler {t.type} is built", dedupe=False)
+            ctl.recorder.event(obj, "Normal", "KEDAScalersStarted", "Started scalers watch", dedupe=False)
+        self._started[key] = sj.generation
+        ctl.loops.every(key, float(sj.polling_interval), random.uniform(0, min(1.0, sj.polling_interval)))
+
+    def _stop(self, key: str, obj: dict) -> None:
+        """Stop the loop (KEDAScalersStopped "Stopped scalers watch" when one ran)."""
+        self._started.pop(key, None)
+        self.ctl.stop_loop(key, obj)
 
     def _rollout(self, obj: dict, sj: Any) -> None:
         """deletePreviousVersionScaleJobs: unless `gradual`, delete the Jobs of another generation (read
@@ -176,7 +195,7 @@ class ScaledJobs:
 
     def _finalize(self, key: str, obj: dict, finalizers: list[str]) -> None:
         ctl = self.ctl
-        ctl.loops.cancel(key)
+        self._stop(key, obj)
         sync_auth_status(ctl, obj, "scaledjobs")
         if FINALIZER in finalizers:
             ctl.recorder.event(obj, "Normal", "ScaledJobDeleted", "ScaledJob was deleted")
