@@ -69,8 +69,9 @@ def effective_max_scale(strategy: str, max_scale: int, running: int, pending: in
                         scale_to: int, queue_deduction: int = 0,
                         running_percentage: float | None = None) -> tuple[int, int]:
     """(effective max scale, scaleTo) by strategy: default maxScale - running; custom min(maxScale -
-    deduction - running x percentage, max); accurate max - running when maxScale + running exceeds max,
-    else maxScale - pending; eager min(max - running - pending, maxScale) with scaleTo = max."""
+    deduction - int(running x percentage), max) (a missing deduction counts as 0: KEDA dereferences a nil
+    pointer there and its scale loop panics); accurate max - running when maxScale + running exceeds
+    max, else maxScale - pending; eager min(max - running - pending, maxScale) with scaleTo = max."""
     if strategy == "custom" and running_percentage is not None:
         return min(max_scale - queue_deduction - int(running * running_percentage), max_replicas), scale_to
     if strategy == "accurate":
@@ -94,14 +95,18 @@ class ScaleDecision:
 
 def running_job_percentage(job: ScaledJob) -> float | None:
     """customScalingRunningJobPercentage as Go's strconv.ParseFloat reads it; None when missing or not a
-    number, which makes KEDA fall back to the default strategy (it logs, never rejects the ScaledJob)."""
+    number, which makes KEDA fall back to the default strategy (it logs, never rejects the ScaledJob).
+    Non-finite values: see below."""
     raw = job.scaling_strategy.custom_running_job_percentage
     if raw is None:
         return None
     try:
-        return go_parse_float(str(raw))
+        value = go_parse_float(str(raw))
     except TriggerError:
         return None
+    # NaN and ±Inf parse in Go, and int64() of them is undefined there (amd64: the minimum int64, so the
+    # count wraps); promop takes the default strategy for them as for any other non-number
+    return value if math.isfinite(value) else None
 
 
 def scale_decision(job: ScaledJob, metrics: list[ScalerMetrics], running: int, pending: int) -> ScaleDecision:

@@ -106,7 +106,7 @@ def test_custom_percentage_is_go_parse_float_and_falls_back_to_default():
     # read but Go does): KEDA logs and uses the default strategy, 10 - 4 = 6
     assert jobs_to_create(job("custom", customScalingQueueLengthDeduction=2,
                               customScalingRunningJobPercentage="0x1p-2"), m, 4, 0) == 7
-    for bad in ("half", "1,5", "", ".5e"):
+    for bad in ("half", "1,5", "", ".5e", "NaN", "+Inf"):   # non-finite: promop's choice, see the docstring
         assert jobs_to_create(job("custom", customScalingQueueLengthDeduction=2,
                                   customScalingRunningJobPercentage=bad), m, 4, 0) == 6
     # custom without the percentage is the default strategy too

@@ -95,8 +95,9 @@ def test_gradual_leaves_running_jobs(h):
     h.start()
     wait_for(lambda: len(_jobs(h, "grad")) == 2, what="two jobs")
     _change_image(h, "grad")
-    wait_for(lambda: (h.client.get(SCALEDJOBS, "grad", "default")["metadata"]["generation"] == 2
-                      and _cond(h, "grad", "Ready").get("status") == "True"), what="generation 2 reconciled")
+    # generation 2 reconciled: its scalers watch restarted (a second "Started scalers watch")
+    wait_for(lambda: len([e for e in h.events("KEDAScalersStarted") if e["message"] == "Started scalers watch"])
+             == 2, what="generation 2 reconciled")
     h.prom.set("q_grad", "3")            # one more for the queue, under the new spec; the old two stay
     jobs = wait_for(lambda: len(j := _jobs(h, "grad")) == 3 and j, what="a third job")
     assert sorted(_gen(j) for j in jobs) == ["1", "1", "2"]
