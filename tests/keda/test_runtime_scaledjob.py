@@ -44,9 +44,14 @@ def test_jobs_for_the_queue_then_history_limit(h):
     assert job["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "keda-operator"
     assert job["spec"]["template"]["metadata"]["labels"] == {"app": "work", "scaledjob.keda.sh/name": "work"}
     assert job["metadata"]["name"].startswith("work-")
-    sj = wait_for(lambda: (o := h.client.get(SCALEDJOBS, "work", "default")).get("status") and o, what="status")
+    # the reconcile writes status first (conditions initialized, Ready); the poll then sets Active
+    def active() -> dict | None:
+        o = h.client.get(SCALEDJOBS, "work", "default")
+        conds = (o.get("status") or {}).get("conditions") or []
+        return o if any(c["type"] == "Active" and c["status"] == "True" for c in conds) else None
+
+    sj = wait_for(active, what="Active=True")
     assert "finalizer.keda.sh" in sj["metadata"]["finalizers"]
-    assert any(c["type"] == "Active" and c["status"] == "True" for c in sj["status"]["conditions"])
     assert any(e["message"] == "Created 3 jobs" for e in h.events("KEDAJobsCreated"))
     h.prom.set("q_jobs", "9")            # capped at maxReplicaCount 5: 2 more while 3 run
     wait_for(lambda: len(_jobs(h, "work")) == 5, what="five jobs")
