@@ -130,7 +130,9 @@ class RulerSyncer(WorkloadSyncer):
         if current is not None and input_hash(current) == input_hash(sts):
             report.count(UNCHANGED)
             return
-        report.count(self.applier.apply(STATEFULSETS, sts, current, refetch=current is None, before_create=check))
+        # Cache-fed, as the other StatefulSets: on a conflict wait for the cache (RetryLater) rather than
+        # GET it, which the ClusterRole does not grant (least privilege, promop/operator/rbac.py).
+        report.count(self.applier.apply(STATEFULSETS, sts, current, refetch=False, before_create=check))
 
     def _feedback(self, result: RulerResult, report: SyncReport) -> None:
         """An Event on each PrometheusRule the ruler selected but rejected (the others still load)."""
