@@ -41,6 +41,7 @@ from promop.autoscaler.keda.resources import (CACHED_TARGETS, CLUSTERTRIGGERAUTH
 from promop.autoscaler.keda.scaledjobs import PREFIX as SJ_PREFIX, SJ_LABEL, ScaledJobs
 from promop.autoscaler.keda.scheduler import Scheduler
 from promop.autoscaler.keda.state import SOState
+from promop.autoscaler.keda.statuswriter import StatusWriter
 from promop.autoscaler.keda.triggers import AuthSources, BuiltTrigger, Evaluator, build_trigger
 
 log = logging.getLogger("promop.autoscaler.keda")
@@ -115,13 +116,20 @@ class KedaMetrics:
                                    registry=registry)
         self.scaler_errors = Counter("keda_scaler_detail_errors", "Errors of each scaler", labels,
                                      registry=registry)
+        # why loops run late at scale (docs/keda.md "Benchmark"): KEDA's keda_internal_scale_loop_latency_seconds
+        self.loop_lateness = Gauge("promop_keda_scale_loop_lateness_seconds",
+                                   "How late the last scale-loop tick started (last) and the worst so far (max)",
+                                   ["which"], registry=registry)
+        self.status_backlog = Gauge("promop_keda_status_writes_waiting",
+                                    "ScaledObject statuses waiting for (or in) a write", registry=registry)
 
 
 class KedaController(QueueController):
     def __init__(self, client: Any, *, registry: CollectorRegistry | None = None, workers: int = 2,
                  loop_workers: int = 8, clock: Callable[[], float] = time.time,
                  wall: Callable[[], datetime] | None = None, cluster_object_namespace: str | None = None,
-                 informer_kwargs: dict | None = None, first_tick_jitter: bool = True) -> None:
+                 informer_kwargs: dict | None = None, first_tick_jitter: bool = True,
+                 status_workers: int | None = None) -> None:
         self.client = client
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = KedaMetrics(self.registry)
@@ -154,6 +162,11 @@ class KedaController(QueueController):
         self.scale_loop = ScaleLoop(self)
         self.scaled_jobs = ScaledJobs(self)
         self.loops = Scheduler(self._tick, workers=loop_workers)
+        # as many writers as loop threads: a write takes about as long as a poll, and rarer
+        self.status_writer = StatusWriter(client, workers=status_workers or loop_workers, registry=self.registry)
+        self.metrics.loop_lateness.labels("last").set_function(lambda: self.loops.lateness_last)
+        self.metrics.loop_lateness.labels("max").set_function(lambda: self.loops.lateness_max)
+        self.metrics.status_backlog.set_function(self.status_writer.backlog)
         self.metric_path = MetricPath(self.evaluator, self.current_replicas, self.ready_pods, self.wall)
         self.states: dict[str, SOState] = {}
         self._key_locks: dict[str, threading.Lock] = {}
@@ -260,6 +273,7 @@ class KedaController(QueueController):
         if self._threads:
             return
         self._started_at = time.monotonic()
+        self.status_writer.start()
         self.loops.start()
         for i in range(self.workers):
             t = threading.Thread(target=self._worker, name=f"scaledobject-worker-{i}", daemon=True)
@@ -271,6 +285,7 @@ class KedaController(QueueController):
         if self._jobs is not None:
             self._jobs.stop()
         self.loops.stop(timeout)
+        self.status_writer.stop(timeout)
         self.sender.close()
 
     def _worker(self) -> None:
@@ -336,6 +351,7 @@ class KedaController(QueueController):
             self.drop_series(state)
         with self._locks_lock:
             self._key_locks.pop(key, None)
+        self.status_writer.forget(key)
         if state is not None:
             self.recorder.forget(state.uid)
         self.metrics.loops.set(len(self.loops))
