@@ -162,8 +162,10 @@ class KedaController(QueueController):
         self.scale_loop = ScaleLoop(self)
         self.scaled_jobs = ScaledJobs(self)
         self.loops = Scheduler(self._tick, workers=loop_workers)
-        # as many writers as loop threads: a write takes about as long as a poll, and rarer
-        self.status_writer = StatusWriter(client, workers=status_workers or loop_workers, registry=self.registry)
+        # a quarter of the loop threads: most polls write nothing, and the writers share the client's
+        # rate limit and the apiserver with the reconciles, which must not starve behind status refreshes
+        self.status_writer = StatusWriter(client, workers=status_workers or max(2, loop_workers // 4),
+                                          registry=self.registry)
         self.metrics.loop_lateness.labels("last").set_function(lambda: self.loops.lateness_last)
         self.metrics.loop_lateness.labels("max").set_function(lambda: self.loops.lateness_max)
         self.metrics.status_backlog.set_function(self.status_writer.backlog)

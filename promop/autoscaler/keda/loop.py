@@ -8,7 +8,6 @@ it changed.
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 from typing import Any
 
 from promop.host.logs import fields
