@@ -40,8 +40,13 @@ def persist_last_active(old: dict, new: dict, exact: datetime | None, submitted:
     stored = max((t for t in (parse_time(old.get("lastActiveTime")), submitted) if t is not None), default=None)
     if exact is None:
         return stored
-    if stored is None or merge_diff(old, new) or (exact - stored).total_seconds() >= period:
+    if stored is None or _other_change(old, new) or (exact - stored).total_seconds() >= period:
         new["lastActiveTime"] = iso(exact)
         return exact
     new["lastActiveTime"] = iso(stored)   # never a cache's older value over one still being written
     return stored
+
+
+def _other_change(old: dict, new: dict) -> bool:
+    return bool(merge_diff({k: v for k, v in old.items() if k != "lastActiveTime"},
+                           {k: v for k, v in new.items() if k != "lastActiveTime"}))

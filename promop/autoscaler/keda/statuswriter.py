@@ -84,6 +84,7 @@ class StatusWriter:
         self._pending: dict[str, _Pending] = {}
         self._inflight: dict[str, dict] = {}
         self._written: dict[str, int] = {}        # fingerprint of the last status written, per key
+        self._active: dict[str, str] = {}         # the newest lastActiveTime written, per key
         self._threads: list[threading.Thread] = []
         self.writes = Counter("promop_keda_status_writes_total",
                               "ScaledObject status writes by result (ok, retry, dropped)", ["result"],
@@ -121,19 +122,21 @@ class StatusWriter:
     # -- the reconciles' side -----------------------------------------------------------------------
     def write_now(self, key: str, namespace: str, name: str, old: dict, new: dict, *,
                   timeout: float = 60.0) -> None:
-        """Write in the caller's thread, after any write in flight for `key`; it supersedes a waiting one
-        (keeping that one's newer lastActiveTime, which a reconcile does not compute)."""
+        """Write in the caller's thread, after any write in flight for `key`; it supersedes a waiting one.
+        A reconcile does not compute lastActiveTime: the newest one written or waiting is kept (its
+        cache may not show it yet)."""
         with self._cond:
             self._cond.wait_for(lambda: key not in self._inflight, timeout)
             entry = self._pending.pop(key, None)
             bases = [old]
+            newer = self._active.get(key, "")
             if entry is not None:
                 for b in entry.bases:
                     if b not in bases:
                         bases.append(b)
-                newer = entry.desired.get("lastActiveTime")
-                if newer and (new.get("lastActiveTime") or "") < newer:
-                    new = dict(new, lastActiveTime=newer)
+                newer = max(newer, entry.desired.get("lastActiveTime") or "")
+            if newer and (new.get("lastActiveTime") or "") < newer:   # RFC 3339 UTC: text order is time order
+                new = dict(new, lastActiveTime=newer)
             patch = patch_from(bases, new)
             if not patch:
                 return
@@ -150,6 +153,7 @@ class StatusWriter:
         with self._cond:
             self._pending.pop(key, None)
             self._written.pop(key, None)
+            self._active.pop(key, None)
 
     # -- the writer threads -------------------------------------------------------------------------
     def start(self) -> None:
@@ -222,6 +226,9 @@ class StatusWriter:
     def _done(self, key: str, written: dict) -> None:
         with self._cond:
             self._written[key] = fingerprint(written)
+            active = written.get("lastActiveTime")
+            if active and active > self._active.get(key, ""):
+                self._active[key] = active
             entry = self._pending.get(key)
             if entry is not None:      # a newer status waits: the server now holds what we wrote
                 entry.add_base(written)
