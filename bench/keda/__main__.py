@@ -191,7 +191,7 @@ def scrape(port: int) -> dict[str, float]:
         out[key] = float(m.group(1)) if m else 0.0
     for key, name in (("limiter", "prometheus_operator_kubernetes_client_rate_limiter_duration_seconds"),
                       ("api_time", "prometheus_operator_kubernetes_client_http_request_duration_seconds")):
-        out[key] = sum(float(v) for v in re.findall(rf'^{name}_sum\{{[^}}]*\}} ([0-9.e+]+)$', text, re.M))
+        out[key] = sum(float(v) for v in re.findall(rf'^{name}_sum\{{.*\}} ([0-9.e+]+)$', text, re.M))
     return out
 
 
