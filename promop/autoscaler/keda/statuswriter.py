@@ -113,12 +113,6 @@ class StatusWriter:
         with self._cond:
             return len(self._pending) + len(self._inflight)
 
-    def pending(self, key: str) -> dict | None:
-        """The status waiting to be written for `key` (or being written), if any."""
-        with self._cond:
-            entry = self._pending.get(key)
-            return entry.desired if entry is not None else self._inflight.get(key)
-
     # -- the reconciles' side -----------------------------------------------------------------------
     def write_now(self, key: str, namespace: str, name: str, old: dict, new: dict, *,
                   timeout: float = 60.0) -> None:
