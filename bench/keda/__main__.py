@@ -140,6 +140,18 @@ def scrape(port: int) -> dict[str, float]:
         r'^prometheus_operator_kubernetes_client_http_requests_total\{[^}]*\} ([0-9.e+]+)$', text, re.M))
     m = re.search(r'^promop_keda_reconciles_total\{result="ok"\} ([0-9.e+]+)$', text, re.M)
     out["reconciles_ok"] = float(m.group(1)) if m else 0.0
+    # why loops or writes fall behind: the status writer's backlog and writes, loop lateness, the
+    # client's rate-limiter wait (seconds summed over requests), the apiserver's time
+    for key, pattern in (("status_waiting", r"^promop_keda_status_writes_waiting ([0-9.e+-]+)$"),
+                         ("status_writes", r'^promop_keda_status_writes_total\{result="ok"\} ([0-9.e+]+)$'),
+                         ("status_retries", r'^promop_keda_status_writes_total\{result="retry"\} ([0-9.e+]+)$'),
+                         ("lateness_last", r'^promop_keda_scale_loop_lateness_seconds\{which="last"\} ([0-9.e+-]+)$'),
+                         ("lateness_max", r'^promop_keda_scale_loop_lateness_seconds\{which="max"\} ([0-9.e+-]+)$')):
+        m = re.search(pattern, text, re.M)
+        out[key] = float(m.group(1)) if m else 0.0
+    for key, name in (("limiter", "prometheus_operator_kubernetes_client_rate_limiter_duration_seconds"),
+                      ("api_time", "prometheus_operator_kubernetes_client_http_request_duration_seconds")):
+        out[key] = sum(float(v) for v in re.findall(rf'^{name}_sum\{{.*\}} ([0-9.e+]+)$', text, re.M))
     return out
 
 
@@ -174,7 +186,10 @@ def wait_first_reconcile(web: int, n: int, started: float, limit: float, proc: s
         if time.monotonic() - last_report > 60:
             last_report = time.monotonic()
             print(f"  ... {time.monotonic() - started:.0f} s: {int(m.get('promop_keda_scale_loops', 0))} loops, "
-                  f"{int(m.get('reconciles_ok', 0))} reconciles", flush=True)
+                  f"{int(m.get('reconciles_ok', 0))} reconciles, {int(m.get('status_writes', 0))} status writes "
+                  f"({int(m.get('status_waiting', 0))} waiting), loop lateness {m.get('lateness_last', 0):.1f} s "
+                  f"(max {m.get('lateness_max', 0):.1f}), API requests {int(m.get('api_requests', 0))}, "
+                  f"rate-limiter wait {m.get('limiter', 0):.0f} s total", flush=True)
         time.sleep(1.0)
 
 
@@ -248,6 +263,8 @@ def steady(args, ctl: Proc, prom: str, keda_port: int, web: int, paths_file: Pat
             "distinct_seen": sum(1 for times in hits.values() if any(t0 <= t < t1 for t in times)),
             "max_per_interval": per_interval_max(hits, t0, t1, args.polling),
             "cpu": (cpu1 - cpu0) / secs, "api_rate": (m1["api_requests"] - m0["api_requests"]) / secs, "rss": rss, "hwm": hwm, "latency": latency,
+            "status_rate": (m1["status_writes"] - m0["status_writes"]) / secs, "status_waiting": m1["status_waiting"],
+            "lateness_last": m1["lateness_last"], "limiter_per_s": (m1["limiter"] - m0["limiter"]) / secs,
             "driver": json.loads(out.strip().splitlines()[-1]) if out.strip() else {}, "load": (load0, load1),
             "hpa_targets": n_hpa}
 
@@ -369,7 +386,9 @@ def report(args, r: dict, first: float, cpu_first: float, dep_rate: float, so_ra
     print(f"controller: CPU {r['cpu']:.3f} cpu-seconds/s in the window; RSS {r['rss']:.0f} MiB (peak {r['hwm']:.0f}) "
           f"(goal < 500 MiB: {'met' if r['hwm'] < 500 else 'MISSED'}); first reconcile {first:.1f} s "
           f"({cpu_first:.1f} cpu-seconds); {errors} error log lines; its Kubernetes API requests in the window "
-          f"{r['api_rate']:.1f}/s (status writes: lastActiveTime on every active poll, as KEDA)")
+          f"{r['api_rate']:.1f}/s, of them status writes {r['status_rate']:.1f}/s (lastActiveTime: with another change "
+          f"or when min(cooldownPeriod/2, 60 s) old), {r['status_waiting']:.0f} statuses waiting at the end; last "
+          f"loop tick {r['lateness_last']:.1f} s late; rate-limiter wait {r['limiter_per_s']:.2f} s per s")
     med = statistics.median(lat) if lat else float("nan")
     print(f"value change -> served on the metrics endpoint: {len(finite)}/{len(lat)} seen, p50 {med:.1f} s, "
           f"max {max(lat) if lat else float('nan'):.1f} s (bound: the polling interval, {args.polling} s)")

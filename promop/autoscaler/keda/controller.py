@@ -43,6 +43,7 @@ from promop.autoscaler.keda.resources import (CACHED_TARGETS, CLUSTERTRIGGERAUTH
 from promop.autoscaler.keda.scaledjobs import PREFIX as SJ_PREFIX, SJ_LABEL, ScaledJobs, slim_job_pod
 from promop.autoscaler.keda.scheduler import Scheduler
 from promop.autoscaler.keda.state import SOState
+from promop.autoscaler.keda.statuswriter import StatusWriter
 from promop.autoscaler.keda.triggers import AuthSources, BuiltTrigger, Evaluator, build_trigger
 
 log = logging.getLogger("promop.autoscaler.keda")
@@ -117,13 +118,20 @@ class KedaMetrics:
                                    registry=registry)
         self.scaler_errors = Counter("keda_scaler_detail_errors", "Errors of each scaler", labels,
                                      registry=registry)
+        # why loops run late at scale (docs/keda.md "Benchmark"): KEDA's keda_internal_scale_loop_latency_seconds
+        self.loop_lateness = Gauge("promop_keda_scale_loop_lateness_seconds",
+                                   "How late the last scale-loop tick started (last) and the worst so far (max)",
+                                   ["which"], registry=registry)
+        self.status_backlog = Gauge("promop_keda_status_writes_waiting",
+                                    "ScaledObject statuses waiting for (or in) a write", registry=registry)
 
 
 class KedaController(QueueController):
     def __init__(self, client: Any, *, registry: CollectorRegistry | None = None, workers: int = 2,
                  loop_workers: int = 8, clock: Callable[[], float] = time.time,
                  wall: Callable[[], datetime] | None = None, cluster_object_namespace: str | None = None,
-                 informer_kwargs: dict | None = None, first_tick_jitter: bool = True) -> None:
+                 informer_kwargs: dict | None = None, first_tick_jitter: bool = True,
+                 status_workers: int | None = None) -> None:
         self.client = client
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = KedaMetrics(self.registry)
@@ -158,6 +166,13 @@ class KedaController(QueueController):
         self.scaled_jobs = ScaledJobs(self)
         self.loops = Scheduler(self._tick, workers=loop_workers)
         self.fanout = Fanout(loop_workers)     # a ScaledObject's triggers evaluated at once (loop.py)
+        # a quarter of the loop threads: most polls write nothing, and the writers share the client's
+        # rate limit and the apiserver with the reconciles, which must not starve behind status refreshes
+        self.status_writer = StatusWriter(client, workers=status_workers or max(2, loop_workers // 4),
+                                          registry=self.registry)
+        self.metrics.loop_lateness.labels("last").set_function(lambda: self.loops.lateness_last)
+        self.metrics.loop_lateness.labels("max").set_function(lambda: self.loops.lateness_max)
+        self.metrics.status_backlog.set_function(self.status_writer.backlog)
         self.metric_path = MetricPath(self.evaluator, self.current_replicas, self.ready_pods, self.wall)
         self.states: dict[str, SOState] = {}
         self._key_locks: dict[str, threading.Lock] = {}
@@ -276,6 +291,7 @@ class KedaController(QueueController):
         if self._threads:
             return
         self._started_at = time.monotonic()
+        self.status_writer.start()
         self.loops.start()
         for i in range(self.workers):
             t = threading.Thread(target=self._worker, name=f"scaledobject-worker-{i}", daemon=True)
@@ -290,6 +306,7 @@ class KedaController(QueueController):
             self._job_pods.stop()
         self.loops.stop(timeout)
         self.fanout.close()
+        self.status_writer.stop(timeout)
         self.sender.close()
 
     def _worker(self) -> None:
@@ -355,6 +372,7 @@ class KedaController(QueueController):
             self.drop_series(state)
         with self._locks_lock:
             self._key_locks.pop(key, None)
+        self.status_writer.forget(key)
         if state is not None:
             self.recorder.forget(state.uid)
         self.metrics.loops.set(len(self.loops))

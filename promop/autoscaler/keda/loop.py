@@ -8,7 +8,6 @@ it changed.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
 from typing import Any
 
 from promop.host.logs import fields
@@ -19,14 +18,11 @@ from promop.keda.status import (FALLBACK, FALLBACK_FALSE, FALLBACK_TRUE, HPA_ACT
 from promop.kube.errors import ApiError
 
 from promop.autoscaler.keda.last_good_values import stand_in_activity
+from promop.autoscaler.keda.activetime import iso, persist_last_active, refresh_period
 from promop.autoscaler.keda.reconcile import Retry, parse_time
 from promop.autoscaler.keda.state import SOState
 
 log = logging.getLogger("promop.autoscaler.keda")
-
-
-def iso(t: datetime | None) -> str | None:
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if t else None
 
 
 class ScaleLoop:
@@ -75,7 +71,7 @@ class ScaleLoop:
                                               "ErrorGettingCurrentReplicas",
                                               f"could not read the replicas of {state.target_kind} "
                                               f"{state.so.namespace}/{state.so.target.name}")
-            ctl.reconciler.write_status(obj, status, new)
+            self._submit(key, obj, status, new)
             return
         results = self._results(state)
         ctl.record_poll(state, results)
@@ -106,8 +102,6 @@ class ScaleLoop:
             conditions = set_triple(conditions, HPA_ACTIVE, hpa_cond)
         conditions = ready_with_hpa(conditions, hpa, state.so.namespace, state.so.hpa_name)
         new["conditions"] = conditions
-        if decision.last_active_time is not None:
-            new["lastActiveTime"] = iso(decision.last_active_time)
         if state.health:
             new["health"] = dict(state.health)
         if decision.triggers_activity:
@@ -116,7 +110,14 @@ class ScaleLoop:
                            "active": decision.is_active, "error": decision.is_error,
                            "results": [{"metric": r.metric_name, "value": r.value, "active": r.active,
                                         "error": r.error, "fallback": r.fallback_active} for r in results]}
-        ctl.reconciler.write_status(obj, status, new)
+        state.persisted_active = persist_last_active(status, new, decision.last_active_time, state.persisted_active,
+                                                     refresh_period(state.so.cooldown_period))
+        self._submit(key, obj, status, new)
+
+    def _submit(self, key: str, obj: dict, old: dict, new: dict) -> None:
+        """Hand the status to the coalescing writer: the loop never waits for a status write."""
+        meta = obj["metadata"]
+        self.ctl.status_writer.submit(key, meta["namespace"], meta["name"], old, new)
 
     def _fallback_condition(self, obj: dict, state: SOState, conditions: list) -> list:
         fb = state.so.fallback

@@ -25,7 +25,6 @@ from promop.kube.resources import Resource
 from promop.autoscaler.keda.authstatus import sync_auth_status
 from promop.autoscaler.keda.resources import CACHED_TARGETS, HPAS, SCALEDOBJECTS, target_resource
 from promop.autoscaler.keda.state import SOState
-from promop.autoscaler.keda.statusdiff import merge_diff
 from promop.autoscaler.keda.triggers import build_triggers
 
 log = logging.getLogger("promop.autoscaler.keda")
@@ -352,14 +351,13 @@ class Reconciler:
 
     # -- status -------------------------------------------------------------------------------------
     def write_status(self, obj: dict, old: dict, new: dict) -> None:
-        patch = merge_diff(old, new)
-        if not patch:
-            return
+        """A reconcile's status, written before it returns (a failure requeues it), after and instead of
+        any scale-loop status still waiting in the writer for this object."""
         meta = obj["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
         try:
-            self.ctl.client.patch(SCALEDOBJECTS, meta["name"], {"status": patch}, meta["namespace"],
-                                  subresource="status")
+            self.ctl.status_writer.write_now(key, meta["namespace"], meta["name"], old, new)
         except ApiError as exc:
             if exc.status == 404:
                 return
-            raise Retry(f"status of {meta['namespace']}/{meta['name']}: {exc}") from exc
+            raise Retry(f"status of {key}: {exc}") from exc

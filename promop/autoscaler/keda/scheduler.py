@@ -40,6 +40,7 @@ class Scheduler:
         self._threads = [threading.Thread(target=self._work, name=f"keda-loop-{i}", daemon=True)
                          for i in range(max(1, workers))]
         self.lateness_max = 0.0                    # seconds: the worst tick lateness seen (a saturated pool)
+        self.lateness_last = 0.0                   # seconds: how late the last tick started
 
     def start(self) -> "Scheduler":
         for t in self._threads:
@@ -104,7 +105,8 @@ class Scheduler:
                 if key in self._running:  # still running: come back when it ends
                     heapq.heappush(self._heap, (now + 0.05, gen, key))
                     continue
-                self.lateness_max = max(self.lateness_max, now - at)
+                self.lateness_last = now - at
+                self.lateness_max = max(self.lateness_max, self.lateness_last)
                 self._running.add(key)
                 period = self._period[key]
                 heapq.heappush(self._heap, (at + period if at + period > now else now + period, gen, key))

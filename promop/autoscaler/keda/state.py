@@ -23,7 +23,8 @@ class SOState:
     target_kind: str                            # status.scaleTargetKind, e.g. apps/v1.Deployment
     triggers: list[BuiltTrigger] = field(default_factory=list)
     health: dict = field(default_factory=dict)  # status.health, counted by the loop and the metrics path
-    last_active_time: datetime | None = None
+    last_active_time: datetime | None = None     # exact: the cooldown reads this
+    persisted_active: datetime | None = None     # the lastActiveTime last handed to the status writer
     generation: int = 0
     polling_interval: float = 30.0
     last_poll: dict = field(default_factory=dict)      # what `explain` shows: values, errors, decision
