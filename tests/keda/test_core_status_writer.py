@@ -16,7 +16,7 @@ import pytest
 from deadlines import scaled
 
 from promop.autoscaler.keda.activetime import persist_last_active, refresh_period
-from promop.autoscaler.keda.statuswriter import StatusWriter, patch_from
+from promop.autoscaler.keda.statuswriter import StatusWriter, patch_from, rebase
 from promop.kube.errors import ApiError
 from promop.kube.rate_limiter import ItemExponentialFailureRateLimiter
 from promop.kube.rate_limiting_queue import RateLimitingQueue
@@ -216,3 +216,29 @@ def test_the_patch_covers_every_status_the_server_may_hold():
     desired = {"a": 1, "h": {"x": 1}}
     patch = patch_from([{"a": 1, "h": {"x": 1}, "gone": 3}, {"a": 0, "h": {"x": 0, "y": 2}}], desired)
     assert patch == {"a": 1, "h": {"x": 1, "y": None}, "gone": None}
+
+
+def test_a_reconcile_keeps_what_the_waiting_loop_status_says_beyond_its_own_change():
+    """The reconcile's cache lacks the loop's status (it is still waiting): its write must carry its
+    own change (Ready) and keep the loop's (Active, triggersActivity), not replace them."""
+    fake = FakeClient()
+    w = StatusWriter(fake, workers=1)            # not started: the loop's status waits
+    cached = {"conditions": [{"type": "Ready", "status": "Unknown"}, {"type": "Active", "status": "Unknown"}]}
+    loop = {"conditions": [{"type": "Ready", "status": "Unknown"}, {"type": "Active", "status": "True"}],
+            "triggersActivity": {"s0-prometheus": {"isActive": True}}}
+    w.submit("ns/a", "ns", "a", cached, loop)
+    reconciled = {"conditions": [{"type": "Ready", "status": "True"}, {"type": "Active", "status": "Unknown"}],
+                  "hpaName": "keda-hpa-a"}
+    w.write_now("ns/a", "ns", "a", cached, reconciled)
+    (_, patch), = fake.patches
+    assert patch["conditions"] == [{"type": "Ready", "status": "True"}, {"type": "Active", "status": "True"}]
+    assert patch["triggersActivity"] == {"s0-prometheus": {"isActive": True}}
+    assert patch["hpaName"] == "keda-hpa-a"
+
+
+def test_rebase_takes_the_reconciles_changes_and_removals_only():
+    onto = {"a": 1, "b": 2, "conditions": [{"type": "X", "status": "True"}, {"type": "Y", "status": "True"}]}
+    old = {"a": 0, "b": 2, "gone": 1, "conditions": [{"type": "X", "status": "False"}, {"type": "Y", "status": "False"}]}
+    new = {"a": 0, "b": 3, "conditions": [{"type": "X", "status": "False"}, {"type": "Z", "status": "True"}]}
+    assert rebase(old, new, onto) == {"a": 1, "b": 3, "conditions": [{"type": "X", "status": "True"},
+                                                                      {"type": "Z", "status": "True"}]}

@@ -24,7 +24,6 @@ from promop.kube.resources import Resource
 
 from promop.autoscaler.keda.authstatus import sync_auth_status
 from promop.autoscaler.keda.resources import CACHED_TARGETS, HPAS, SCALEDOBJECTS, target_resource
-from promop.autoscaler.keda.state import SOState
 from promop.autoscaler.keda.triggers import build_triggers
 
 log = logging.getLogger("promop.autoscaler.keda")

@@ -68,6 +68,35 @@ def _union(into: dict, patch: dict) -> None:
             into[k] = v          # a whole value (or null) covers a nested patch toward the same value
 
 
+def rebase(old: dict, new: dict, onto: dict) -> dict:
+    """A reconcile's change (`old` -> `new`, from a cache that may not show the loop's last status yet)
+    applied over `onto`, the newer status a loop asked for. Without this the reconcile's whole status
+    would replace the loop's: its Active condition and triggersActivity, lost until the next poll
+    (an hour away at pollingInterval 3600). Conditions are merged per type."""
+    out = dict(onto)
+    for key in set(old) | set(new):
+        if old.get(key) == new.get(key):
+            continue
+        if key == "conditions":
+            out[key] = _rebase_conditions(old.get(key) or [], new.get(key) or [], onto.get(key) or [])
+        elif key in new:
+            out[key] = new[key]
+        else:
+            out.pop(key, None)
+    return out
+
+
+def _rebase_conditions(old: list, new: list, onto: list) -> list:
+    by_type = lambda conds: {c.get("type"): c for c in conds}  # noqa: E731
+    old_t, new_t = by_type(old), by_type(new)
+    changed = {t for t in set(old_t) | set(new_t) if old_t.get(t) != new_t.get(t)}
+    out = [new_t[c.get("type")] if c.get("type") in changed else c
+           for c in onto if c.get("type") not in changed or c.get("type") in new_t]
+    present = {c.get("type") for c in out}
+    out.extend(c for c in new if c.get("type") in changed and c.get("type") not in present)
+    return out
+
+
 def fingerprint(status: dict) -> int:
     return hash(orjson.dumps(status, option=orjson.OPT_SORT_KEYS))
 
@@ -120,6 +149,7 @@ class StatusWriter:
         A reconcile does not compute lastActiveTime: the newest one written or waiting is kept (its
         cache may not show it yet)."""
         with self._cond:
+            prior = self._inflight.get(key)
             self._cond.wait_for(lambda: key not in self._inflight, timeout)
             entry = self._pending.pop(key, None)
             bases = [old]
@@ -129,6 +159,11 @@ class StatusWriter:
                     if b not in bases:
                         bases.append(b)
                 newer = max(newer, entry.desired.get("lastActiveTime") or "")
+            loops = entry.desired if entry is not None else prior
+            if loops is not None:       # the loop's newer status stands where the reconcile changed nothing
+                if loops not in bases:
+                    bases.append(loops)
+                new = rebase(old, new, loops)
             if newer and (new.get("lastActiveTime") or "") < newer:   # RFC 3339 UTC: text order is time order
                 new = dict(new, lastActiveTime=newer)
             patch = patch_from(bases, new)
