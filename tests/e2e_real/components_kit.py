@@ -48,12 +48,36 @@ def render_bundle(component: str, namespace: str, image: str, *extra: str) -> st
     return out.stdout
 
 
+def point_at(bundle: str, dns_url: str, url: str) -> str:
+    """The bundle with the in-cluster DNS URL `dns_url` replaced by `url` (the kit has no DNS)."""
+    if dns_url not in bundle:
+        raise AssertionError(f"the bundle no longer names {dns_url}: update the tests")
+    return bundle.replace(dns_url, url)
+
+
 def point_at_prometheus(bundle: str, namespace: str, url: str) -> str:
     """The bundle with its in-cluster DNS name of Prometheus replaced by `url` (no DNS in the kit)."""
-    dns = f"http://prometheus-operated.{namespace}.svc:9090"
-    if dns not in bundle:
-        raise AssertionError(f"the bundle no longer names {dns}: update the tests")
-    return bundle.replace(dns, url)
+    return point_at(bundle, f"http://prometheus-operated.{namespace}.svc:9090", url)
+
+
+def remove_bundles(cp, bundles: list[str]) -> None:
+    """Delete what the bundles created, the last applied first.
+
+    The adapter's APIServices are cluster-wide: left pointing at a deleted Service they would make
+    discovery fail for the rest of the tier (namespace deletion, kubectl)."""
+    for bundle in reversed(bundles):
+        cp.kubectl("delete", "-f", "-", "--ignore-not-found", "--wait=false", input=bundle,
+                   check=False, timeout=120)
+
+
+def ready_pods(cluster, namespace: str, selector: str, count: int) -> list[dict] | None:
+    """The pods matching `selector` (not being deleted) when exactly `count` exist and all are
+    Running and Ready; else None (for wait_for)."""
+    from realkube import pod_is_ready
+
+    pods = [p for p in cluster.get_json("pods", "-n", namespace, "-l", selector)["items"]
+            if not p["metadata"].get("deletionTimestamp")]
+    return pods if len(pods) == count and all(pod_is_ready(p) for p in pods) else None
 
 
 def free_host_port() -> int:

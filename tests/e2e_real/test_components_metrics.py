@@ -30,7 +30,7 @@ import realkube
 from deadlines import scaled
 
 from .components_kit import (NODE_IP, free_host_port, load_app_manifests, point_at_prometheus,
-                             prometheus_manifests, render_bundle, wait_for)
+                             prometheus_manifests, remove_bundles, render_bundle, wait_for)
 from .stack import install_crds, record
 
 COMPONENTS = ("adapter", "autoscaler", "recommender")
@@ -112,11 +112,7 @@ def stack(real_cluster: realkube.RealCluster) -> Iterator[Stack]:
         real_cluster.apply(custom_resources(ns))
         yield s
     finally:
-        # The APIServices are cluster-wide: left pointing at a deleted Service they would make
-        # discovery fail for the rest of the tier (namespace deletion, kubectl).
-        for bundle in reversed(s.bundles):
-            cp.kubectl("delete", "-f", "-", "--ignore-not-found", "--wait=false", input=bundle,
-                       check=False, timeout=120)
+        remove_bundles(cp, s.bundles)
         realkube.delete_namespace(cp, ns)
 
 
