@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -71,6 +72,31 @@ class Keda:
     def columns(self) -> dict[str, str]:
         return so_columns(self.kubectl("get", "so", APP))
 
+    def replica_answers(self) -> dict[str, str]:
+        """Each autoscaler pod's own answer for the HPA's metric (`value`, or the HTTP error and its
+        body): the Service behind `--keda-metrics-url` may send the HPA's request to either, leader or
+        standby, and the adapter's kept-alive connection stays with the one it got."""
+        path = f"/keda/v1/namespaces/{self.ns}/scaledobjects/{APP}/metrics/s0-prometheus"
+        answers = {}
+        for pod in self.get("pods", "-l", AUTOSCALER)["items"]:
+            url = f"http://{pod['status'].get('podIP')}:9666{path}"
+            try:
+                answers[pod["metadata"]["name"]] = realkube.http_json(url)["items"][0]["value"]
+            except urllib.error.HTTPError as exc:
+                answers[pod["metadata"]["name"]] = f"HTTP {exc.code}: {exc.read().decode(errors='replace')}"
+            except OSError as exc:
+                answers[pod["metadata"]["name"]] = repr(exc)
+        return answers
+
+    def all_answer(self, value: str):
+        """A check for wait_for: every replica answers `value` (else it raises, naming the answers)."""
+        def check() -> dict[str, str]:
+            answers = self.replica_answers()
+            if set(answers.values()) != {value}:
+                raise AssertionError(f"not every replica answers {value}: {answers}")
+            return answers
+        return check
+
     def describe(self) -> str:
         """What a user would look at when a step does not happen: objects, the HPA's conditions,
         Events, each autoscaler pod's own answer for the metric (the Service picks either) and the
@@ -81,15 +107,10 @@ class Keda:
         out.append(json.dumps((hpa.get("status") or {}), indent=1))
         out.append(self.cluster.kubectl("get", "events", "-n", self.ns, "--sort-by=.lastTimestamp",
                                         check=False).stdout[-4000:])
-        path = f"/keda/v1/namespaces/{self.ns}/scaledobjects/{APP}/metrics/s0-prometheus"
+        out.append(f"each autoscaler pod's answer for s0-prometheus: {self.replica_answers()}")
         for selector in (AUTOSCALER, ADAPTER):
             for pod in self.get("pods", "-l", selector)["items"]:
-                name, ip = pod["metadata"]["name"], pod["status"].get("podIP")
-                if selector == AUTOSCALER:
-                    try:
-                        out.append(f"{name} {path}: {realkube.http_text(f'http://{ip}:9666{path}')}")
-                    except Exception as exc:  # noqa: BLE001 - a diagnostic
-                        out.append(f"{name} {path}: {exc!r}")
+                name = pod["metadata"]["name"]
                 log = self.cluster.kubectl("logs", "-n", self.ns, name, check=False).stdout
                 out.append(f"--- {name} log:\n{log[-3000:]}")
         return "\n".join(out)
@@ -162,6 +183,8 @@ def test_scaled_object_takes_real_pods_0_1_n_0(keda: Keda):
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, MAX_REPLICAS), hpa["spec"]
     assert [m["external"]["metric"]["name"] for m in hpa["spec"]["metrics"]] == ["s0-prometheus"]
     assert keda.replicas() == 0 and keda.app_pods() == []
+    # Leader and standby both answer the HPA's metric (the Service may send its requests to either)
+    wait_for("every autoscaler replica answering s0-prometheus with 0", keda.all_answer("0"), scaled(10))
 
     try:
         up_from_zero(keda)
