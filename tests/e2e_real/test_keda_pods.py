@@ -141,15 +141,24 @@ def keda(real_cluster: realkube.RealCluster) -> Iterator[Keda]:
             pods = wait_for(f"promop-{name}: {count} pods Ready",
                             lambda: ready_pods(real_cluster, ns, selector, count), scaled(60))
             record(f"keda: {name} pods creation -> Ready (s)", [realkube.pod_ready_seconds(p) for p in pods])
-        wait_for(f"APIService {EXTERNAL_APISERVICE} Available", lambda: any(
-            c["type"] == "Available" and c["status"] == "True"
-            for c in real_cluster.get_json("apiservice", EXTERNAL_APISERVICE)["status"].get("conditions", [])),
-            scaled(60))
+        wait_for(f"APIService {EXTERNAL_APISERVICE} Available", lambda: apiservice_available(real_cluster),
+                 scaled(60))
         yield k
     finally:
         remove_bundles(cp, k.bundles)
         realkube.delete_namespace(cp, ns)
         k.prom.close()
+
+
+def apiservice_available(cluster: realkube.RealCluster) -> bool:
+    """True once the external metrics APIService is Available; else it raises with the aggregator's
+    condition (wait_for reports the last one: why the aggregator cannot reach the adapter)."""
+    conditions = cluster.get_json("apiservice", EXTERNAL_APISERVICE)["status"].get("conditions", [])
+    available = next((c for c in conditions if c["type"] == "Available"), {})
+    if available.get("status") != "True":
+        endpoints = cluster.get_json("endpoints", "-A", "-l", ADAPTER)["items"]
+        raise AssertionError(f"{available}; adapter endpoints: {[e.get('subsets') for e in endpoints]}")
+    return True
 
 
 def timed(what: str, check, timeout: float, since: float):
