@@ -5,7 +5,9 @@ Installed as docs/keda.md tells users: `kubectl apply -f crds/` (the keda.sh CRD
 there) and `promop manifests --component adapter | kubectl apply -f -` (its
 `--keda-metrics-url` forwards ScaledObject metrics to the autoscaler's Service). Two edits, both
 for the kit's lack of DNS (components_kit.point_at): the bundles' Prometheus URL names the test's
-stand-in Prometheus, and the adapter's `--keda-metrics-url` the autoscaler Service's ClusterIP.
+stand-in Prometheus, and the adapter's `--keda-metrics-url` the autoscaler Service's ClusterIP. The
+adapter's APIServices are applied last, once its Service answers at its ClusterIP: a kit race, see
+components_kit.apply_apiservices_last.
 
 The stand-in Prometheus (keda_kit.StandInPrometheus) listens on the node's pod-bridge address, so
 the autoscaler's pods query it as they would a Prometheus Service; the test sets its answer:
@@ -32,7 +34,7 @@ import pytest
 import realkube
 from deadlines import scaled
 
-from .components_kit import (point_at, point_at_prometheus, ready_pods, remove_bundles,
+from .components_kit import (apply_apiservices_last, point_at, point_at_prometheus, ready_pods, remove_bundles,
                              render_bundle, wait_for)
 from .keda_kit import StandInPrometheus, scaled_app_manifests, so_columns
 from .stack import install_crds, record
@@ -135,7 +137,7 @@ def keda(real_cluster: realkube.RealCluster) -> Iterator[Keda]:
         adapter = point_at(point_at_prometheus(render_bundle("adapter", ns, real_cluster.image), ns, k.prom.url),
                            f"http://promop-autoscaler.{ns}.svc:9666", f"http://{ip}:9666")
         k.bundles.append(adapter)
-        real_cluster.apply(adapter)
+        apply_apiservices_last(real_cluster, adapter, ns, "promop-adapter", scaled(60))
         for name, selector in (("autoscaler", AUTOSCALER), ("adapter", ADAPTER)):
             count = k.get("deployment", f"promop-{name}")["spec"]["replicas"]
             pods = wait_for(f"promop-{name}: {count} pods Ready",
