@@ -48,12 +48,74 @@ def render_bundle(component: str, namespace: str, image: str, *extra: str) -> st
     return out.stdout
 
 
+def point_at(bundle: str, dns_url: str, url: str) -> str:
+    """The bundle with the in-cluster DNS URL `dns_url` replaced by `url` (the kit has no DNS)."""
+    if dns_url not in bundle:
+        raise AssertionError(f"the bundle no longer names {dns_url}: update the tests")
+    return bundle.replace(dns_url, url)
+
+
 def point_at_prometheus(bundle: str, namespace: str, url: str) -> str:
     """The bundle with its in-cluster DNS name of Prometheus replaced by `url` (no DNS in the kit)."""
-    dns = f"http://prometheus-operated.{namespace}.svc:9090"
-    if dns not in bundle:
-        raise AssertionError(f"the bundle no longer names {dns}: update the tests")
-    return bundle.replace(dns, url)
+    return point_at(bundle, f"http://prometheus-operated.{namespace}.svc:9090", url)
+
+
+def apply_apiservices_last(cluster, bundle: str, namespace: str, service: str, timeout: float) -> None:
+    """`kubectl apply` of a bundle with APIServices, those last: once the host reaches the Service's
+    own server through its ClusterIP.
+
+    Why (the kit, not promop): the apiserver runs on the host, and until kube-proxy has written the
+    new Service's rule, the host routes its ClusterIP like any address, out of the default route;
+    this machine's gateway answers HTTPS there with a 404. The aggregator, which dials an APIService's
+    Service as soon as it exists (availability check, discovery), keeps that connection and kept
+    getting the 404 for minutes (APIService `FailedDiscoveryCheck ... 404`; an HPA's
+    `FailedGetExternalMetric ... the server could not find the requested resource`). On a cluster the
+    apiserver is not on a node with a route to the Service range, and the race does not arise."""
+    docs = [d for d in yaml.safe_load_all(bundle) if d]
+    cluster.apply(yaml.safe_dump_all([d for d in docs if d["kind"] != "APIService"], sort_keys=False))
+    ip = cluster.get_json("service", service, "-n", namespace)["spec"]["clusterIP"]
+    port = cluster.get_json("service", service, "-n", namespace)["spec"]["ports"][0]["port"]
+    wait_for(f"{namespace}/{service}'s server answering at its ClusterIP {ip}:{port}",
+             lambda: _answers_unauthenticated(f"https://{ip}:{port}/apis"), timeout)
+    cluster.apply(yaml.safe_dump_all([d for d in docs if d["kind"] == "APIService"], sort_keys=False))
+
+
+def _answers_unauthenticated(url: str) -> bool:
+    """True when `url` gives an extension apiserver's own 401 Status (not a gateway's answer)."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        urllib.request.urlopen(url, timeout=3, context=context)  # noqa: S310 - test-only, local
+    except urllib.error.HTTPError as exc:
+        body = json.loads(exc.read() or b"{}")
+        if exc.code == 401 and body.get("kind") == "Status":
+            return True
+        raise AssertionError(f"{url}: HTTP {exc.code} {body}") from None
+    raise AssertionError(f"{url} answered an unauthenticated request")
+
+
+def remove_bundles(cp, bundles: list[str]) -> None:
+    """Delete what the bundles created, the last applied first.
+
+    The adapter's APIServices are cluster-wide: left pointing at a deleted Service they would make
+    discovery fail for the rest of the tier (namespace deletion, kubectl)."""
+    for bundle in reversed(bundles):
+        cp.kubectl("delete", "-f", "-", "--ignore-not-found", "--wait=false", input=bundle,
+                   check=False, timeout=120)
+
+
+def ready_pods(cluster, namespace: str, selector: str, count: int) -> list[dict] | None:
+    """The pods matching `selector` (not being deleted) when exactly `count` exist and all are
+    Running and Ready; else None (for wait_for)."""
+    from realkube import pod_is_ready
+
+    pods = [p for p in cluster.get_json("pods", "-n", namespace, "-l", selector)["items"]
+            if not p["metadata"].get("deletionTimestamp")]
+    return pods if len(pods) == count and all(pod_is_ready(p) for p in pods) else None
 
 
 def free_host_port() -> int:

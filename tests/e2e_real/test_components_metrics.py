@@ -29,8 +29,9 @@ import yaml
 import realkube
 from deadlines import scaled
 
-from .components_kit import (NODE_IP, free_host_port, load_app_manifests, point_at_prometheus,
-                             prometheus_manifests, render_bundle, wait_for)
+from .components_kit import (NODE_IP, apply_apiservices_last, free_host_port, load_app_manifests,
+                             point_at_prometheus, prometheus_manifests, remove_bundles, render_bundle,
+                             wait_for)
 from .stack import install_crds, record
 
 COMPONENTS = ("adapter", "autoscaler", "recommender")
@@ -108,15 +109,14 @@ def stack(real_cluster: realkube.RealCluster) -> Iterator[Stack]:
         for component in COMPONENTS:
             bundle = point_at_prometheus(render_bundle(component, ns, real_cluster.image), ns, s.prometheus_url)
             s.bundles.append(bundle)
-            real_cluster.apply(bundle)
+            if component == "adapter":  # its APIServices once its Service routes (a kit race)
+                apply_apiservices_last(real_cluster, bundle, ns, "promop-adapter", scaled(60))
+            else:
+                real_cluster.apply(bundle)
         real_cluster.apply(custom_resources(ns))
         yield s
     finally:
-        # The APIServices are cluster-wide: left pointing at a deleted Service they would make
-        # discovery fail for the rest of the tier (namespace deletion, kubectl).
-        for bundle in reversed(s.bundles):
-            cp.kubectl("delete", "-f", "-", "--ignore-not-found", "--wait=false", input=bundle,
-                       check=False, timeout=120)
+        remove_bundles(cp, s.bundles)
         realkube.delete_namespace(cp, ns)
 
 

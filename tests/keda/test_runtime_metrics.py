@@ -232,3 +232,40 @@ def test_a_replica_without_the_loop_still_answers_the_hpa(h):
         assert out["items"][0]["value"] == "21" and not standby.states
     finally:
         standby.stop(2)
+
+
+def _ready(status: str, reason: str) -> dict:
+    return {"status": {"conditions": [{"type": "Ready", "status": status, "reason": reason, "message": "m"}]}}
+
+
+def test_a_standby_answers_while_ready_is_false_only_because_the_hpa_cannot_get_the_metric(h):
+    """Found on the real node (tests/e2e_real/test_keda_pods.py): the HPA's first request failed, Ready
+    went False HPANotWorking, and the standby, to which the adapter's kept-alive connection went through
+    the Service, refused every later request because Ready was False: the HPA never got a value. A
+    standby refuses only where the leader has no loop state either (another reason for Ready=False)."""
+    from promop.autoscaler.keda.controller import KedaController
+    from promop.autoscaler.keda.metrics_api import MetricError
+    from promop.kube.client import KubeClient
+
+    h.client.create(DEPLOYMENTS, deployment("hw", 1), "default")
+    h.prom.set("q_hw", "35")
+    h.client.create(SCALEDOBJECTS, scaled_object("hw", "hw", h.prom.url, "q_hw"), "default")
+    standby = KedaController(KubeClient(h.sandbox.api_client()), informer_kwargs={"backoff_base": 0.05})
+    standby.start_informers()   # no workers: a replica waiting for the lease
+    try:
+        assert standby.wait_for_sync(scaled(20))
+
+        def answer_with(status: str, reason: str):
+            h.client.patch(SCALEDOBJECTS, "hw", _ready(status, reason), "default", subresource="status")
+            wait_for(lambda: ((standby.scaledobjects.store.get("default/hw") or {}).get("status") or {})
+                     .get("conditions", [{}])[0].get("reason") == reason, what=f"the standby sees {reason}")
+            try:
+                return standby.scaled_object_metric("default", "hw", "s0-prometheus")["items"][0]["value"]
+            except MetricError as exc:
+                return exc.code
+
+        assert answer_with("False", "HPANotWorking") == "35"
+        assert answer_with("False", "ScaledObjectCheckFailed") == 503
+        assert answer_with("True", "ScaledObjectReady") == "35"
+    finally:
+        standby.stop(2)

@@ -535,9 +535,15 @@ class KedaController(QueueController):
         all the same, with the health the status last recorded."""
         from promop.keda.spec import KedaSpecError, parse_scaled_object, pause_state
 
+        from promop.keda.status import READY_HPA_NOT_WORKING
+
         status = obj.get("status") or {}
-        if (next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {}).get("status")
-                == "False"):
+        ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+        # Not ready because of the HPA itself (HPANotWorking: it could not get this metric, e.g. asked
+        # before the first poll): the leader answers it from its loop's state, and so must a standby.
+        # Refusing would keep the HPA failing, and Ready False, for as long as the Service sends the
+        # HPA's requests here.
+        if ready.get("status") == "False" and ready.get("reason") != READY_HPA_NOT_WORKING:
             raise MetricError(503, f"ScaledObject {key} is not ready for scaling (see its Ready condition)")
         try:
             so = parse_scaled_object(obj)
