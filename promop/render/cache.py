@@ -19,6 +19,7 @@ from typing import Any
 
 from promop.render.context import GenContext
 from promop.render.generate import Fragment, monitor_fragment
+from promop.render.selection_index import SelectionIndex
 from promop.render.store import Store
 
 
@@ -73,6 +74,8 @@ class RenderCache:
         self._latest: dict[Hashable, Hashable] = {}
         self.hits = 0
         self.misses = 0
+        # per kind: the selection of the (one) Prometheus this cache serves, updated incrementally
+        self._selections: dict[str, SelectionIndex] = {}
 
     def fragment(self, ctx: GenContext, monitor_key: str, kind: str, obj: Mapping[str, Any]) -> Fragment:
         key = (kind, object_key(obj), monitor_key)
@@ -103,6 +106,14 @@ class RenderCache:
         result = build()
         self._put(self._rules, key, result, self.max_renders)
         return result
+
+    def selection_index(self, kind: str) -> SelectionIndex:
+        """The incremental selection of `kind` (promop.render.selection_index); it starts over by
+        itself when asked for another Prometheus, selector or set of namespace labels."""
+        index = self._selections.get(kind)
+        if index is None:
+            index = self._selections[kind] = SelectionIndex(kind)
+        return index
 
     def per_object(self, tag: str, obj: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
         """`compute()` for a result that depends on `obj` alone, memoised by its identity + version."""
