@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from promop.render.cache import RenderCache, object_key
-from promop.render.config import compress, config_secret
+from promop.render.config import compress_pieces, config_secret
 from promop.render.generate import build_config, monitor_fragments, new_context
 from promop.render.model import Decision, ObjectRef, Problem, RenderInputs, RenderResult, obj_meta
 from promop.render.rules import RulesResult, build_rule_configmaps
@@ -107,11 +107,13 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     rules = sorted(_selected(decisions["PrometheusRule"], inputs.prometheus_rules, cache, "PrometheusRule"), key=obj_meta)
     probes = _selected(decisions["Probe"], inputs.probes, cache, "Probe")
     scs = _selected(decisions["ScrapeConfig"], inputs.scrape_configs, cache, "ScrapeConfig")
-    for obj in (*sms, *pms, *rules):
-        if cache is None:
+    if cache is None:
+        for obj in (*sms, *pms, *rules):
             warnings += unsupported_fields(dict(obj))
-        else:
-            warnings += cache.per_object("unsupported", obj, lambda o=obj: unsupported_fields(dict(o)))
+    else:
+        for found in cache.per_objects("unsupported", (*sms, *pms, *rules), _unsupported):
+            if found:
+                warnings += found
 
     ctx, prom_scope = new_context(prometheus, options, Store(inputs.secrets, inputs.configmaps))
     web_tls = _web_tls(prometheus, prom_scope)
@@ -133,7 +135,8 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
             "no serviceMonitorSelector, podMonitorSelector, probeSelector or scrapeConfigSelector is set: "
             "the config Secret is left to you (unmanaged); set serviceMonitorSelector: {} to let promop generate it",
         ))
-    gz = None if unmanaged else (cache.compressed(generated.text, compress) if cache else compress(generated.text))
+    gz = None if unmanaged else (cache.compressed_pieces(generated.pieces, compress_pieces) if cache
+                                 else compress_pieces(generated.pieces)[0])
     parts = split.plan(prometheus, generated, gz, options, inputs.config_parts) if gz else None
     if parts is not None:
         gz = parts.main_gz
@@ -229,6 +232,10 @@ def _walk_refs(value: Any, namespace: str, out: set[ObjectRef], key: str = "") -
             _walk_refs(item, namespace, out, key)
 
 
+def _unsupported(obj: Mapping[str, Any]) -> list[Problem]:
+    return unsupported_fields(dict(obj))
+
+
 def _object_refs(obj: Mapping[str, Any]) -> frozenset[ObjectRef]:
     out: set[ObjectRef] = set()
     _walk_refs(obj.get("spec") or {}, obj_meta(obj)[0], out)
@@ -252,9 +259,9 @@ def references(inputs: RenderInputs, cache: RenderCache | None = None) -> set[Ob
     scrape_objects = [("ServiceMonitor", inputs.service_monitors), ("PodMonitor", inputs.pod_monitors)]
     scrape_objects += [("Probe", inputs.probes), ("ScrapeConfig", inputs.scrape_configs)]
     for kind, objs in scrape_objects:
-        for obj in _selected(decisions[kind], objs, cache, kind):
-            if cache is None:
-                out |= _object_refs(obj)
-            else:
-                out |= cache.per_object("references", obj, lambda o=obj: _object_refs(o))
+        chosen = _selected(decisions[kind], objs, cache, kind)
+        for refs in (cache.per_objects(("references", kind), chosen, _object_refs) if cache is not None
+                     else map(_object_refs, chosen)):
+            if refs:
+                out |= refs
     return out

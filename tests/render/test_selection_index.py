@@ -178,3 +178,24 @@ def test_an_object_changed_in_place_is_decided_again(with_uid):
     if with_uid:
         md["resourceVersion"] = "2"
     assert not select_all(inputs, None, None, cache)["ServiceMonitor"][0].selected
+
+
+def test_per_objects_reuses_only_the_same_object_at_the_same_version():
+    """RenderCache.per_objects (references and unsupported-field warnings per render) looks unchanged
+    objects up by identity: a new resourceVersion, a new dict or a missing uid computes again."""
+    cache = RenderCache()
+    calls = []
+
+    def compute(obj):
+        calls.append(obj["metadata"]["name"])
+        return obj["metadata"].get("labels", {}).get("team")
+
+    a = {"metadata": {"name": "a", "uid": "ua", "resourceVersion": "1", "labels": {"team": "x"}}}
+    b = {"metadata": {"name": "b", "labels": {"team": "y"}}}  # no uid: keyed by its content, not identity
+    assert cache.per_objects("t", [a, b], compute) == ["x", "y"]
+    assert cache.per_objects("t", [a, b], compute) == ["x", "y"] and calls == ["a", "b"]
+    a["metadata"].update(labels={"team": "z"}, resourceVersion="2")
+    b["metadata"]["labels"] = {"team": "w"}
+    assert cache.per_objects("t", [a, b], compute) == ["z", "w"] and calls == ["a", "b", "a", "b"]
+    a2 = {"metadata": {**a["metadata"], "labels": {"team": "q"}, "resourceVersion": "3"}}
+    assert cache.per_objects("t", [a2], compute) == ["q"]
