@@ -62,10 +62,9 @@ class RenderCache:
         self._fragments: OrderedDict[Hashable, Fragment] = OrderedDict()
         self._rules: OrderedDict[Hashable, Any] = OrderedDict()
         # Cheap per-object/per-input memos (selection, references, unsupported-field warnings,
-        # the gzipped config); not counted in hits/misses, which measure fragment/rule reuse.
+        # the gzipped config's members); not counted in hits/misses, which measure fragment/rule reuse.
         self._memo: OrderedDict[Hashable, Any] = OrderedDict()
         self._renders: OrderedDict[Hashable, Any] = OrderedDict()
-        self._gz: tuple[str, bytes] | None = None
         self._members: dict[tuple, bytes] = {}  # the gzip member of each piece of the latest config
         # Each PrometheusRule's rendered file (or rejection), keyed by everything it depends on, so a
         # change to one PrometheusRule re-renders that one only (see rules.build_rule_configmaps).
@@ -202,12 +201,6 @@ class RenderCache:
         """compress(pieces, memo): the gzipped config, each unchanged piece's member reused."""
         gz, self._members = compress(config_pieces, self._members)
         return gz
-
-    def compressed(self, text: str, compress: Callable[[str], bytes]) -> bytes:
-        """compress(text), reused while the config text is unchanged (gzip is the costliest step)."""
-        if self._gz is None or self._gz[0] != text:
-            self._gz = (text, compress(text))
-        return self._gz[1]
 
     def _put(self, table: OrderedDict, key: Hashable, value: Any, limit: int | None = None) -> None:
         table[key] = value
