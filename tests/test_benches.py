@@ -34,6 +34,7 @@ BENCHES = {
     "sandbox": ["--objects", "200", "--rounds", "1", "--page", "50"],
     "render": ["--repeat", "1", "--monitors", "50", "--rules", "25", "--cli-repeat", "1"],
     "scale": ["--quick"],
+    "scale.edit_render": ["--monitors", "50", "100", "--edits", "2"],  # in process: no control plane
     "reloader_startup": ["--repeats", "1"],
     "keda": ["--quick", "--objects", "40", "--queries", "8", "--namespaces", "2", "--window", "6"],
 }

@@ -39,30 +39,28 @@ class StableVersions:
     Thread-safe (syncs of different Prometheus objects run at once and share it)."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[str, str], tuple[str, Mapping[str, Any]]] = {}
+        self._seen: dict[str, dict[str, tuple[str, Mapping[str, Any]]]] = {}  # kind -> uid -> entry
         self._lock = threading.Lock()
 
     def views(self, kind: str, objects: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """`objects` as the render should see them (same order); forgets the objects of `kind`
-        no longer listed."""
+        no longer listed. Once per sync over every candidate: one dict lookup per object."""
         out = []
         with self._lock:
-            fresh: dict[tuple[str, str], tuple[str, Mapping[str, Any]]] = {}
+            seen = self._seen.get(kind) or {}
+            fresh: dict[str, tuple[str, Mapping[str, Any]]] = {}
             for obj in objects:
                 md = obj.get("metadata") or {}
                 uid, rv = md.get("uid"), md.get("resourceVersion")
                 if not uid or not rv:
                     out.append(obj)
                     continue
-                key = (kind, uid)
-                entry = self._seen.get(key)
+                entry = seen.get(uid)
                 if entry is None or entry[0] != rv:
                     entry = (rv, self._view(obj, entry[1] if entry is not None else None))
-                fresh[key] = entry
+                fresh[uid] = entry
                 out.append(entry[1])
-            for key in [k for k in self._seen if k[0] == kind and k not in fresh]:
-                del self._seen[key]
-            self._seen.update(fresh)
+            self._seen[kind] = fresh
         return out
 
     @staticmethod

@@ -19,6 +19,7 @@ from typing import Any
 
 from promop.render.context import GenContext
 from promop.render.generate import Fragment, monitor_fragment
+from promop.render.selection_index import SelectionIndex
 from promop.render.store import Store
 
 
@@ -61,10 +62,10 @@ class RenderCache:
         self._fragments: OrderedDict[Hashable, Fragment] = OrderedDict()
         self._rules: OrderedDict[Hashable, Any] = OrderedDict()
         # Cheap per-object/per-input memos (selection, references, unsupported-field warnings,
-        # the gzipped config); not counted in hits/misses, which measure fragment/rule reuse.
+        # the gzipped config's members); not counted in hits/misses, which measure fragment/rule reuse.
         self._memo: OrderedDict[Hashable, Any] = OrderedDict()
         self._renders: OrderedDict[Hashable, Any] = OrderedDict()
-        self._gz: tuple[str, bytes] | None = None
+        self._members: dict[tuple, bytes] = {}  # the gzip member of each piece of the latest config
         # Each PrometheusRule's rendered file (or rejection), keyed by everything it depends on, so a
         # change to one PrometheusRule re-renders that one only (see rules.build_rule_configmaps).
         self.rule_files: _BoundedDict = _BoundedDict(max_entries)
@@ -73,6 +74,36 @@ class RenderCache:
         self._latest: dict[Hashable, Hashable] = {}
         self.hits = 0
         self.misses = 0
+        # per kind: the selection of the (one) Prometheus this cache serves, updated incrementally
+        self._selections: dict[str, SelectionIndex] = {}
+        self._lists: dict[Hashable, dict[int, tuple]] = {}  # per_objects: tag -> id(obj) -> entry, latest call
+
+    def fragments(self, ctx: GenContext, monitor_key: str, kind: str,
+                  objs: Sequence[Mapping[str, Any]]) -> list[tuple[str, Fragment]]:
+        """(sort key, fragment(...)) per object of `objs`, in their order. The list's unchanged
+        objects (the same dict at the same resourceVersion as in the previous call for `kind`, and
+        the same monitor_key) are looked up by identity in one pass: no object_key, no LRU
+        bookkeeping, no sort key built again; the reads of each are still checked."""
+        tag = ("fragments", kind)
+        memo = self._lists.get(tag) or {}
+        fresh: dict[int, tuple] = {}
+        out = []
+        store = ctx.store
+        for obj in objs:  # hot: once per selected monitor and render
+            entry = memo.get(id(obj))
+            if entry is not None and entry[0] is obj and entry[1] is not None and entry[2] == monitor_key \
+                    and entry[1] == (obj.get("metadata") or {}).get("resourceVersion") \
+                    and (not entry[4].reads or _reads_valid(store, entry[4].reads)):
+                self.hits += 1
+            else:
+                md = obj.get("metadata") or {}
+                entry = (obj, md.get("resourceVersion") if md.get("uid") else None, monitor_key,
+                         f"{md.get('namespace') or ''}/{md.get('name') or ''}",
+                         self.fragment(ctx, monitor_key, kind, obj))
+            fresh[id(obj)] = entry
+            out.append((entry[3], entry[4]))
+        self._lists[tag] = fresh
+        return out
 
     def fragment(self, ctx: GenContext, monitor_key: str, kind: str, obj: Mapping[str, Any]) -> Fragment:
         key = (kind, object_key(obj), monitor_key)
@@ -104,7 +135,36 @@ class RenderCache:
         self._put(self._rules, key, result, self.max_renders)
         return result
 
-    def per_object(self, tag: str, obj: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
+    def selection_index(self, kind: str) -> SelectionIndex:
+        """The incremental selection of `kind` (promop.render.selection_index); it starts over by
+        itself when asked for another Prometheus, selector or set of namespace labels."""
+        index = self._selections.get(kind)
+        if index is None:
+            index = self._selections[kind] = SelectionIndex(kind)
+        return index
+
+    def per_objects(self, tag: Hashable, objs: Sequence[Mapping[str, Any]], compute: Callable[[Any], Any]) -> list:
+        """[compute(obj) for obj in objs], each memoised as per_object(tag, ...) would: the list's
+        unchanged objects (the same dict at the same resourceVersion as in the previous call with
+        this tag) are looked up by identity in one pass, the rest through per_object."""
+        memo = self._lists.get(tag) or {}
+        fresh: dict[int, tuple] = {}
+        out = []
+        for obj in objs:  # hot: once per selected object and render
+            entry = memo.get(id(obj))
+            if entry is not None and entry[0] is obj and entry[1] is not None \
+                    and entry[1] == (obj.get("metadata") or {}).get("resourceVersion"):
+                value = entry[2]
+                fresh[id(obj)] = entry
+            else:
+                value = self.per_object(tag, obj, lambda o=obj: compute(o))
+                md = obj.get("metadata") or {}
+                fresh[id(obj)] = (obj, md.get("resourceVersion") if md.get("uid") else None, value)
+            out.append(value)
+        self._lists[tag] = fresh
+        return out
+
+    def per_object(self, tag: Hashable, obj: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
         """`compute()` for a result that depends on `obj` alone, memoised by its identity + version."""
         key = (tag, object_key(obj))
         if key not in self._memo:
@@ -137,11 +197,10 @@ class RenderCache:
         self._put(table, key, value, limit)
         return value
 
-    def compressed(self, text: str, compress: Callable[[str], bytes]) -> bytes:
-        """compress(text), reused while the config text is unchanged (gzip is the costliest step)."""
-        if self._gz is None or self._gz[0] != text:
-            self._gz = (text, compress(text))
-        return self._gz[1]
+    def compressed_pieces(self, config_pieces: Sequence[tuple], compress: Callable[..., tuple[bytes, dict]]) -> bytes:
+        """compress(pieces, memo): the gzipped config, each unchanged piece's member reused."""
+        gz, self._members = compress(config_pieces, self._members)
+        return gz
 
     def _put(self, table: OrderedDict, key: Hashable, value: Any, limit: int | None = None) -> None:
         table[key] = value

@@ -7,6 +7,7 @@ selects, then calls the same pieces. Each monitor becomes a Fragment: its jobs
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -14,7 +15,7 @@ from typing import Any, Protocol
 from promop.render import auth, topology
 from promop.render.additional import additional_scrape_configs
 from promop.render.alerting import alerting_section
-from promop.render.config import assemble, dump_job, rule_files
+from promop.render.config import Piece, dump_job, pieces, rule_files, text_of
 from promop.render.context import GenContext
 from promop.render.globals import global_section, runtime_section, storage_section
 from promop.render.model import Problem, RenderOptions, obj_meta
@@ -59,6 +60,20 @@ class Fragment:
     assets: dict[str, str] = field(default_factory=dict)
     reads: dict[tuple[str, str, str, str], str | None] = field(default_factory=dict)
 
+    # What build_config takes of an accepted fragment on every render, computed once (a cached
+    # fragment is reused by every render until its monitor changes). Shared: treat as read-only.
+    @functools.cached_property
+    def identity(self) -> tuple[str, str, str]:
+        return self.kind, self.namespace, self.name
+
+    @functools.cached_property
+    def job_names(self) -> list[str]:
+        return [j["job_name"] for j in self.jobs]
+
+    @functools.cached_property
+    def group(self) -> tuple[str, list[str]]:
+        return f"{self.kind}/{self.namespace}/{self.name}", list(self.texts)
+
 
 @dataclass
 class ConfigResult:
@@ -75,6 +90,8 @@ class ConfigResult:
     head: dict = field(default_factory=dict)
     tail: dict = field(default_factory=dict)
     groups: list[tuple[str, list[str]]] = field(default_factory=list)
+    # the text cut into stable pieces (promop.render.config.pieces): what the config is gzipped from
+    pieces: list[Piece] = field(default_factory=list)
 
 
 INTERNAL_ERROR = "promop could not process this object (a promop bug, please report it)"
@@ -182,16 +199,19 @@ def build_config(
     rejected: list[Problem] = []
     warnings: list[Problem] = []
     assets: dict[str, str] = {}
-    for frag in fragments:
-        rejected += frag.rejected
-        warnings += frag.warnings
+    for frag in fragments:  # once per selected monitor on every render: what it needs is precomputed
         if frag.rejected:
+            rejected += frag.rejected
+            warnings += frag.warnings
             continue
+        if frag.warnings:
+            warnings += frag.warnings
         jobs += frag.jobs
         texts += frag.texts
-        assets.update(frag.assets)
-        job_names[(frag.kind, frag.namespace, frag.name)] = [j["job_name"] for j in frag.jobs]
-        groups.append((f"{frag.kind}/{frag.namespace}/{frag.name}", list(frag.texts)))
+        if frag.assets:
+            assets.update(frag.assets)
+        job_names[frag.identity] = frag.job_names
+        groups.append(frag.group)
     taken = {j["job_name"] for j in jobs}
     extra = additional_scrape_configs(ctx, prom_scope, taken)
     jobs += extra
@@ -215,8 +235,9 @@ def build_config(
     assets.update(prom_scope.assets)
     warnings += prom_scope.warnings
     config = {**head, "scrape_configs": jobs, **tail}
-    return ConfigResult(config, assemble(head, texts, tail), job_names, rejected, warnings, assets,
-                        head=head, tail=tail, groups=groups)
+    config_pieces = pieces(head, groups, tail)
+    return ConfigResult(config, text_of(config_pieces), job_names, rejected, warnings, assets,
+                        head=head, tail=tail, groups=groups, pieces=config_pieces)
 
 
 def sort_key(obj: Mapping[str, Any]) -> str:
@@ -268,10 +289,20 @@ def monitor_fragments(
     kinds: list[tuple[str, Sequence[Mapping[str, Any]]]] = [("ServiceMonitor", service_monitors), ("PodMonitor", pod_monitors)]
     kinds.append(("Probe", probes))
     kinds.append(("ScrapeConfig", scrape_configs))
+    many = getattr(cache, "fragments", None)  # RenderCache: the whole list in one pass
     for kind, objs in kinds:
+        if many is not None:
+            pairs = many(ctx, monitor_key, kind, objs)
+            pairs.sort(key=_first)  # stable, as sorted(objs, key=sort_key)
+            out += [frag for _, frag in pairs]
+            continue
         for obj in sorted(objs, key=sort_key):
             if cache is None:
                 out.append(monitor_fragment(ctx, kind, obj))
             else:
                 out.append(cache.fragment(ctx, monitor_key, kind, obj))
     return out
+
+
+def _first(pair: tuple) -> Any:
+    return pair[0]

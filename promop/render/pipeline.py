@@ -9,11 +9,11 @@ Secrets -> input hash -> StatefulSets and the governing Service.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from promop.render.cache import RenderCache, object_key
-from promop.render.config import compress, config_secret
+from promop.render.config import compress_pieces, config_secret
 from promop.render.generate import build_config, monitor_fragments, new_context
 from promop.render.model import Decision, ObjectRef, Problem, RenderInputs, RenderResult, obj_meta
 from promop.render.rules import RulesResult, build_rule_configmaps
@@ -33,7 +33,12 @@ from promop.render.unsupported import unsupported_fields
 SCRAPE_SELECTORS = ("serviceMonitorSelector", "podMonitorSelector", "probeSelector", "scrapeConfigSelector")
 
 
-def _selected(decisions: list[Decision], objs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _selected(decisions: list[Decision], objs: Sequence[Mapping[str, Any]], cache: RenderCache | None = None,
+              kind: str = "") -> list[Mapping[str, Any]]:
+    if cache is not None:  # the incremental selection knows, without a set of every name
+        known = cache.selection_index(kind).selected(objs)
+        if known is not None:
+            return known
     chosen = {(d.namespace, d.name) for d in decisions if d.selected}
     return [o for o in objs if obj_meta(o) in chosen]
 
@@ -55,25 +60,21 @@ def select_all(
         ("ScrapeConfig", inputs.scrape_configs),
     )
 
-    def compute() -> tuple[dict[str, list[Decision]], list[Problem]]:
-        found: list[Problem] = []
-        return {kind: select(prometheus, objs, kind, namespaces, found) for kind, objs in kinds}, found
-
     if cache is None:
-        decisions, found = compute()
+        found: list[Problem] = []
+        decisions = {kind: select(prometheus, objs, kind, namespaces, found) for kind, objs in kinds}
     else:
         # Selection reads the Prometheus's identity and selector fields, the Namespace objects and
-        # each candidate's namespace/name/labels: all covered by this key.
+        # each candidate's namespace/name/labels: the first two are the basis of the incremental
+        # selection (a change decides on everything again), the candidates it follows one by one.
         spec = prometheus.get("spec") or {}
         fields = {f: spec.get(f) for pair in SELECTOR_FIELDS.values() for f in pair}
-        key = (
-            "selection",
-            obj_meta(prometheus),
-            json.dumps(fields, sort_keys=True, default=str),
-            tuple(object_key(n) for n in namespaces),
-            tuple(tuple(object_key(o) for o in objs) for _, objs in kinds),
-        )
-        decisions, found = cache.per_render(key, compute)
+        basis = (obj_meta(prometheus), json.dumps(fields, sort_keys=True, default=str),
+                 tuple(object_key(n) for n in namespaces))
+        decisions, found = {}, []
+        for kind, objs in kinds:
+            decisions[kind], kind_warnings = cache.selection_index(kind).update(basis, prometheus, objs, namespaces)
+            found += kind_warnings
     if warnings is not None:
         warnings += found
     return decisions
@@ -101,16 +102,18 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     warnings: list[Problem] = [Problem("Prometheus", prom_ns, prom_name, f, m) for f, m in malformed]
     warnings += unsupported_fields(prometheus)
     decisions = select_all(inputs, warnings, prometheus, cache)
-    sms = _selected(decisions["ServiceMonitor"], inputs.service_monitors)
-    pms = _selected(decisions["PodMonitor"], inputs.pod_monitors)
-    rules = sorted(_selected(decisions["PrometheusRule"], inputs.prometheus_rules), key=obj_meta)
-    probes = _selected(decisions["Probe"], inputs.probes)
-    scs = _selected(decisions["ScrapeConfig"], inputs.scrape_configs)
-    for obj in (*sms, *pms, *rules):
-        if cache is None:
+    sms = _selected(decisions["ServiceMonitor"], inputs.service_monitors, cache, "ServiceMonitor")
+    pms = _selected(decisions["PodMonitor"], inputs.pod_monitors, cache, "PodMonitor")
+    rules = sorted(_selected(decisions["PrometheusRule"], inputs.prometheus_rules, cache, "PrometheusRule"), key=obj_meta)
+    probes = _selected(decisions["Probe"], inputs.probes, cache, "Probe")
+    scs = _selected(decisions["ScrapeConfig"], inputs.scrape_configs, cache, "ScrapeConfig")
+    if cache is None:
+        for obj in (*sms, *pms, *rules):
             warnings += unsupported_fields(dict(obj))
-        else:
-            warnings += cache.per_object("unsupported", obj, lambda o=obj: unsupported_fields(dict(o)))
+    else:
+        for found in cache.per_objects("unsupported", (*sms, *pms, *rules), _unsupported):
+            if found:
+                warnings += found
 
     ctx, prom_scope = new_context(prometheus, options, Store(inputs.secrets, inputs.configmaps))
     web_tls = _web_tls(prometheus, prom_scope)
@@ -132,7 +135,8 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
             "no serviceMonitorSelector, podMonitorSelector, probeSelector or scrapeConfigSelector is set: "
             "the config Secret is left to you (unmanaged); set serviceMonitorSelector: {} to let promop generate it",
         ))
-    gz = None if unmanaged else (cache.compressed(generated.text, compress) if cache else compress(generated.text))
+    gz = None if unmanaged else (cache.compressed_pieces(generated.pieces, compress_pieces) if cache
+                                 else compress_pieces(generated.pieces)[0])
     parts = split.plan(prometheus, generated, gz, options, inputs.config_parts) if gz else None
     if parts is not None:
         gz = parts.main_gz
@@ -228,6 +232,10 @@ def _walk_refs(value: Any, namespace: str, out: set[ObjectRef], key: str = "") -
             _walk_refs(item, namespace, out, key)
 
 
+def _unsupported(obj: Mapping[str, Any]) -> list[Problem]:
+    return unsupported_fields(dict(obj))
+
+
 def _object_refs(obj: Mapping[str, Any]) -> frozenset[ObjectRef]:
     out: set[ObjectRef] = set()
     _walk_refs(obj.get("spec") or {}, obj_meta(obj)[0], out)
@@ -251,9 +259,9 @@ def references(inputs: RenderInputs, cache: RenderCache | None = None) -> set[Ob
     scrape_objects = [("ServiceMonitor", inputs.service_monitors), ("PodMonitor", inputs.pod_monitors)]
     scrape_objects += [("Probe", inputs.probes), ("ScrapeConfig", inputs.scrape_configs)]
     for kind, objs in scrape_objects:
-        for obj in _selected(decisions[kind], objs):
-            if cache is None:
-                out |= _object_refs(obj)
-            else:
-                out |= cache.per_object("references", obj, lambda o=obj: _object_refs(o))
+        chosen = _selected(decisions[kind], objs, cache, kind)
+        for refs in (cache.per_objects(("references", kind), chosen, _object_refs) if cache is not None
+                     else map(_object_refs, chosen)):
+            if refs:
+                out |= refs
     return out

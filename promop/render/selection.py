@@ -48,41 +48,53 @@ def select(
     selector on the Prometheus selects nothing, says why in every Decision and,
     if `warnings` is given, adds a warning there.
     """
-    sel_field, ns_field = SELECTOR_FIELDS[kind]
-    spec = prometheus.get("spec") or {}
-    prom_ns, prom_name = obj_meta(prometheus)
-    ns_labels = namespace_labels(namespaces)
+    decide = Decider(prometheus, kind, namespaces, warnings)
+    return [decide(obj) for obj in sorted(candidates, key=obj_meta)]
 
-    obj_sel, obj_err = _parse(spec.get(sel_field), f"spec.{sel_field}")
-    ns_spec = spec.get(ns_field)
-    ns_sel, ns_err = (None, None) if ns_spec is None else _parse(ns_spec, f"spec.{ns_field}")
-    for err, field in ((obj_err, sel_field), (ns_err, ns_field)):
-        if err and warnings is not None:
-            warnings.append(Problem("Prometheus", prom_ns, prom_name, f"spec.{field}", f"{err}; nothing of kind {kind} is selected"))
 
-    decisions = []
-    for obj in sorted(candidates, key=obj_meta):
+class Decider:
+    """One Prometheus's selection of one kind, object by object: the selectors and namespace labels
+    are parsed once, so that an incremental selection (promop.render.selection_index) can decide
+    on a changed object alone and get the Decision a full select() would."""
+
+    def __init__(self, prometheus: Mapping[str, Any], kind: str, namespaces: Sequence[Mapping[str, Any]] = (),
+                 warnings: list[Problem] | None = None) -> None:
+        self.kind = kind
+        self.sel_field, self.ns_field = sel_field, ns_field = SELECTOR_FIELDS[kind]
+        spec = prometheus.get("spec") or {}
+        prom_ns, prom_name = obj_meta(prometheus)
+        self.prom_ns = prom_ns
+        self.ns_labels = namespace_labels(namespaces)
+        self.obj_sel, obj_err = _parse(spec.get(sel_field), f"spec.{sel_field}")
+        ns_spec = spec.get(ns_field)
+        self.ns_sel, ns_err = (None, None) if ns_spec is None else _parse(ns_spec, f"spec.{ns_field}")
+        for err, fld in ((obj_err, sel_field), (ns_err, ns_field)):
+            if err and warnings is not None:
+                warnings.append(Problem("Prometheus", prom_ns, prom_name, f"spec.{fld}",
+                                        f"{err}; nothing of kind {kind} is selected"))
+        self.error = obj_err or ns_err
+
+    def __call__(self, obj: Mapping[str, Any]) -> Decision:
         ns, name = obj_meta(obj)
         reason = ""
-        if obj_err or ns_err:
-            reason = f"{obj_err or ns_err}"
-        elif ns_sel is None:
-            if ns != prom_ns:
+        if self.error:
+            reason = f"{self.error}"
+        elif self.ns_sel is None:
+            if ns != self.prom_ns:
                 reason = (
-                    f"namespace {ns!r} not matched: {ns_field} is not set, so only the Prometheus's own "
-                    f"namespace {prom_ns!r} is searched (set {ns_field}: {{}} for all namespaces)"
+                    f"namespace {ns!r} not matched: {self.ns_field} is not set, so only the Prometheus's own "
+                    f"namespace {self.prom_ns!r} is searched (set {self.ns_field}: {{}} for all namespaces)"
                 )
         else:
-            why = ns_sel.explain(ns_labels.get(ns, {"kubernetes.io/metadata.name": ns}), ns_field)
+            why = self.ns_sel.explain(self.ns_labels.get(ns, {"kubernetes.io/metadata.name": ns}), self.ns_field)
             if why is not None:
                 reason = f"namespace {ns!r} not matched by {why}"
         if not reason:
             labels = (obj.get("metadata") or {}).get("labels") or {}
-            why = obj_sel.explain(labels, sel_field)
+            why = self.obj_sel.explain(labels, self.sel_field)
             if why is not None:
                 reason = why
-        decisions.append(Decision(kind, ns, name, not reason, reason))
-    return decisions
+        return Decision(self.kind, ns, name, not reason, reason)
 
 
 def _parse(spec: Any, where: str) -> tuple[Selector | None, str | None]:
