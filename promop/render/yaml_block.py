@@ -48,6 +48,9 @@ _DOUBLE_QUOTED_PLAIN = re.compile(r'"([^"\\]*)"\Z')
 _PLAIN_START_BAD = frozenset("?:,[]{}#&*!|>'\"%@`")
 
 
+_NOT_KNOWN = object()
+
+
 class _Unusual(Exception):
     """The text needs PyYAML."""
 
@@ -140,16 +143,23 @@ class _Reader:
     def mapping(self, i: int, indent: int) -> tuple[dict, int]:
         out: dict = {}
         indents, contents, n = self.indents, self.contents, self.n
+        known = self.values.get  # the memo, inline: most keys and values repeat
         while i < n and indents[i] == indent:
             match = _KEY.match(contents[i])
             if match is None:
                 raise _Unusual
             plain_key, quoted_key, rest = match.groups()
-            key = self.plain(plain_key) if plain_key is not None else quoted_key.replace("''", "'")
+            if plain_key is None:
+                key = quoted_key.replace("''", "'")
+            else:
+                key = known(plain_key, _NOT_KNOWN)
+                if key is _NOT_KNOWN:
+                    key = self.plain(plain_key)
             if rest is None:
                 out[key], i = self.nested(i + 1, indent, True)
             else:
-                out[key] = self.scalar(rest)
+                value = known(rest, _NOT_KNOWN)
+                out[key] = self.scalar(rest) if value is _NOT_KNOWN else value
                 i += 1
         if i < n and indents[i] > indent:
             raise _Unusual  # a scalar over several lines, or an indentation no block has
