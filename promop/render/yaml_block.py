@@ -149,6 +149,8 @@ class _Reader:
             if match is None:
                 raise _Unusual
             plain_key, quoted_key, rest = match.groups()
+            if match.end(1 if plain_key is not None else 2) > 1000:
+                raise _Unusual  # an implicit key is 1024 characters at most: PyYAML's error
             if plain_key is None:
                 key = quoted_key.replace("''", "'")
             else:

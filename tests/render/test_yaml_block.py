@@ -45,6 +45,7 @@ READ = [  # plain block YAML: read here, and the same as PyYAML
     ("---\na: 1\n---\nb: 2\n", [{"a": 1}, {"b": 2}]),
     ("a: 1\n---\n- b\n", [{"a": 1}, ["b"]]),
     ("", []),
+    ("k" * 990 + ": 1\n", [{"k" * 990: 1}]),
     ("# only a comment\n", []),
     ("\n\na: 1\n\n\nb:\n\n  c: 2\n", [{"a": 1, "b": {"c": 2}}]),
 ]
@@ -92,6 +93,9 @@ LEFT_TO_PYYAML = [  # valid or not, these are PyYAML's to read
     "a: -\n",
     "a:\n  - x\n  -\n  - - \n",
     "a: {}\nb: []\n- c\n",  # PyYAML's error
+    "k" * 1100 + ": 1\n",  # an implicit key over 1024 characters: PyYAML's error
+    "'" + "k" * 1100 + "': 1\n",
+    "- " + "k" * 1100 + ":\n",
 ]
 
 
