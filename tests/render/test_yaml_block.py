@@ -4,7 +4,6 @@ left to PyYAML (None), never read differently. And the input files users keep do
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import yaml
@@ -155,7 +154,7 @@ def test_line_soup_reads_the_same_or_is_left_to_pyyaml(lines) -> None:
     check("".join(" " * indent + part + "\n" for indent, part in lines))
 
 
-def test_a_bench_sized_file_is_read_the_same(tmp_path: Path) -> None:
+def test_a_bench_sized_file_is_read_the_same() -> None:
     from bench.render.__main__ import workload
 
     inputs = workload(200, 50)
