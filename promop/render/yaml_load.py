@@ -25,6 +25,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from promop.render import yaml_block
+
 __all__ = ["FastSafeLoader", "load_all", "load_all_marked"]
 
 _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -122,7 +124,13 @@ def load_all(text: str) -> list[Any]:
 
 def load_all_marked(text: str) -> list[tuple[Any, bool]]:
     """(document, shares) for every document in `text`: `shares` is False when no object in the
-    document appears twice in it (no alias), so a caller may skip a defensive deep copy."""
+    document appears twice in it (no alias), so a caller may skip a defensive deep copy.
+
+    Plain block YAML (nearly every input file) is read by yaml_block in one pass over its lines,
+    about twice as fast with the same result; anything else by PyYAML, as before."""
+    plain = yaml_block.load_all(text)
+    if plain is not None:
+        return [(doc, False) for doc in plain]
     loader = FastSafeLoader(text)
     try:
         docs = []

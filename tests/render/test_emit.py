@@ -35,6 +35,9 @@ data = st.recursive(scalars, lambda children: st.one_of(
 configs = st.dictionaries(text, data, max_size=6)
 
 
+FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same results, in C where built
+
+
 def loads(s: str):
     return yaml.load(s, Loader=yaml.SafeLoader)
 
@@ -121,3 +124,22 @@ def test_sort_keys_orders_by_the_key_text():
     assert emit({9: "a", "x": "b", 10: "c", "1": "d"}, sort_keys=True) == "'1': d\n10: c\n9: a\nx: b\n"
     assert emit({1: "a", "1": "b"}, sort_keys=True) == "1: a\n'1': b\n"
     assert emit({"1": "b", 1: "a"}, sort_keys=True) == "'1': b\n1: a\n"
+
+
+def test_double_quoted_strings_load_back_for_every_code_point():
+    """Rule files inside ConfigMaps are written double-quoted (a line feed, a tab or a quote in
+    them): every code point, alone and between the characters escaped by `str.replace`, loads
+    back unchanged with PyYAML (the escapes must be applied backslash first, and the rest of the
+    escape set must still be found after them)."""
+    points = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and c != 0xFEFF]
+    for start in range(0, len(points), 4096):
+        chunk = points[start:start + 4096]
+        value = "\\\n\t\"".join(chunk) + "\n\\"
+        out = emit({"k": value})
+        assert out.startswith('k: "') and yaml.load(out, Loader=FAST_LOADER) == {"k": value}, chunk[0]
+
+
+def test_double_quoted_escapes_are_yamls_short_forms():
+    """Byte-stable output: the named escapes where YAML has one, else \\x, \\u or \\U."""
+    value = 'a"b\\c\nd\te\x00\x07\x1b\x7f\x85\xa0\u2028\u2029\ufeff\U0001f600\x01'
+    assert emit([value]) == ('- "a\\"b\\\\c\\nd\\te\\0\\a\\e\\x7f\\N\\_\\L\\P\\ufeff\U0001f600\\x01"\n')
