@@ -172,12 +172,12 @@ def test_shared_strings_table_is_bounded(monkeypatch):
 
 
 def test_cached_hpa_bytes_per_scaled_object():
-    """Measured (Python 3.11): 9,930 B whole, 3,830 B slim. The bound has ~30% headroom and fails if the
-    transform keeps the status' currentMetrics or stops sharing strings (~5,600 B without sharing)."""
+    """Measured (Python 3.11): 9,930 B whole, 3,800-4,100 B slim. The bound has ~35% headroom and fails if
+    the transform is dropped or stops sharing strings (7,000 B slim without sharing)."""
     n = 400
     whole = bytes_per_object(n, lambda o: o)
     slim = bytes_per_object(n, slim_hpa)
-    assert slim < 5000, f"{slim:.0f} B per cached HPA (whole: {whole:.0f} B)"
+    assert slim < 5500, f"{slim:.0f} B per cached HPA (whole: {whole:.0f} B)"
     assert slim < 0.6 * whole
 
 
