@@ -11,21 +11,23 @@ from __future__ import annotations
 import copy
 import dataclasses
 import gc
-import json
+import orjson
 import tracemalloc
 
 import pytest
 
-from promop.autoscaler.keda import slim_hpa as slim_mod
+from promop.autoscaler.keda import shared_strings
 from promop.autoscaler.keda.controller import hpa_target_index
 from promop.autoscaler.keda.reconcile import hpa_differs, owned_by
 from promop.autoscaler.keda.resources import DEPLOYMENTS, SCALEDOBJECTS
+from promop.autoscaler.keda.shared_strings import shared_object
 from promop.autoscaler.keda.slim_hpa import HPA_CONDITION_KEPT, HPA_METADATA_KEPT, slim_hpa
 from promop.autoscaler.keda.state import SOState
 from promop.keda.hpa import build_hpa
 from promop.keda.spec import parse_scaled_object, pause_state
 from promop.keda.status import hpa_active_condition, hpa_not_working
 from promop.keda.validate import hpas_error
+from promop.kube.transforms import drops_managed_fields
 from tests.keda.runtime_harness import KedaHarness, deployment, scaled_object, wait_for
 
 
@@ -68,14 +70,15 @@ def cluster_hpa(i: int) -> dict:
     return h
 
 
-def bytes_per_object(n: int, transform) -> float:
-    """tracemalloc's bytes per cached HPA: decoded from JSON (as the informer gets them), transformed."""
-    raw = [json.dumps(cluster_hpa(i)).encode() for i in range(n)]
+def bytes_per_object(n: int, transform, build=None) -> float:
+    """tracemalloc's bytes per cached object (an HPA unless `build` says): decoded with orjson (as the
+    informer's client does; it shares short keys already), transformed."""
+    raw = [orjson.dumps((build or cluster_hpa)(i)) for i in range(n)]
     gc.collect()
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        kept = [transform(json.loads(r)) for r in raw]
+        kept = [transform(orjson.loads(r)) for r in raw]
         gc.collect()
         used = tracemalloc.get_traced_memory()[0] - base
     finally:
@@ -164,21 +167,68 @@ def test_the_variants_exercise_each_reader():
 
 
 def test_shared_strings_table_is_bounded(monkeypatch):
-    monkeypatch.setattr(slim_mod, "SHARED_MAX", len(slim_mod._shared) + 5)
+    monkeypatch.setattr(shared_strings, "SHARED_MAX", shared_strings.shared_size() + 5)
     for i in range(50):
-        s = slim_mod.shared(f"unique-name-{i}-kmem")
-        assert s == f"unique-name-{i}-kmem"
-    assert len(slim_mod._shared) <= slim_mod.SHARED_MAX
+        assert shared_strings.shared(f"unique-name-{i}-kmem") == f"unique-name-{i}-kmem"
+    assert shared_strings.shared_size() <= shared_strings.SHARED_MAX
+
+
+def test_unique_metadata_values_are_not_entered_in_the_table():
+    before = shared_strings.shared_size()
+    obj = so_with_status(91_001)
+    shared_object(obj)
+    meta = obj["metadata"]
+    assert shared_strings.shared_size() > before                 # keys and status values went in
+    assert all(shared_strings._shared.get(meta[k]) is None for k in ("uid", "resourceVersion"))
+
+
+def test_shared_object_is_equal_and_drops_managed_fields_like_the_default():
+    obj = so_with_status(4)
+    obj["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]
+    out = shared_object(copy.deepcopy(obj))
+    del obj["metadata"]["managedFields"]
+    assert out == obj
+    assert drops_managed_fields(shared_object)   # the LIST may cut them before decoding
+    assert not drops_managed_fields(lambda o: o)
+
+
+def so_with_status(i: int) -> dict:
+    """A ScaledObject as cached once the controller has written its status (KEDA's conditions)."""
+    o = so_obj(i)
+    o["status"] = {
+        "scaleTargetKind": "apps/v1.Deployment", "originalReplicaCount": 1, "externalMetricNames": ["s0-prometheus"],
+        "scaleTargetGVKR": {"group": "apps", "version": "v1", "kind": "Deployment", "resource": "deployments"},
+        "triggersTypes": "prometheus", "hpaName": f"keda-hpa-so-{i:05d}", "lastActiveTime": "2026-12-07T03:01:00Z",
+        "health": {"s0-prometheus": {"numberOfFailures": 0, "status": "Happy"}},
+        "conditions": [
+            {"type": "Ready", "status": "True", "reason": "ScaledObjectReady",
+             "message": "ScaledObject is defined correctly and is ready for scaling"},
+            {"type": "Active", "status": "True", "reason": "ScalerActive",
+             "message": "Scaling is performed because triggers are active"},
+            {"type": "Fallback", "status": "False", "reason": "NoFallbackFound",
+             "message": "No fallbacks are active on this scaled object"},
+            {"type": "Paused", "status": "False", "reason": "ScaledObjectUnpaused",
+             "message": "pause annotation removed for ScaledObject"}]}
+    return o
+
+
+def test_cached_scaled_object_bytes_per_scaled_object():
+    """Measured (Python 3.11, orjson): 6,100 B as decoded, 3,850 B with shared strings; the bound has
+    ~30% headroom and fails if the informer's transform stops sharing them."""
+    whole = bytes_per_object(400, lambda o: o, build=so_with_status)
+    cached = bytes_per_object(400, shared_object, build=so_with_status)
+    assert cached < 5000, f"{cached:.0f} B per cached ScaledObject (as decoded: {whole:.0f} B)"
+    assert cached < 0.8 * whole
 
 
 def test_cached_hpa_bytes_per_scaled_object():
-    """Measured (Python 3.11): 9,930 B whole, 3,800-4,100 B slim. The bound has ~35% headroom and fails if
-    the transform is dropped or stops sharing strings (7,000 B slim without sharing)."""
+    """Measured (Python 3.11, orjson): 7,650 B whole, 4,070 B slim. The bound has ~35% headroom and fails
+    if the transform is dropped."""
     n = 400
     whole = bytes_per_object(n, lambda o: o)
     slim = bytes_per_object(n, slim_hpa)
     assert slim < 5500, f"{slim:.0f} B per cached HPA (whole: {whole:.0f} B)"
-    assert slim < 0.6 * whole
+    assert slim < 0.7 * whole
 
 
 # -- the controller ---------------------------------------------------------------------------------
@@ -201,6 +251,19 @@ def test_controller_caches_slim_hpas_and_no_scaled_object_in_state(h):
     cached = wait_for(lambda: ctl.hpas.store.get("default/keda-hpa-web"), what="the HPA cached")
     assert set(cached) <= {"metadata", "spec", "status"} and set(cached["metadata"]) <= set(HPA_METADATA_KEPT)
     assert cached["spec"] == h.hpa("keda-hpa-web")["spec"]
+    a = wait_for(lambda: ctl.scaledobjects.store.get("default/web"), what="the ScaledObject cached")
+    server = h.so("web")
+    server["metadata"].pop("managedFields", None)
+    assert a["metadata"]["uid"] == server["metadata"]["uid"] and a["spec"] == server["spec"]
+    h.client.create(DEPLOYMENTS, deployment("api", 1), "default")
+    h.client.create(SCALEDOBJECTS, scaled_object("api", "api", h.prom.url, "q_api"), "default")
+    b = wait_for(lambda: ctl.scaledobjects.store.get("default/api"), what="the second ScaledObject cached")
+    ready = wait_for(lambda: all(any(c.get("reason") == "ScaledObjectReady" for c in (o.get("status") or {}).get(
+        "conditions") or []) for o in (ctl.scaledobjects.store.get("default/web"),
+                                        ctl.scaledobjects.store.get("default/api"))) and
+        [next(c["message"] for c in ctl.scaledobjects.store.get(k)["status"]["conditions"] if c["type"] == "Ready")
+         for k in ("default/web", "default/api")], what="both Ready in the cache")
+    assert ready[0] is ready[1]   # one copy of KEDA's message, not one per cached ScaledObject
     state = wait_for(lambda: ctl.states.get("default/web"), what="the loop state")
     for f in dataclasses.fields(state):
         value = getattr(state, f.name)

@@ -13,44 +13,16 @@ timestamps, creationTimestamp, generation, ...). The controller reads only:
 `promop keda explain` GETs the HPA itself, so it never reads this cache. A new reader of the cache
 must add its field here: tests/keda/test_runtime_memory.py fails for a field kept that is not listed.
 
-The strings are shared between the cached HPAs (the keys and the values every HPA repeats: label
-keys, "External", "AverageValue", the conditions' reasons and messages) through a bounded table: at
-most `SHARED_MAX` strings, so names and uids of deleted HPAs cannot grow it without end (sys.intern
-would: interned strings are immortal on Python 3.12).
+The strings are shared with the other cached HPAs and ScaledObjects (shared_strings.py).
 """
 
 from __future__ import annotations
 
-import threading
+from promop.autoscaler.keda.shared_strings import shared_object
 
 HPA_METADATA_KEPT = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations",
                      "ownerReferences", "deletionTimestamp")
 HPA_CONDITION_KEPT = ("type", "status", "reason", "message")
-SHARED_MAX = 4096
-
-_shared: dict[str, str] = {}
-_shared_lock = threading.Lock()
-
-
-def shared(s: str) -> str:
-    """One copy of an equal string for every cached HPA while the table has room; `s` itself after."""
-    got = _shared.get(s)
-    if got is not None:
-        return got
-    with _shared_lock:
-        if len(_shared) < SHARED_MAX:
-            return _shared.setdefault(s, s)
-    return s
-
-
-def _shared_copy(value: object) -> object:
-    if type(value) is str:
-        return shared(value)
-    if type(value) is dict:
-        return {shared(k) if type(k) is str else k: _shared_copy(v) for k, v in value.items()}
-    if type(value) is list:
-        return [_shared_copy(v) for v in value]
-    return value
 
 
 def slim_hpa(obj: dict) -> dict:
@@ -63,4 +35,4 @@ def slim_hpa(obj: dict) -> dict:
     if conditions:
         out["status"] = {"conditions": [{k: c[k] for k in HPA_CONDITION_KEPT if k in c}
                                         for c in conditions if isinstance(c, dict)]}
-    return _shared_copy(out)  # type: ignore[return-value]
+    return shared_object(out)
