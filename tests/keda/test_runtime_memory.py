@@ -257,7 +257,7 @@ def test_controller_caches_slim_hpas_and_no_scaled_object_in_state(h):
     assert a["metadata"]["uid"] == server["metadata"]["uid"] and a["spec"] == server["spec"]
     h.client.create(DEPLOYMENTS, deployment("api", 1), "default")
     h.client.create(SCALEDOBJECTS, scaled_object("api", "api", h.prom.url, "q_api"), "default")
-    b = wait_for(lambda: ctl.scaledobjects.store.get("default/api"), what="the second ScaledObject cached")
+    wait_for(lambda: ctl.scaledobjects.store.get("default/api"), what="the second ScaledObject cached")
     ready = wait_for(lambda: all(any(c.get("reason") == "ScaledObjectReady" for c in (o.get("status") or {}).get(
         "conditions") or []) for o in (ctl.scaledobjects.store.get("default/web"),
                                         ctl.scaledobjects.store.get("default/api"))) and
