@@ -28,9 +28,10 @@ def strip_managed_fields(obj: dict) -> dict:
 
 
 def drops_managed_fields(transform: Transform | None) -> bool:
-    """Whether `transform` is the default that drops metadata.managedFields (so a LIST may cut
-    them out before decoding; any other transform gets them as the server sent them)."""
-    return transform is strip_managed_fields
+    """Whether `transform` drops metadata.managedFields (so a LIST may cut them out before decoding):
+    the default, or a transform marked `strips_managed_fields = True`; any other transform gets them
+    as the server sent them."""
+    return transform is strip_managed_fields or getattr(transform, "strips_managed_fields", False) is True
 
 
 def keyed_page(items: list[dict], transform: Transform | None, where: str) -> list:

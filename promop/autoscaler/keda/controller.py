@@ -42,6 +42,8 @@ from promop.autoscaler.keda.resources import (CACHED_TARGETS, CLUSTERTRIGGERAUTH
                                               SCALEDJOBS, SCALEDOBJECTS, STATEFULSETS, TRIGGERAUTHENTICATIONS)
 from promop.autoscaler.keda.scaledjobs import PREFIX as SJ_PREFIX, SJ_LABEL, ScaledJobs, slim_job_pod
 from promop.autoscaler.keda.scheduler import Scheduler
+from promop.autoscaler.keda.shared_strings import shared_object
+from promop.autoscaler.keda.slim_hpa import slim_hpa
 from promop.autoscaler.keda.state import SOState
 from promop.autoscaler.keda.statuswriter import StatusWriter
 from promop.autoscaler.keda.triggers import AuthSources, BuiltTrigger, Evaluator, build_trigger
@@ -143,10 +145,13 @@ class KedaController(QueueController):
         self.first_tick_jitter = first_tick_jitter
         self.queue = RateLimitingQueue(name="scaledobject", registry=self.registry)
         kw = {"registry": self.registry, **(informer_kwargs or {})}
-        self.scaledobjects = Informer(client, SCALEDOBJECTS, indexers={TARGET_INDEX: so_target_index}, **kw)
+        # cached with their strings shared (shared_strings.py): half of a cached ScaledObject at 10,000
+        self.scaledobjects = Informer(client, SCALEDOBJECTS, indexers={TARGET_INDEX: so_target_index},
+                                      transform=shared_object, **kw)
         self.trigger_auths = Informer(client, TRIGGERAUTHENTICATIONS, **kw)
         self.cluster_trigger_auths = Informer(client, CLUSTERTRIGGERAUTHENTICATIONS, **kw)
-        self.hpas = Informer(client, HPAS, indexers={TARGET_INDEX: hpa_target_index}, **kw)
+        # slimmed: the fields the controller reads, strings shared (slim_hpa.py); 10,000 HPAs cached
+        self.hpas = Informer(client, HPAS, indexers={TARGET_INDEX: hpa_target_index}, transform=slim_hpa, **kw)
         self.scaledjobs = Informer(client, SCALEDJOBS, **kw)
         # Jobs are cached only once a ScaledJob exists (most clusters have none, and many Jobs)
         self._jobs_kw = kw
@@ -415,14 +420,14 @@ class KedaController(QueueController):
             # failure, and a replacement copied before that count would lose it
             unchanged = old.polling_interval == float(so.polling_interval) and old.generation == so.generation
             with old.lock:
-                old.obj, old.so, old.pause, old.target, old.triggers = obj, so, pause, target, built
+                old.so, old.pause, old.target, old.triggers = so, pause, target, built
                 old.target_kind = status.get("scaleTargetKind", "")
                 old.generation, old.polling_interval = so.generation, float(so.polling_interval)
             state = old
             if running and unchanged:
                 return
         else:
-            state = SOState(key=key, uid=so.uid, obj=obj, so=so, pause=pause, target=target,
+            state = SOState(key=key, uid=so.uid, so=so, pause=pause, target=target,
                             target_kind=status.get("scaleTargetKind", ""), triggers=built,
                             health=dict(status.get("health") or {}), generation=so.generation,
                             polling_interval=float(so.polling_interval))
@@ -553,7 +558,7 @@ class KedaController(QueueController):
         from promop.autoscaler.keda.resources import target_resource
         from promop.autoscaler.keda.triggers import build_triggers
 
-        return SOState(key=key, uid=so.uid, obj=obj, so=so, pause=pause,
+        return SOState(key=key, uid=so.uid, so=so, pause=pause,
                        target=target_resource(so.target.api_version, so.target.kind),
                        target_kind=status.get("scaleTargetKind", ""),
                        triggers=build_triggers(so, self.auth_sources(so)), health=dict(status.get("health") or {}),
