@@ -170,14 +170,11 @@ class ScaledObject:
 
     @property
     def triggers_types(self) -> str:
-        """status.triggersTypes: the trigger types, comma-joined, each once, in spec order."""
-        return ",".join(dict.fromkeys(t.type for t in self.triggers))
+        return triggers_types(self.triggers)
 
     @property
     def authentications_types(self) -> str:
-        """status.authenticationsTypes: the referenced authentication names, comma-joined, each once."""
-        return ",".join(dict.fromkeys(t.auth_ref["name"] for t in self.triggers
-                                      if t.auth_ref and t.auth_ref.get("name")))
+        return authentications_types(self.triggers)
 
 
 @dataclass(slots=True)
@@ -446,14 +443,11 @@ class ScaledJob:
 
     @property
     def triggers_types(self) -> str:
-        """status.triggersTypes, as for a ScaledObject (CombinedTriggersAndAuthenticationsTypes)."""
-        return ",".join(dict.fromkeys(t.type for t in self.triggers))
+        return triggers_types(self.triggers)
 
     @property
     def authentications_types(self) -> str:
-        """status.authenticationsTypes, as for a ScaledObject."""
-        return ",".join(dict.fromkeys(t.auth_ref["name"] for t in self.triggers
-                                      if t.auth_ref and t.auth_ref.get("name")))
+        return authentications_types(self.triggers)
 
 
 def _scaling_strategy(spec: dict) -> ScalingStrategy:
@@ -512,3 +506,14 @@ def parse_scaled_job(obj: dict) -> ScaledJob:
 def _history(spec: dict, key: str) -> int:
     value = _opt_int(spec, key, "spec", 0)
     return 100 if value is None else value
+
+
+def triggers_types(triggers: list[Trigger]) -> str:
+    """status.triggersTypes of a ScaledObject or ScaledJob (KEDA's CombinedTriggersAndAuthenticationsTypes):
+    the trigger types, comma-joined, each once, in spec order."""
+    return ",".join(dict.fromkeys(t.type for t in triggers))
+
+
+def authentications_types(triggers: list[Trigger]) -> str:
+    """status.authenticationsTypes: the referenced authentication names, comma-joined, each once."""
+    return ",".join(dict.fromkeys(t.auth_ref["name"] for t in triggers if t.auth_ref and t.auth_ref.get("name")))

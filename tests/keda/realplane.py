@@ -94,3 +94,20 @@ def register_external_metrics(plane: ControlPlane, namespace: str, port: int, ti
         return any(c["type"] == "Available" and c["status"] == "True" for c in conds)
 
     wait_for(available, timeout, "the external metrics APIService Available")
+
+
+def with_logs(exc: BaseException, log_dir: Path) -> AssertionError:
+    """`exc` with the tail of every process log in `log_dir`: what a failed real-plane run needs."""
+    logs = "\n".join(f"--- {p.name}:\n{p.read_text()[-4000:]}" for p in sorted(log_dir.glob("*.log")))
+    return AssertionError(f"{exc}\n{logs}")
+
+
+def stop_all(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM every process, then wait for each (killed after 15 s)."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()

@@ -24,7 +24,8 @@ import yaml
 
 import realkube
 from deadlines import scaled
-from tests.keda.realplane import ROOT, aggregated_plane, free_port, promop, register_external_metrics
+from tests.keda.realplane import (ROOT, aggregated_plane, free_port, promop, register_external_metrics, stop_all,
+                                  with_logs)
 from tests.keda.runtime_harness import StandInPrometheus
 
 pytestmark = [pytest.mark.real_apiserver,
@@ -110,15 +111,8 @@ def test_the_hpa_scales_down_on_the_healthy_trigger_while_the_other_fails(plane,
         assert "serving its last good value" in log
         print(f"scale-down 5 -> 2 while trigger A fails: {took:.1f} s after B dropped")
     except (AssertionError, realkube.KitError) as exc:
-        logs = "\n".join(f"--- {p.name}:\n{p.read_text()[-4000:]}" for p in tmp_path.glob("*.log"))
-        raise AssertionError(f"{exc}\n{logs}") from None
+        raise with_logs(exc, tmp_path) from None
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(15)
-            except Exception:  # noqa: BLE001
-                p.kill()
+        stop_all(procs)
         prom_a.close()
         prom_b.close()

@@ -24,7 +24,8 @@ import pytest
 import yaml
 
 from deadlines import scaled
-from tests.keda.realplane import ROOT, aggregated_plane, free_port, promop, register_external_metrics
+from tests.keda.realplane import (ROOT, aggregated_plane, free_port, promop, register_external_metrics, stop_all,
+                                  with_logs)
 from tests.keda.runtime_harness import StandInPrometheus
 
 pytestmark = [pytest.mark.real_apiserver,
@@ -113,16 +114,9 @@ def test_deployment_scales_0_1_n_0_under_the_bundle_rbac(plane, tmp_path: Path):
         log = auto_log.read_text()
         assert "403" not in log and "Forbidden" not in log and "forbidden" not in log, log[-3000:]
     except AssertionError as exc:
-        logs = "\n".join(f"--- {p.name}:\n{p.read_text()[-4000:]}" for p in tmp_path.glob("*.log"))
-        raise AssertionError(f"{exc}\n{logs}") from None
+        raise with_logs(exc, tmp_path) from None
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(15)
-            except Exception:  # noqa: BLE001
-                p.kill()
+        stop_all(procs)
         prom.close()
 
 
