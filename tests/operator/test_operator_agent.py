@@ -153,3 +153,33 @@ def test_a_status_write_refused_for_a_stale_cache_is_retried_not_dropped(cluster
     syncer.refresh_status(key)
     status = kube.get(PROMETHEUSAGENTS, "edge", NS)["status"]
     assert status.get("availableReplicas") == 1
+
+
+def test_a_binding_write_refused_for_a_stale_cache_is_retried_not_dropped(cluster, kube):
+    """Two agents bind one PodMonitor: the second agent's cached PodMonitor predates the first one's binding,
+    so its write gets 409. Dropped, its binding stayed missing for good (a monitor's status-only change
+    queues no sync); seen in CI as a restarted operator writing the PodMonitor. It must say RetryLater, and
+    the retry, with the cache caught up, keeps the first agent's binding and adds its own."""
+    import pytest
+
+    from promop.operator.agent.sync import AgentStores, AgentSyncer
+    from promop.operator.apply import RetryLater
+    from promop.render.model import RenderOptions
+
+    pm = kube.create(PODMONITORS, pod_monitor(), NS)
+    agents = _Cache({f"{NS}/{n}": kube.create(PROMETHEUSAGENTS, agent(n), NS) for n in ("one", "two")})
+    podmonitors = _Cache({f"{NS}/app": pm})
+    stss = _Cache()
+    stores = AgentStores(agents, _Cache(), podmonitors, _Cache(), stss, _Cache())
+    syncer = AgentSyncer(kube, stores, RenderOptions())
+    syncer.sync(f"{NS}/one")  # binds the PodMonitor; the cache still holds the unbound copy
+    with pytest.raises(RetryLater, match="PodMonitor default/app"):
+        syncer.sync(f"{NS}/two")
+    # the caches catch up (what the first try wrote, the first agent's binding): the retry writes
+    stss[f"{NS}/prom-agent-two"] = kube.get(STATEFULSETS, "prom-agent-two", NS)
+    agents[f"{NS}/two"] = kube.get(PROMETHEUSAGENTS, "two", NS)
+    podmonitors[f"{NS}/app"] = kube.get(PODMONITORS, "app", NS)
+    syncer.sync(f"{NS}/two")
+    bound = kube.get(PODMONITORS, "app", NS)["status"]["bindings"]
+    assert [(b["resource"], b["name"]) for b in bound] == [("prometheusagents", "one"), ("prometheusagents", "two")]
+    assert all(b["conditions"][0]["status"] == "True" for b in bound)

@@ -240,7 +240,13 @@ class AgentSyncer:
         self._bindings(agent, feedback.verdicts(result.selection, result.rejected))
 
     def _bindings(self, agent: Mapping[str, Any], verdicts: Mapping[tuple[str, str, str], Any]) -> None:
-        """status.bindings of every monitor made to say what `verdicts` says (absent: not selected)."""
+        """status.bindings of every monitor made to say what `verdicts` says (absent: not selected).
+
+        A write refused with 409 (our cached monitor is older than the stored one: typically another
+        agent's binding just written) raises RetryLater once the others are written. Dropped, the binding
+        stayed missing for good: a monitor's status-only change queues no sync.
+        """
+        stale = []
         for kind, store in self.stores.monitors.items():
             for obj in store.list():
                 ns, name = ns_name(obj)
@@ -251,5 +257,11 @@ class AgentSyncer:
                 body = {**obj, "status": {**(obj.get("status") or {}), "bindings": bindings}}
                 try:
                     self.client.update(MONITORS[kind], body, subresource="status")
-                except (NotFound, Conflict):
-                    pass  # the monitor's next event brings a new sync
+                except NotFound:
+                    pass  # gone
+                except Conflict:
+                    stale.append(f"{kind} {ns}/{name}")
+        if stale:
+            ns, name = ns_name(agent)
+            raise RetryLater(f"bindings of PrometheusAgent {ns}/{name} on {', '.join(stale[:3])}"
+                             f"{' and more' if len(stale) > 3 else ''}: our cached copy is outdated")
