@@ -68,6 +68,12 @@ def test_restarted_operator_writes_nothing_but_its_lease(real_cluster, promop_op
     before = wait_stable(workloads, namespaces, quiet=30, timeout=scaled(150))
     assert any(k.startswith("StatefulSet ") for k in before) and any(
         k.startswith("Secret ") for k in before), before
+    # Both agents' bindings are on the PodMonitor they share: one lost to a 409 (the other agent's
+    # binding written first) would be written only by the restarted operator (CI saw exactly that).
+    pm = real_cluster.get_json("podmonitor", "agents-scrape", "-n", workloads.ns)
+    bound = sorted(b["name"] for b in (pm.get("status") or {}).get("bindings") or ()
+                   if b.get("resource") == "prometheusagents")
+    assert bound == ["agent-ds", "agent-sts"], f"bindings on PodMonitor agents-scrape before the restart: {bound}"
     real_cluster.kubectl("delete", "pod", "-n", OPERATOR_NS, old["metadata"]["name"], "--wait=false")
     new = wait_for(lambda: (p := wait_operator_leading(real_cluster, timeout=scaled(90)))
                    and p["metadata"]["name"] != old["metadata"]["name"] and p,
