@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import pstats
 import statistics
 import time
@@ -46,12 +47,14 @@ def one_sync(prom: dict, sms: list[dict], nss: list[dict], stable: StableVersion
     return time.perf_counter() - started
 
 
-def run(n: int, edits: int, profiler: cProfile.Profile | None) -> list[float]:
+def run(n: int, edits: int, profiler: cProfile.Profile | None, freeze: bool = False) -> list[float]:
     sms, nss = objects(n)
     prom = prometheus("p0", "monitoring", {}, True)
     prom["metadata"].update(uid="p0-uid", resourceVersion="1")
     stable, cache = StableVersions(), RenderCache(max_renders=2)
     one_sync(prom, sms, nss, stable, cache)  # the first sync: every fragment rendered
+    if freeze:  # as `promop run` does once its first syncs are done (promop.operator.gcfreeze)
+        gc.freeze()
     times = []
     version = n + 1
     for e in range(edits):
@@ -74,11 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--monitors", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--edits", type=int, default=20)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after the first sync, as promop run does")
     args = ap.parse_args(argv)
     base = None
     for n in sorted(args.monitors):
         profiler = cProfile.Profile() if args.profile and n == max(args.monitors) else None
-        times = run(n, args.edits, profiler)
+        times = run(n, args.edits, profiler, args.gc_freeze)
         med = statistics.median(times)
         base = base or med
         print(f"N={n}: edit's sync median {med * 1000:.1f} ms, max {max(times) * 1000:.1f} ms, "

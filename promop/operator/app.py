@@ -20,6 +20,7 @@ from promop.host.connect import connect as connect_with_backoff
 from promop.host.logs import fields
 from promop.host.process import EXIT_LOST_LEADERSHIP, EXIT_OK, EXIT_STOPPED_EARLY, ControllerProcess
 from promop.kube.client import KubeClient
+from promop.operator import gcfreeze
 from promop.operator.controller import Controller
 from promop.operator.options import Options
 
@@ -96,4 +97,12 @@ class Operator(ControllerProcess):
         # Public API (gc.freeze), the same on every Python we support.
         if self.options.gc_freeze:
             gc.freeze()
+            # ... and, once, what the first syncs build (promop.operator.gcfreeze says why)
+            threading.Thread(target=self._freeze_first_syncs, name="operator-gc-freeze", daemon=True).start()
         log.info("caches synced", **fields(frozen_objects=gc.get_freeze_count()))
+
+    def _freeze_first_syncs(self) -> None:
+        queues = [c.queue for c in self.controllers if getattr(c, "queue", None) is not None]
+        if gcfreeze.freeze_after_first_syncs(queues, self.leading,
+                                             lambda: any(q.shutting_down() for q in queues)):
+            log.info("first syncs done; what they built is frozen", **fields(frozen_objects=gc.get_freeze_count()))
