@@ -14,6 +14,7 @@ import sys
 
 from promop import __version__
 from promop.errors import UserError
+from promop.host.malloc import limit_malloc_arenas
 
 # Order is the order shown in --help.
 # A module not built yet is skipped, so each component adds only its own module.
@@ -52,6 +53,7 @@ def _named_command(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    limit_malloc_arenas()  # before any thread starts (promop.host.malloc says why)
     argv = sys.argv[1:] if argv is None else argv
     only = _named_command(argv)
     parser = build_parser(only)
