@@ -112,6 +112,8 @@ def test_run_serves_endpoints_and_exits_0_on_sigterm_against_the_context_flag_s_
         assert name in metrics, name
     eventually(lambda: 'prometheus_operator_ready{controller="prometheus"} 1.0' in http_get(url + "/metrics")[1],
                10, "ready=1 once the workers run")
+    # ... and, once the first syncs are done, what they built (promop.operator.gcfreeze)
+    eventually(lambda: proc.grep("first syncs done; what they built is frozen"), scaled(30), "the second freeze")
     proc.p.send_signal(signal.SIGTERM)
     assert proc.p.wait(scaled(30)) == 0
     assert proc.grep('"msg": "stopped"')
