@@ -9,7 +9,7 @@ and found nothing to free, every 10-15 s while the first sync's status.bindings 
 edit whose sync met one waited for it (the p99 of edit -> Secret). These objects also live until
 their monitor changes, so they are frozen too, once, when the first syncs are done: when the
 Prometheus queue has been empty with nothing in progress for two checks in a row. Frozen objects
-still free by reference count (the cached dicts and tuples hold no reference cycles).
+still free by reference count; only a reference cycle among them would outlive its last use.
 """
 
 from __future__ import annotations
@@ -18,10 +18,6 @@ import gc
 import threading
 import time
 from typing import Any, Callable, Sequence
-
-
-def _pause(seconds: float) -> None:
-    threading.Event().wait(seconds)
 
 
 def queues_drained(queues: Sequence[Any]) -> bool:
@@ -48,5 +44,5 @@ def freeze_after_first_syncs(queues: Sequence[Any], leading: threading.Event, st
         if idle_checks >= 2:
             freeze()
             return True
-        _pause(poll)
+        time.sleep(poll)  # polling the queues' counts: no event says "drained"
     return False
