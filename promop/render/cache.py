@@ -14,12 +14,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
+from dataclasses import dataclass
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from promop.render.context import GenContext
-from promop.render.generate import Fragment, monitor_fragment
+from promop.render import listdiff
+from promop.render.generate import ConfigMemo, Fragment, monitor_fragment, sort_key
+from promop.render.listdiff import change_limit
 from promop.render.selection_index import SelectionIndex
+from promop.render.split import PartMemo
 from promop.render.store import Store
 
 
@@ -50,6 +54,20 @@ class _BoundedDict(dict):
         super().__setitem__(key, value)
 
 
+@dataclass
+class _Fragments:
+    """What sorted_fragments() saw and gave for one kind: per position of the input list its
+    fragment, sort key and rank in the sorted output; the positions whose fragment read a key."""
+
+    snap: listdiff.Snapshot
+    monitor_key: str
+    frags: list
+    keys: list[str]
+    sorted: list
+    rank: list[int]
+    reading: set[int]
+
+
 class RenderCache:
     """An LRU memo of monitor fragments and rule renders; one may serve many Prometheus objects."""
 
@@ -66,6 +84,8 @@ class RenderCache:
         self._memo: OrderedDict[Hashable, Any] = OrderedDict()
         self._renders: OrderedDict[Hashable, Any] = OrderedDict()
         self._members: dict[tuple, bytes] = {}  # the gzip member of each piece of the latest config
+        self.config_memo = ConfigMemo()  # the last config's assembly and pieces, to patch after an edit
+        self.part_memo = PartMemo()  # the same for the part Secrets of a split config (promop.render.split)
         # Each PrometheusRule's rendered file (or rejection), keyed by everything it depends on, so a
         # change to one PrometheusRule re-renders that one only (see rules.build_rule_configmaps).
         self.rule_files: _BoundedDict = _BoundedDict(max_entries)
@@ -76,33 +96,78 @@ class RenderCache:
         self.misses = 0
         # per kind: the selection of the (one) Prometheus this cache serves, updated incrementally
         self._selections: dict[str, SelectionIndex] = {}
-        self._lists: dict[Hashable, dict[int, tuple]] = {}  # per_objects: tag -> id(obj) -> entry, latest call
+        self._lists: dict[Hashable, Any] = {}  # per list pass (tag): what its latest call saw and gave
+        self._versions: list[tuple[Sequence, list]] = []  # the latest few lists' resourceVersions
 
-    def fragments(self, ctx: GenContext, monitor_key: str, kind: str,
-                  objs: Sequence[Mapping[str, Any]]) -> list[tuple[str, Fragment]]:
-        """(sort key, fragment(...)) per object of `objs`, in their order. The list's unchanged
-        objects (the same dict at the same resourceVersion as in the previous call for `kind`, and
-        the same monitor_key) are looked up by identity in one pass: no object_key, no LRU
-        bookkeeping, no sort key built again; the reads of each are still checked."""
+    def sorted_fragments(self, ctx: GenContext, monitor_key: str, kind: str,
+                         objs: Sequence[Mapping[str, Any]]) -> list[Fragment]:
+        """fragment(...) of each object of `objs`, sorted by `<namespace>/<name>` (stable, as
+        sorted(objs, key=sort_key)). Against the list of the previous call for `kind` (the same
+        monitor_key), only the positions that changed (promop.render.listdiff) and the fragments
+        that read a Secret or ConfigMap key (checked again) are looked at; the rest keep their
+        fragment and their place in the sorted list."""
         tag = ("fragments", kind)
-        memo = self._lists.get(tag) or {}
-        fresh: dict[int, tuple] = {}
-        out = []
+        rvs = self.versions_of(objs)
+        memo: _Fragments | None = self._lists.get(tag)
+        if memo is not None and memo.monitor_key == monitor_key:
+            changed = memo.snap.changed(objs, rvs, change_limit(len(objs)))
+            if changed is not None:
+                done = self._patch_fragments(ctx, memo, kind, objs, rvs, changed)
+                if done is not None:
+                    return done
+        return self._all_fragments(ctx, memo if memo is not None and memo.monitor_key == monitor_key else None,
+                                   monitor_key, kind, objs, rvs)
+
+    def _patch_fragments(self, ctx: GenContext, memo: "_Fragments", kind: str, objs: Sequence[Mapping[str, Any]],
+                         rvs: list, changed: list[int]) -> list[Fragment] | None:
+        """The previous sorted list with the changed positions' fragments replaced; None if a changed
+        object sorts elsewhere (a full pass then)."""
+        frags, out, reading = list(memo.frags), list(memo.sorted), set(memo.reading)
+        changed_set = set(changed)
         store = ctx.store
-        for obj in objs:  # hot: once per selected monitor and render
-            entry = memo.get(id(obj))
-            if entry is not None and entry[0] is obj and entry[1] is not None and entry[2] == monitor_key \
-                    and entry[1] == (obj.get("metadata") or {}).get("resourceVersion") \
-                    and (not entry[4].reads or _reads_valid(store, entry[4].reads)):
-                self.hits += 1
+        for i in sorted(changed_set.union(memo.reading)):
+            obj = objs[i]
+            if i not in changed_set and _reads_valid(store, frags[i].reads):
+                continue
+            if sort_key(obj) != memo.keys[i]:
+                return None
+            frag = frags[i] = self.fragment(ctx, memo.monitor_key, kind, obj)
+            out[memo.rank[i]] = frag
+            if frag.reads:
+                reading.add(i)
             else:
-                md = obj.get("metadata") or {}
-                entry = (obj, md.get("resourceVersion") if md.get("uid") else None, monitor_key,
-                         f"{md.get('namespace') or ''}/{md.get('name') or ''}",
-                         self.fragment(ctx, monitor_key, kind, obj))
-            fresh[id(obj)] = entry
-            out.append((entry[3], entry[4]))
-        self._lists[tag] = fresh
+                reading.discard(i)
+        self.hits += len(objs) - len(changed)
+        self._lists[("fragments", kind)] = _Fragments(listdiff.Snapshot(objs, rvs), memo.monitor_key, frags,
+                                                      memo.keys, out, memo.rank, reading)
+        return out
+
+    def _all_fragments(self, ctx: GenContext, memo: "_Fragments | None", monitor_key: str, kind: str,
+                       objs: Sequence[Mapping[str, Any]], rvs: list) -> list[Fragment]:
+        """Every position: the previous call's unchanged objects are found by identity (one dict
+        lookup each), the rest through fragment()."""
+        known: dict[int, tuple] = {}
+        if memo is not None:
+            known = {id(o): (o, rv, f) for o, rv, f in zip(memo.snap.objs, memo.snap.rvs, memo.frags)}
+        store = ctx.store
+        frags: list[Fragment] = []
+        for obj, rv in zip(objs, rvs):  # hot on a full pass: once per selected monitor
+            entry = known.get(id(obj))
+            if entry is not None and entry[0] is obj and rv is not None and entry[1] == rv \
+                    and (not entry[2].reads or _reads_valid(store, entry[2].reads)):
+                self.hits += 1
+                frags.append(entry[2])
+            else:
+                frags.append(self.fragment(ctx, monitor_key, kind, obj))
+        keys = [sort_key(obj) for obj in objs]
+        order = sorted(range(len(objs)), key=keys.__getitem__)
+        rank = [0] * len(objs)
+        for r, i in enumerate(order):
+            rank[i] = r
+        out = [frags[i] for i in order]
+        reading = {i for i, f in enumerate(frags) if f.reads}
+        self._lists[("fragments", kind)] = _Fragments(listdiff.Snapshot(objs, rvs), monitor_key, frags, keys,
+                                                      out, rank, reading)
         return out
 
     def fragment(self, ctx: GenContext, monitor_key: str, kind: str, obj: Mapping[str, Any]) -> Fragment:
@@ -140,29 +205,57 @@ class RenderCache:
         itself when asked for another Prometheus, selector or set of namespace labels."""
         index = self._selections.get(kind)
         if index is None:
-            index = self._selections[kind] = SelectionIndex(kind)
+            index = self._selections[kind] = SelectionIndex(kind, self.versions_of, self.note_versions)
         return index
 
     def per_objects(self, tag: Hashable, objs: Sequence[Mapping[str, Any]], compute: Callable[[Any], Any]) -> list:
-        """[compute(obj) for obj in objs], each memoised as per_object(tag, ...) would: the list's
-        unchanged objects (the same dict at the same resourceVersion as in the previous call with
-        this tag) are looked up by identity in one pass, the rest through per_object."""
-        memo = self._lists.get(tag) or {}
-        fresh: dict[int, tuple] = {}
+        """[compute(obj) for obj in objs], each memoised as per_object(tag, ...) would. Against the
+        list of the previous call with this tag only the changed positions are computed
+        (promop.render.listdiff); on another length, the previous list's objects are found by
+        identity (the same dict at the same resourceVersion) and the rest go through per_object."""
+        rvs = self.versions_of(objs)
+        memo = self._lists.get(tag)
+        if memo is not None:
+            snap, last = memo
+            changed = snap.changed(objs, rvs, change_limit(len(objs)))
+            if changed is not None:
+                out = list(last)
+                for i in changed:
+                    obj = objs[i]
+                    out[i] = self.per_object(tag, obj, lambda o=obj: compute(o))
+                self._lists[tag] = (listdiff.Snapshot(objs, rvs), out)
+                return out
+        known: dict[int, tuple] = {}
+        if memo is not None:
+            known = {id(o): (o, rv, v) for o, rv, v in zip(memo[0].objs, memo[0].rvs, memo[1])}
         out = []
-        for obj in objs:  # hot: once per selected object and render
-            entry = memo.get(id(obj))
-            if entry is not None and entry[0] is obj and entry[1] is not None \
-                    and entry[1] == (obj.get("metadata") or {}).get("resourceVersion"):
-                value = entry[2]
-                fresh[id(obj)] = entry
+        for obj, rv in zip(objs, rvs):
+            entry = known.get(id(obj))
+            if entry is not None and entry[0] is obj and rv is not None and entry[1] == rv:
+                out.append(entry[2])
             else:
-                value = self.per_object(tag, obj, lambda o=obj: compute(o))
-                md = obj.get("metadata") or {}
-                fresh[id(obj)] = (obj, md.get("resourceVersion") if md.get("uid") else None, value)
-            out.append(value)
-        self._lists[tag] = fresh
+                out.append(self.per_object(tag, obj, lambda o=obj: compute(o)))
+        self._lists[tag] = (listdiff.Snapshot(objs, rvs), out)
         return out
+
+    def begin(self) -> None:
+        """A new pass over the inputs (a render, or references()): a caller may have changed an object
+        in place since the last (bumping its resourceVersion), so versions are read again."""
+        self._versions = []
+
+    def versions_of(self, objs: Sequence[Mapping[str, Any]]) -> list:
+        """listdiff.versions(objs), shared by the passes over the same list in one render (begin()
+        starts another)."""
+        for held, rvs in self._versions:
+            if held is objs:
+                return rvs
+        rvs = listdiff.versions(objs)
+        self.note_versions(objs, rvs)
+        return rvs
+
+    def note_versions(self, objs: Sequence[Mapping[str, Any]], rvs: list) -> None:
+        """The versions of `objs`, known to the caller (a selection of a list already read)."""
+        self._versions = [(objs, rvs), *self._versions[:11]]
 
     def per_object(self, tag: Hashable, obj: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
         """`compute()` for a result that depends on `obj` alone, memoised by its identity + version."""

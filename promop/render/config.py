@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import base64
 import gzip
-import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from promop.render import assembly
+from promop.render.assembly import MEMBER_GROUPS, Piece, text_of  # noqa: F401 - this module's API
 from promop.render.emit import emit
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions
@@ -46,35 +47,23 @@ def assemble(head: Mapping[str, Any], job_texts: Sequence[str], tail: Mapping[st
 
 
 # A config past this many characters is gzipped as several members (below: one, as gzip.compress
-# writes it). A job group whose key's CRC-32 is a multiple of MEMBER_GROUPS ends a member: about
-# 32 monitors' jobs per member, and cut points that depend only on the groups themselves, so an
-# edit, an addition or a deletion changes the member it falls in and no other.
+# writes it), cut into pieces by promop.render.assembly: an edit, an addition or a deletion
+# changes the member it falls in and no other.
 SINGLE_MEMBER_CHARS = 1 << 18
-MEMBER_GROUPS = 32
-
-Piece = tuple  # strings whose concatenation is one stretch of the config text
 
 
 def pieces(head: Mapping[str, Any], groups: Sequence[tuple[str, Sequence[str]]], tail: Mapping[str, Any]) -> list[Piece]:
     """assemble(head, job texts, tail) cut into stable pieces: the head, runs of job groups, the tail.
     Their strings, joined in order, are exactly assemble()'s text (tested)."""
+    return cut_pieces(head, groups, tail).pieces
+
+
+def cut_pieces(head: Mapping[str, Any], groups: Sequence[tuple[str, Sequence[str]]], tail: Mapping[str, Any],
+               memo: assembly.Pieces | None = None) -> assembly.Pieces:
+    """pieces() with what it takes to patch them: `memo`, the previous config's (promop.render.assembly.cut)."""
     any_jobs = any(texts for _, texts in groups)
-    out: list[Piece] = [((dump(dict(head)) if head else "") + ("scrape_configs:\n" if any_jobs else "scrape_configs: []\n"),)]
-    run: list[str] = []
-    for key, texts in groups:
-        run += texts
-        if zlib.crc32(key.encode()) % MEMBER_GROUPS == 0 and run:
-            out.append(tuple(run))
-            run = []
-    if run:
-        out.append(tuple(run))
-    if tail:
-        out.append((dump(dict(tail)),))
-    return out
-
-
-def text_of(config_pieces: Sequence[Piece]) -> str:
-    return "".join(s for piece in config_pieces for s in piece)
+    first = (dump(dict(head)) if head else "") + ("scrape_configs:\n" if any_jobs else "scrape_configs: []\n")
+    return assembly.cut(first, groups, dump(dict(tail)) if tail else None, memo)
 
 
 def compress_pieces(config_pieces: Sequence[Piece], memo: dict[Piece, bytes] | None = None) -> tuple[bytes, dict[Piece, bytes]]:
@@ -83,8 +72,7 @@ def compress_pieces(config_pieces: Sequence[Piece], memo: dict[Piece, bytes] | N
     stream), each reused from `memo` while its piece is unchanged, so an edit recompresses one
     member, not ~20 MB. A small config is one member, byte for byte what compress() gives.
     Returns the bytes and the memo of this config's pieces (the only ones worth keeping)."""
-    size = sum(len(s) for piece in config_pieces for s in piece)
-    if size <= SINGLE_MEMBER_CHARS:
+    if not _larger_than(config_pieces, SINGLE_MEMBER_CHARS):
         return compress(text_of(config_pieces)), {}
     memo = memo or {}
     fresh: dict[Piece, bytes] = {}
@@ -94,6 +82,17 @@ def compress_pieces(config_pieces: Sequence[Piece], memo: dict[Piece, bytes] | N
             gz = gzip.compress("".join(piece).encode("utf-8"), compresslevel=6, mtime=0)
         fresh[piece] = gz
     return b"".join(fresh[piece] for piece in config_pieces), fresh
+
+
+def _larger_than(config_pieces: Sequence[Piece], limit: int) -> bool:
+    """Is the text longer than `limit` characters? Stops counting once it is (a large config has
+    tens of thousands of strings)."""
+    size = 0
+    for piece in config_pieces:
+        size += sum(map(len, piece))
+        if size > limit:
+            return True
+    return False
 
 
 def compress(text: str) -> bytes:

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from promop.render import auth, topology
+from promop.render import assembly, auth, topology
 from promop.render.additional import additional_scrape_configs
 from promop.render.alerting import alerting_section
-from promop.render.config import Piece, dump_job, pieces, rule_files, text_of
+from promop.render.config import Piece, cut_pieces, dump_job, rule_files, text_of
 from promop.render.context import GenContext
 from promop.render.globals import global_section, runtime_section, storage_section
-from promop.render.model import Problem, RenderOptions, obj_meta
+from promop.render.model import Problem, RenderOptions, lazy_text, obj_meta
 from promop.render.otlp import otlp_section
 from promop.render.podmonitor import pod_monitor_jobs
 from promop.render.probe import probe_jobs, validate_probe
@@ -92,6 +92,9 @@ class ConfigResult:
     groups: list[tuple[str, list[str]]] = field(default_factory=list)
     # the text cut into stable pieces (promop.render.config.pieces): what the config is gzipped from
     pieces: list[Piece] = field(default_factory=list)
+
+
+lazy_text(ConfigResult, "text")  # `text` may be given as a callable (computed when first read)
 
 
 INTERNAL_ERROR = "promop could not process this object (a promop bug, please report it)"
@@ -184,40 +187,27 @@ def build_config(
     prom_scope: Scope,
     fragments: Sequence[Fragment],
     rule_configmap_names: Sequence[str] | None,
+    memo: ConfigMemo | None = None,
 ) -> ConfigResult:
-    """Assemble the config from monitor fragments (already in upstream order) and the Prometheus spec."""
+    """Assemble the config from monitor fragments (already in upstream order) and the Prometheus spec.
+    `memo` (the render cache's) lets an edit patch the last assembly instead of redoing it."""
     head: dict = {"global": global_section(ctx, prom_scope)}
     runtime = runtime_section(ctx, prom_scope)
     if runtime:
         head["runtime"] = runtime
     if rule_configmap_names is not None:
         head["rule_files"] = rule_files(rule_configmap_names)
-    jobs: list[dict] = []
-    texts: list[str] = []
-    job_names: dict[tuple[str, str, str], list[str]] = {}
-    groups: list[tuple[str, list[str]]] = []
-    rejected: list[Problem] = []
-    warnings: list[Problem] = []
-    assets: dict[str, str] = {}
-    for frag in fragments:  # once per selected monitor on every render: what it needs is precomputed
-        if frag.rejected:
-            rejected += frag.rejected
-            warnings += frag.warnings
-            continue
-        if frag.warnings:
-            warnings += frag.warnings
-        jobs += frag.jobs
-        texts += frag.texts
-        if frag.assets:
-            assets.update(frag.assets)
-        job_names[frag.identity] = frag.job_names
-        groups.append(frag.group)
-    taken = {j["job_name"] for j in jobs}
-    extra = additional_scrape_configs(ctx, prom_scope, taken)
-    jobs += extra
-    extra_texts = [dump_job(j) for j in extra]
-    texts += extra_texts
-    groups += [(f"additional/{j['job_name']}", [t]) for j, t in zip(extra, extra_texts)]
+    done = assembly.assemble(fragments, memo.assembled if memo is not None else None)
+    if memo is not None:
+        memo.assembled = done
+    jobs, groups = list(done.jobs), done.groups  # the result's own list: the memo's is patched next time
+    warnings = list(done.warnings)
+    assets = dict(done.assets)
+    extra = additional_scrape_configs(ctx, prom_scope, set(done.taken))
+    if extra:
+        jobs += extra
+        extra_texts = [dump_job(j) for j in extra]
+        groups = [*groups, *((f"additional/{j['job_name']}", [t]) for j, t in zip(extra, extra_texts))]
     tail: dict = {}
     storage = storage_section(ctx, prom_scope)
     if storage:
@@ -235,9 +225,20 @@ def build_config(
     assets.update(prom_scope.assets)
     warnings += prom_scope.warnings
     config = {**head, "scrape_configs": jobs, **tail}
-    config_pieces = pieces(head, groups, tail)
-    return ConfigResult(config, text_of(config_pieces), job_names, rejected, warnings, assets,
-                        head=head, tail=tail, groups=groups, pieces=config_pieces)
+    cut = cut_pieces(head, groups, tail, memo.pieces if memo is not None else None)
+    if memo is not None:
+        memo.pieces = cut
+    config_pieces = cut.pieces
+    return ConfigResult(config, lambda: text_of(config_pieces), done.job_names, list(done.rejected), warnings,
+                        assets, head=head, tail=tail, groups=groups, pieces=config_pieces)
+
+
+class ConfigMemo:
+    """What build_config may patch on the next render (promop.render.assembly); the render cache keeps one."""
+
+    def __init__(self) -> None:
+        self.assembled: assembly.Assembled | None = None
+        self.pieces: assembly.Pieces | None = None
 
 
 def sort_key(obj: Mapping[str, Any]) -> str:
@@ -271,6 +272,8 @@ def generate_config(
     ctx, prom_scope = new_context(prometheus, options, Store(secrets, configmaps))
     for f, m in malformed:
         prom_scope.warn(f, m)
+    if hasattr(cache, "begin"):
+        cache.begin()
     fragments = monitor_fragments(ctx, service_monitors, pod_monitors, cache, probes=probes, scrape_configs=scrape_configs)
     return build_config(ctx, prom_scope, fragments, rule_configmap_names)
 
@@ -289,12 +292,10 @@ def monitor_fragments(
     kinds: list[tuple[str, Sequence[Mapping[str, Any]]]] = [("ServiceMonitor", service_monitors), ("PodMonitor", pod_monitors)]
     kinds.append(("Probe", probes))
     kinds.append(("ScrapeConfig", scrape_configs))
-    many = getattr(cache, "fragments", None)  # RenderCache: the whole list in one pass
+    many = getattr(cache, "sorted_fragments", None)  # RenderCache: the whole list, patched after an edit
     for kind, objs in kinds:
         if many is not None:
-            pairs = many(ctx, monitor_key, kind, objs)
-            pairs.sort(key=_first)  # stable, as sorted(objs, key=sort_key)
-            out += [frag for _, frag in pairs]
+            out += many(ctx, monitor_key, kind, objs)
             continue
         for obj in sorted(objs, key=sort_key):
             if cache is None:
@@ -303,6 +304,3 @@ def monitor_fragments(
                 out.append(cache.fragment(ctx, monitor_key, kind, obj))
     return out
 
-
-def _first(pair: tuple) -> Any:
-    return pair[0]

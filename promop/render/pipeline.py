@@ -9,6 +9,7 @@ Secrets -> input hash -> StatefulSets and the governing Service.
 from __future__ import annotations
 
 import json
+from itertools import chain
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -64,6 +65,7 @@ def select_all(
         found: list[Problem] = []
         decisions = {kind: select(prometheus, objs, kind, namespaces, found) for kind, objs in kinds}
     else:
+        cache.begin()  # every pass over the inputs starts here
         # Selection reads the Prometheus's identity and selector fields, the Namespace objects and
         # each candidate's namespace/name/labels: the first two are the basis of the incremental
         # selection (a change decides on everything again), the candidates it follows one by one.
@@ -110,10 +112,9 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     if cache is None:
         for obj in (*sms, *pms, *rules):
             warnings += unsupported_fields(dict(obj))
-    else:
-        for found in cache.per_objects("unsupported", (*sms, *pms, *rules), _unsupported):
-            if found:
-                warnings += found
+    else:  # per kind, so that each pass compares a list with its own last one (promop.render.listdiff)
+        for kind, objs in (("ServiceMonitor", sms), ("PodMonitor", pms), ("PrometheusRule", rules)):
+            warnings += chain.from_iterable(filter(None, cache.per_objects(("unsupported", kind), objs, _unsupported)))
 
     ctx, prom_scope = new_context(prometheus, options, Store(inputs.secrets, inputs.configmaps))
     web_tls = _web_tls(prometheus, prom_scope)
@@ -125,7 +126,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
 
     rules_result = cache.rules(prometheus, rules, options, build_rules) if cache is not None else build_rules()
     rule_names = rules_result.names if spec.get("ruleSelector") is not None else None
-    generated = build_config(ctx, prom_scope, fragments, rule_names)
+    generated = build_config(ctx, prom_scope, fragments, rule_names, cache.config_memo if cache is not None else None)
 
     # --disable-unmanaged-prometheus-configuration: nil selectors then select nothing, the config is ours
     unmanaged = options.unmanaged_configuration and all(spec.get(s) is None for s in SCRAPE_SELECTORS)
@@ -137,7 +138,8 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
         ))
     gz = None if unmanaged else (cache.compressed_pieces(generated.pieces, compress_pieces) if cache
                                  else compress_pieces(generated.pieces)[0])
-    parts = split.plan(prometheus, generated, gz, options, inputs.config_parts) if gz else None
+    parts = split.plan(prometheus, generated, gz, options, inputs.config_parts,
+                       cache.part_memo if cache is not None else None) if gz else None
     if parts is not None:
         gz = parts.main_gz
     secret = config_secret(prometheus, options, gz)
@@ -171,7 +173,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
         rule_files=dict(rules_result.rule_files),
         input_hash=input_hash,
         web_config_secret=webconfig.build_web_config_secret(prometheus, options, web_tls),
-        config_text="" if unmanaged else parts.main_text if parts is not None else generated.text,
+        config_text="" if unmanaged else parts.main_text if parts is not None else (lambda: generated.text),
         config_unmanaged=unmanaged,
         reloader_rbac=split.adapt_rbac(fast_reload.rbac_objects(prometheus, options, cm_names),
                                        parts.names if parts is not None else []) if fast else [],
@@ -260,8 +262,7 @@ def references(inputs: RenderInputs, cache: RenderCache | None = None) -> set[Ob
     scrape_objects += [("Probe", inputs.probes), ("ScrapeConfig", inputs.scrape_configs)]
     for kind, objs in scrape_objects:
         chosen = _selected(decisions[kind], objs, cache, kind)
-        for refs in (cache.per_objects(("references", kind), chosen, _object_refs) if cache is not None
-                     else map(_object_refs, chosen)):
-            if refs:
-                out |= refs
+        found = cache.per_objects(("references", kind), chosen, _object_refs) if cache is not None \
+            else map(_object_refs, chosen)
+        out.update(*filter(None, found))
     return out

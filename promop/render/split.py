@@ -21,11 +21,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from itertools import compress
+from operator import is_not
 from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from promop.render.config import compress, dump
+from promop.render import assembly
+from promop.render.config import Piece, compress as gzip_text, compress_pieces, dump
+from promop.render.listdiff import change_limit
 from promop.render.meta import managed_metadata, prefixed_name
 from promop.render.model import RenderOptions
 from promop.render.versions import Version
@@ -48,21 +52,15 @@ class ConfigTooLarge(ValueError):
     reason = REASON
 
 
-@dataclass(frozen=True)
-class Group:
-    """Jobs that move together: one monitor's jobs (key `<kind>/<ns>/<name>`), or one additional job."""
-
-    key: str
-    texts: tuple[str, ...]
+Group = tuple  # (key, job texts): jobs that move together, one monitor's (`<kind>/<ns>/<name>`) or one additional job
 
 
 @dataclass
 class Split:
-    """The main config text and, per part, its gzipped data and its job texts."""
+    """The main config text and, per part, its gzipped data."""
 
     main_text: str
     parts: list[bytes]
-    part_groups: list[list[str]]
 
 
 def part_name(prometheus: Mapping[str, Any], index: int) -> str:
@@ -83,27 +81,107 @@ def part_index(prometheus: Mapping[str, Any], secret_name: str) -> int | None:
 
 def bucket(key: str, count: int) -> int:
     """A stable bucket (not Python's salted hash()): the same in every process and release."""
-    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big") % count
+    return _key_hash(key) % count
 
 
-def _buckets(groups: Sequence[Group], count: int) -> tuple[list[list[str]], list[list[str]]]:
-    """Per bucket: its job texts and its group keys, in the groups' order."""
-    texts: list[list[str]] = [[] for _ in range(count)]
-    keys: list[list[str]] = [[] for _ in range(count)]
-    for g in groups:
-        i = bucket(g.key, count)
-        texts[i].extend(g.texts)
-        keys[i].append(g.key)
-    return texts, keys
+def _key_hash(key: str) -> int:
+    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big")
+
+
+class PartMemo:
+    """What one render's split may reuse from the last: each group key's hash and, for the last
+    count of parts, each group's bucket and place in it, each bucket's pieces (cut as the main
+    config's, promop.render.assembly) and gzip members, and the parts. An edit then replaces one
+    group in one bucket and recompresses one member. Only an optimisation: the parts are the same
+    bytes without it."""
+
+    def __init__(self) -> None:
+        self.hashes: dict[str, int] = {}
+        self.count = 0
+        self.groups: list[Group] = []
+        self.keys: list[str] = []
+        self.bucket_of: list[int] = []
+        self.index_in: list[int] = []
+        self.buckets: list[list[Group]] = []
+        self.cuts: list[assembly.Pieces] = []
+        self.members: list[dict[Piece, bytes]] = []
+        self.parts: list[bytes] = []
+
+    def hash_of(self, key: str) -> int:
+        h = self.hashes.get(key)
+        if h is None:
+            if len(self.hashes) > 4 * MAX_GROUPS_REMEMBERED:  # deleted monitors' keys
+                self.hashes.clear()
+            h = self.hashes[key] = _key_hash(key)
+        return h
+
+
+MAX_GROUPS_REMEMBERED = 100_000
 
 
 def part_text(texts: Sequence[str]) -> str:
     return "scrape_configs:\n" + "".join(texts) if texts else "scrape_configs: []\n"
 
 
-def _compressed(groups: Sequence[Group], count: int) -> tuple[list[bytes], list[list[str]]]:
-    texts, keys = _buckets(groups, count)
-    return [compress(part_text(t)) for t in texts], keys
+def _cut(groups: Sequence[Group], memo: assembly.Pieces | None = None) -> assembly.Pieces:
+    """A part's text cut as the main config is: the header, then runs of groups (a run ends at a group
+    whose key's CRC-32 is a multiple of MEMBER_GROUPS), so an edit changes one run. Joined, the
+    strings are exactly part_text() of the groups' texts."""
+    first = "scrape_configs:\n" if any(texts for _, texts in groups) else "scrape_configs: []\n"
+    return assembly.cut(first, groups, None, memo)
+
+
+def _compressed(groups: Sequence[Group], count: int, memo: PartMemo) -> tuple[list[bytes], list[list[Group]]]:
+    """Each bucket's part, gzipped (several members for a large part), and its groups; `memo` is
+    patched where the groups are the last call's with some replaced, else filled again."""
+    if count == memo.count and len(groups) == len(memo.groups):
+        changed = list(compress(range(len(groups)), map(is_not, groups, memo.groups)))
+        if len(changed) <= change_limit(len(groups)) and all(groups[i][0] == memo.keys[i] for i in changed):
+            _patch(groups, memo, changed)
+            return memo.parts, memo.buckets
+    _fill(groups, count, memo)
+    return memo.parts, memo.buckets
+
+
+def _patch(groups: Sequence[Group], memo: PartMemo, changed: list[int]) -> None:
+    buckets, touched = list(memo.buckets), set()
+    for i in changed:
+        b = memo.bucket_of[i]
+        if b not in touched:
+            buckets[b] = list(buckets[b])
+            touched.add(b)
+        buckets[b][memo.index_in[i]] = groups[i]
+    parts, cuts, members = list(memo.parts), list(memo.cuts), list(memo.members)
+    for b in touched:
+        cuts[b] = _cut(buckets[b], cuts[b])
+        parts[b], members[b] = compress_pieces(cuts[b].pieces, members[b])
+    memo.groups, memo.buckets, memo.parts, memo.cuts, memo.members = list(groups), buckets, parts, cuts, members
+
+
+def _fill(groups: Sequence[Group], count: int, memo: PartMemo) -> None:
+    buckets: list[list[Group]] = [[] for _ in range(count)]
+    bucket_of, index_in = [], []
+    hash_of = memo.hash_of
+    for g in groups:  # once per monitor, when the count or the set of groups changed
+        b = hash_of(g[0]) % count
+        bucket_of.append(b)
+        index_in.append(len(buckets[b]))
+        buckets[b].append(g)
+    known: dict[Piece, bytes] = {}
+    for old in memo.members:
+        known.update(old)
+    cuts = [_cut(bucket) for bucket in buckets]
+    done = [compress_pieces(cut.pieces, known) for cut in cuts]
+    memo.count, memo.groups, memo.keys = count, list(groups), [g[0] for g in groups]
+    memo.bucket_of, memo.index_in, memo.buckets, memo.cuts = bucket_of, index_in, buckets, cuts
+    memo.parts, memo.members = [gz for gz, _ in done], [used for _, used in done]
+
+
+def _estimated_halves(parts: Sequence[bytes]) -> int:
+    """The largest part of half as many buckets, estimated: bucket i of N/2 holds the groups of
+    buckets i and i + N/2 of N, so it is about their sizes added (exactly, for the text)."""
+    half = len(parts) // 2
+    return max(len(parts[i]) + len(parts[i + half]) for i in range(half))
 
 
 def _start_count(previous: int) -> int:
@@ -113,25 +191,29 @@ def _start_count(previous: int) -> int:
     return n
 
 
-def split_groups(groups: Sequence[Group], limit: int, previous: int) -> tuple[list[bytes], list[list[str]]]:
-    """Parts (gzipped) under `limit` bytes each, starting from the `previous` part count."""
-    count = _start_count(previous)
-    while count > 2:
-        smaller, _ = _compressed(groups, count // 2)
-        if max(len(p) for p in smaller) > limit // 2:
-            break
-        count //= 2
+def split_groups(groups: Sequence[Group], limit: int, previous: int,
+                 memo: PartMemo | None = None) -> tuple[list[bytes], list[list[Group]]]:
+    """Parts (gzipped) under `limit` bytes each, and each part's groups, starting from the
+    `previous` part count: doubled while a part is over the limit, halved while every part of half
+    as many would fill at most half the limit (estimated from the parts' sizes, so that an edit
+    does not compress everything again)."""
+    memo = memo if memo is not None else PartMemo()
+    count, may_halve = _start_count(previous), True
     while True:
-        parts, keys = _compressed(groups, count)
+        parts, buckets = _compressed(groups, count, memo)
         over = [i for i, p in enumerate(parts) if len(p) > limit]
         if not over:
-            return parts, keys
-        alone = next((i for i in over if len(keys[i]) == 1), None)
+            if may_halve and count > 2 and _estimated_halves(parts) <= limit // 2:
+                count //= 2
+                continue
+            return parts, buckets
+        may_halve = False  # grown once: never back (no flapping between two counts)
+        alone = next((i for i in over if len(buckets[i]) == 1), None)
         if alone is not None:
             raise ConfigTooLarge(
-                f"the scrape jobs of {keys[alone][0]} alone compress to {len(parts[alone])} bytes, over the config "
-                f"Secret limit of {limit} bytes (--config-secret-max-bytes): split that object, or raise the limit "
-                "(at most 1 MiB)")
+                f"the scrape jobs of {buckets[alone][0][0]} alone compress to {len(parts[alone])} bytes, over the "
+                f"config Secret limit of {limit} bytes (--config-secret-max-bytes): split that object, or raise the "
+                "limit (at most 1 MiB)")
         if count >= MAX_PARTS:
             raise ConfigTooLarge(f"the config does not fit {MAX_PARTS} part Secrets of {limit} bytes: shard it "
                                  "(spec.shards)")
@@ -160,11 +242,12 @@ def main_text(head: Mapping[str, Any], tail: Mapping[str, Any]) -> str:
 
 
 def split_config(prometheus: Mapping[str, Any], head: Mapping[str, Any], groups: Sequence[Group],
-                 tail: Mapping[str, Any], full_size: int, options: RenderOptions, previous: int) -> Split:
+                 tail: Mapping[str, Any], full_size: int, options: RenderOptions, previous: int,
+                 memo: PartMemo | None = None) -> Split:
     limit = options.config_secret_max_bytes
     check_version(prometheus, full_size, limit)
-    parts, keys = split_groups(groups, limit, previous)
-    return Split(main_text(head, tail), parts, keys)
+    parts, _ = split_groups(groups, limit, previous, memo)
+    return Split(main_text(head, tail), parts)
 
 
 def part_secrets(prometheus: Mapping[str, Any], options: RenderOptions, parts: Sequence[bytes]) -> list[dict]:
@@ -229,12 +312,12 @@ class Planned:
 
 
 def plan(prometheus: Mapping[str, Any], generated: Any, gz: bytes, options: RenderOptions,
-         previous: int) -> Planned | None:
+         previous: int, memo: PartMemo | None = None) -> Planned | None:
     """None when the gzipped config `gz` fits one Secret (then nothing changes), else the split.
 
-    `generated` is a promop.render.generate.ConfigResult (head, tail, groups). Raises ConfigTooLarge."""
+    `generated` is a promop.render.generate.ConfigResult (head, tail, groups). `memo` (kept by the
+    render cache) makes an edit recompress only the run of groups it falls in. Raises ConfigTooLarge."""
     if not needed(len(gz), options):
         return None
-    groups = [Group(key, tuple(texts)) for key, texts in generated.groups]
-    done = split_config(prometheus, generated.head, groups, generated.tail, len(gz), options, previous)
-    return Planned(done.main_text, compress(done.main_text), part_secrets(prometheus, options, done.parts))
+    done = split_config(prometheus, generated.head, generated.groups, generated.tail, len(gz), options, previous, memo)
+    return Planned(done.main_text, gzip_text(done.main_text), part_secrets(prometheus, options, done.parts))

@@ -125,7 +125,7 @@ def test_whole_render_entries_do_not_accumulate():
     assert len(cache._rules) == 2 and len(cache._renders) <= 2
     # the selection is no longer a whole-render entry: an incremental index holds one decision per
     # candidate of the latest render, not one set per render
-    assert len(cache.selection_index("ServiceMonitor")._memo) == len(sms)
+    assert len(cache.selection_index("ServiceMonitor")._decisions) == len(sms)
 
 
 def test_status_writes_do_not_invalidate_rules():

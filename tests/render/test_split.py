@@ -216,3 +216,49 @@ def test_fast_reload_reads_the_parts_through_the_api_with_the_mount_as_fallback(
     (secrets_rule,) = [r for r in role["rules"] if r["resources"] == ["secrets"]]
     assert secrets_rule["resourceNames"] == ["prometheus-k8s", *names]
     assert secrets_rule["verbs"] == ["get", "watch"]
+
+
+# ---- the render cache's part memo: an edit recompresses one run of groups --------------------------------------
+
+def _gzip_members(gz: bytes) -> int:
+    """How many gzip members `gz` holds (each starts with the magic bytes and ends with its trailer)."""
+    import zlib
+    count, rest = 0, gz
+    while rest:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        d.decompress(rest)
+        rest = d.unused_data
+        count += 1
+    return count
+
+
+def test_with_the_cache_an_edit_gives_the_uncached_bytes_and_recompresses_one_member(big, monkeypatch):
+    from promop.render import RenderCache
+    from promop.render import config as config_module
+    monitors, result = big
+    prom = prometheus_obj(version="v2.45.0")
+    parts = len(result.config_parts)
+    cache = RenderCache()
+    first = render(RenderInputs(prom, service_monitors=monitors, config_parts=parts), cache=cache)
+    assert part_data(first) == part_data(result)  # the cache changes no byte
+    assert max(_gzip_members(gz) for gz in part_data(first).values()) > 1  # large parts: members per run
+    edited = list(monitors)
+    edited[1234] = long_monitor(1234, salt="edited")
+    compressed: list[int] = []
+    real = config_module.gzip.compress
+    monkeypatch.setattr(config_module.gzip, "compress", lambda data, **kw: compressed.append(len(data)) or real(data, **kw))
+    again = render(RenderInputs(prom, service_monitors=edited, config_parts=parts), cache=cache)
+    monkeypatch.undo()
+    uncached = render(RenderInputs(prom, service_monitors=edited, config_parts=parts))
+    assert part_data(again) == part_data(uncached)
+    # one member of the full config (for its size), one of the part the monitor is in, and the small
+    # main config (global, rule_files...): nothing else
+    assert len(compressed) == 3, compressed
+    assert compressed[2] < 4096
+    assert "serviceMonitor/ns-34/sm-1234/0" in [j["job_name"] for gz in part_data(again).values() for j in jobs_of(gz)]
+
+
+def test_halving_is_judged_from_the_parts_sizes():
+    """Bucket i of N/2 holds buckets i and i + N/2 of N: their sizes added decide, in both directions."""
+    assert split._estimated_halves([b"x" * 10, b"x" * 1, b"x" * 20, b"x" * 2]) == 30
+    assert split._estimated_halves([b"x" * 10, b"x" * 7]) == 17
