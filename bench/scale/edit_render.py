@@ -51,7 +51,7 @@ def run(n: int, edits: int, profiler: cProfile.Profile | None, freeze: bool = Fa
     sms, nss = objects(n)
     prom = prometheus("p0", "monitoring", {}, True)
     prom["metadata"].update(uid="p0-uid", resourceVersion="1")
-    stable, cache = StableVersions(), RenderCache(max_renders=2)
+    stable, cache = StableVersions(), RenderCache(max_renders=2, keep_jobs=False)  # as the operator
     one_sync(prom, sms, nss, stable, cache)  # the first sync: every fragment rendered
     if freeze:  # as `promop run` does once its first syncs are done (promop.operator.gcfreeze)
         gc.freeze()

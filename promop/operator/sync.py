@@ -122,7 +122,8 @@ class Syncer:
 
             # one sync asks for one selection and one rule render: the latest two whole-render
             # entries are all that is ever reused (each holds a decision per candidate monitor)
-            cache_factory = functools.partial(RenderCache, max_renders=2)
+            # and the operator never reads a result's decoded config: fragments keep their jobs as text
+            cache_factory = functools.partial(RenderCache, max_renders=2, keep_jobs=False)
         self._cache_factory = cache_factory
 
     # ---- entry point ------------------------------------------------------------------
@@ -178,8 +179,10 @@ class Syncer:
         result: RenderResult | None = None
         error: Exception | None = None
         wrote: list[str] = []
+        rendered = started
         try:
             result = self._render(key, prom)
+            rendered = time.monotonic()
             writes = self.writer.write(prom, result)
             report.actions, report.writes, wrote = writes.actions, writes.total, writes.objects
         except OwnerGone:
@@ -214,10 +217,10 @@ class Syncer:
         with self._lock:
             self._synced[key] = _identity(prom)
         log.info("synced", **fields(
-            key=key, cause=cause or "resync", jobs=len((result.config or {}).get("scrape_configs") or ()) if result else 0,
+            key=key, cause=cause or "resync", jobs=result.job_count if result else 0,
             accepted=report.selected, rejected=report.rejected, writes=report.writes,
             wrote="; ".join(wrote) if wrote else "nothing (unchanged)",
-            ms=round((time.monotonic() - started) * 1000)))
+            ms=round((time.monotonic() - started) * 1000), render_ms=round((rendered - started) * 1000)))
         return report
 
     # ---- render -----------------------------------------------------------------------

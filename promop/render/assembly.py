@@ -31,23 +31,21 @@ MEMBER_GROUPS = 32
 
 
 class Assembled:
-    """Every accepted fragment's jobs and group (key and texts), in order, with what was rejected or warned.
+    """Every accepted fragment's job names and group (key and texts), in order, with what was rejected or warned.
     Shared with the renders' results: read-only once returned."""
 
-    __slots__ = ("frags", "jobs", "job_names", "groups", "rejected", "warnings", "assets", "taken",
-                 "job_at", "group_at")
+    __slots__ = ("frags", "job_count", "job_names", "groups", "rejected", "warnings", "assets", "taken", "group_at")
 
     def __init__(self) -> None:
         self.frags: list = []
-        self.jobs: list[dict] = []
+        self.job_count = 0
         self.job_names: dict[tuple[str, str, str], list[str]] = {}
         self.groups: list[tuple[str, list[str]]] = []
         self.rejected: list[Problem] = []
         self.warnings: list[Problem] = []
         self.assets: dict[str, str] = {}
         self.taken: set[str] = set()  # every job name
-        self.job_at: list[int] = []  # per fragment: where its jobs start in `jobs` (-1: rejected)
-        self.group_at: list[int] = []
+        self.group_at: list[int] = []  # per fragment: its place in `groups` (-1: rejected)
 
 
 def assemble(fragments: Sequence["Fragment"], last: Assembled | None = None) -> Assembled:
@@ -62,20 +60,17 @@ def assemble(fragments: Sequence["Fragment"], last: Assembled | None = None) -> 
 def _in_place(old: "Fragment", new: "Fragment") -> bool:
     """Can `new` take `old`'s place without moving anything else or touching the collected problems?"""
     return not (old.rejected or new.rejected or old.warnings or new.warnings or old.assets or new.assets) \
-        and old.identity == new.identity and len(old.jobs) == len(new.jobs) and len(old.texts) == len(new.texts) \
-        and old.job_names == new.job_names
+        and old.identity == new.identity and len(old.texts) == len(new.texts) and old.job_names == new.job_names
 
 
 def _patched(fragments: Sequence["Fragment"], last: Assembled, changed: list[int]) -> Assembled:
     out = Assembled()
-    out.frags, out.jobs, out.groups = list(fragments), list(last.jobs), list(last.groups)
+    out.frags, out.job_count, out.groups = list(fragments), last.job_count, list(last.groups)
     out.job_names = last.job_names
     out.rejected, out.warnings, out.assets, out.taken = last.rejected, last.warnings, last.assets, last.taken
-    out.job_at, out.group_at = last.job_at, last.group_at
+    out.group_at = last.group_at
     for i in changed:
         frag = fragments[i]
-        a = last.job_at[i]
-        out.jobs[a:a + len(frag.jobs)] = frag.jobs
         out.groups[last.group_at[i]] = frag.group  # its job_names entry is equal (an _in_place condition)
     return out
 
@@ -83,24 +78,24 @@ def _patched(fragments: Sequence["Fragment"], last: Assembled, changed: list[int
 def _assembled(fragments: Sequence["Fragment"]) -> Assembled:
     out = Assembled()
     out.frags = list(fragments)
-    jobs, groups, job_names = out.jobs, out.groups, out.job_names
+    groups, job_names = out.groups, out.job_names
     rejected, warnings, assets = out.rejected, out.warnings, out.assets
-    job_at, group_at = out.job_at, out.group_at
+    group_at = out.group_at
     for frag in fragments:  # once per selected monitor: what it needs is precomputed in the Fragment
         if frag.rejected:
             rejected += frag.rejected
             warnings += frag.warnings
-            job_at.append(-1), group_at.append(-1)
+            group_at.append(-1)
             continue
         if frag.warnings:
             warnings += frag.warnings
-        job_at.append(len(jobs)), group_at.append(len(groups))
-        jobs += frag.jobs
+        group_at.append(len(groups))
+        out.job_count += len(frag.job_names)
         if frag.assets:
             assets.update(frag.assets)
         job_names[frag.identity] = frag.job_names
         groups.append(frag.group)
-    out.taken = {j["job_name"] for j in jobs}
+    out.taken = set(chain.from_iterable(job_names.values()))
     return out
 
 

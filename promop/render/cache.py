@@ -71,12 +71,15 @@ class _Fragments:
 class RenderCache:
     """An LRU memo of monitor fragments and rule renders; one may serve many Prometheus objects."""
 
-    def __init__(self, max_entries: int = 100_000, max_renders: int = 8):
+    def __init__(self, max_entries: int = 100_000, max_renders: int = 8, keep_jobs: bool = True):
         # Per-object entries (fragments, references, warnings) are small: many are kept. Whole-render
         # entries (rule ConfigMaps, selections over every candidate) are large and only the latest
         # few are useful, so a long-running operator must not accumulate them.
         self.max_entries = max_entries
         self.max_renders = max_renders
+        # False: cached fragments keep their jobs as text only (Fragment.drop_jobs), for a caller
+        # that never reads RenderResult.config (the operator); reading it decodes them again
+        self.keep_jobs = keep_jobs
         self._fragments: OrderedDict[Hashable, Fragment] = OrderedDict()
         self._rules: OrderedDict[Hashable, Any] = OrderedDict()
         # Cheap per-object/per-input memos (selection, references, unsupported-field warnings,
@@ -179,6 +182,8 @@ class RenderCache:
             return frag
         self.misses += 1
         frag = monitor_fragment(ctx, kind, obj)
+        if not self.keep_jobs:
+            frag.drop_jobs()
         self._replace_version(self._fragments, (kind, monitor_key), key)
         self._put(self._fragments, key, frag)
         return frag

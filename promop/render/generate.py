@@ -8,9 +8,12 @@ selects, then calls the same pieces. Each monitor becomes a Fragment: its jobs
 from __future__ import annotations
 
 import functools
+from itertools import chain
 from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
+
+import yaml
 
 from promop.render import assembly, auth, topology
 from promop.render.additional import additional_scrape_configs
@@ -18,7 +21,7 @@ from promop.render.alerting import alerting_section
 from promop.render.config import Piece, cut_pieces, dump_job, rule_files, text_of
 from promop.render.context import GenContext
 from promop.render.globals import global_section, runtime_section, storage_section
-from promop.render.model import Problem, RenderOptions, lazy_text, obj_meta
+from promop.render.model import Problem, RenderOptions, lazy_field, obj_meta
 from promop.render.otlp import otlp_section
 from promop.render.podmonitor import pod_monitor_jobs
 from promop.render.probe import probe_jobs, validate_probe
@@ -74,6 +77,22 @@ class Fragment:
     def group(self) -> tuple[str, list[str]]:
         return f"{self.kind}/{self.namespace}/{self.name}", list(self.texts)
 
+    def drop_jobs(self) -> None:
+        """Keep the jobs as their YAML text only (decoded again if read): the operator's render cache
+        holds one fragment per monitor, and the decoded jobs were most of its memory."""
+        if self.jobs:
+            self.job_names, self.group  # noqa: B018 - computed from the jobs while they are here
+            self.jobs = functools.partial(_decode_jobs, tuple(self.texts))
+
+
+def _decode_jobs(texts: Sequence[str]) -> list[dict]:
+    """Jobs from their texts (promop.render.emit's YAML loads back to exactly the data it was given)."""
+    return yaml.load("".join(texts), Loader=_LOADER) or []
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+lazy_field(Fragment, "jobs")
+
 
 @dataclass
 class ConfigResult:
@@ -92,9 +111,11 @@ class ConfigResult:
     groups: list[tuple[str, list[str]]] = field(default_factory=list)
     # the text cut into stable pieces (promop.render.config.pieces): what the config is gzipped from
     pieces: list[Piece] = field(default_factory=list)
+    job_count: int = 0
 
 
-lazy_text(ConfigResult, "text")  # `text` may be given as a callable (computed when first read)
+lazy_field(ConfigResult, "text")  # `text` and `config` may be given as callables (computed when first read)
+lazy_field(ConfigResult, "config")
 
 
 INTERNAL_ERROR = "promop could not process this object (a promop bug, please report it)"
@@ -200,12 +221,11 @@ def build_config(
     done = assembly.assemble(fragments, memo.assembled if memo is not None else None)
     if memo is not None:
         memo.assembled = done
-    jobs, groups = list(done.jobs), done.groups  # the result's own list: the memo's is patched next time
+    groups = done.groups
     warnings = list(done.warnings)
     assets = dict(done.assets)
     extra = additional_scrape_configs(ctx, prom_scope, set(done.taken))
     if extra:
-        jobs += extra
         extra_texts = [dump_job(j) for j in extra]
         groups = [*groups, *((f"additional/{j['job_name']}", [t]) for j, t in zip(extra, extra_texts))]
     tail: dict = {}
@@ -224,13 +244,18 @@ def build_config(
     tail.update(otlp_section(ctx, prom_scope) | tracing_section(ctx, prom_scope))  # upstream: otlp, then tracing
     assets.update(prom_scope.assets)
     warnings += prom_scope.warnings
-    config = {**head, "scrape_configs": jobs, **tail}
     cut = cut_pieces(head, groups, tail, memo.pieces if memo is not None else None)
     if memo is not None:
         memo.pieces = cut
-    config_pieces = cut.pieces
+    config_pieces, accepted = cut.pieces, done.frags
+
+    def config() -> dict:  # the jobs decoded: only when read (never by the operator)
+        jobs = list(chain.from_iterable(f.jobs for f in accepted if not f.rejected))
+        return {**head, "scrape_configs": jobs + extra, **tail}
+
     return ConfigResult(config, lambda: text_of(config_pieces), done.job_names, list(done.rejected), warnings,
-                        assets, head=head, tail=tail, groups=groups, pieces=config_pieces)
+                        assets, head=head, tail=tail, groups=groups, pieces=config_pieces,
+                        job_count=done.job_count + len(extra))
 
 
 class ConfigMemo:

@@ -154,6 +154,8 @@ class RenderResult:
     thanos_secret: dict | None = None
     # the config split past one Secret: prometheus-<name>-config-part-<i> (render/split.py)
     config_parts: list[dict] = field(default_factory=list)
+    # how many scrape jobs `config` has (reading `config` itself may decode them all: see lazy_field)
+    job_count: int = 0
 
     def objects(self) -> list[dict]:
         return [
@@ -184,15 +186,15 @@ def obj_meta(obj: Mapping[str, Any]) -> tuple[str, str]:
     return md.get("namespace") or "", md.get("name") or ""
 
 
-def lazy_text(cls: type, name: str) -> type:
-    """Make the dataclass field `name` of `cls` accept a callable for its text: called once, when the
-    text is first read. The operator never reads a Prometheus config's text (it writes the gzipped
-    pieces), and at 30,000 monitors joining it cost tens of milliseconds and as many megabytes per
-    render; `promop render` and the tests read it as before."""
+def lazy_field(cls: type, name: str) -> type:
+    """Make the dataclass field `name` of `cls` accept a callable for its value: called once, when
+    the value is first read. The operator never reads a Prometheus config's text or decoded jobs (it
+    writes the gzipped pieces): at 30,000 monitors building them cost tens of milliseconds and
+    holding them a hundred megabytes; `promop render` and the tests read them as before."""
     slot = f"_{name}_value"
 
-    def get(self: Any) -> str:
-        value = self.__dict__.get(slot, "")
+    def get(self: Any) -> Any:
+        value = self.__dict__.get(slot)
         if callable(value):
             value = self.__dict__[slot] = value()
         return value
@@ -204,4 +206,5 @@ def lazy_text(cls: type, name: str) -> type:
     return cls
 
 
-lazy_text(RenderResult, "config_text")
+lazy_field(RenderResult, "config_text")
+lazy_field(RenderResult, "config")

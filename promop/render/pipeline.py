@@ -159,7 +159,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
     if fast:
         statefulsets = [fast_reload.adapt_statefulset(s, prometheus, cm_names) for s in statefulsets]
     result = RenderResult(
-        config={} if unmanaged else generated.config,
+        config={} if unmanaged else (lambda: generated.config),  # decoded only when read
         config_secret=secret,
         tls_secrets=tls,
         rule_configmaps=rules_result.configmaps,
@@ -179,6 +179,7 @@ def render(inputs: RenderInputs, cache: RenderCache | None = None) -> RenderResu
                                        parts.names if parts is not None else []) if fast else [],
         thanos_secret=thanos_sidecar.http_client_secret(prometheus, options),
         config_parts=parts.secrets if parts is not None else [],
+        job_count=0 if unmanaged else generated.job_count,
     )
     return result
 

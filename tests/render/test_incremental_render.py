@@ -88,6 +88,7 @@ class World:
 
 
 def _same(got, want) -> None:
+    assert got.job_count == want.job_count == len(want.config["scrape_configs"])
     assert got.config_text == want.config_text
     assert got.config == want.config
     assert got.objects() == want.objects()
@@ -95,10 +96,12 @@ def _same(got, want) -> None:
     assert got.jobs == want.jobs
 
 
-@pytest.mark.parametrize("seed,limit", [(0, None), (1, None), (2, None), (3, 6_000), (4, 6_000)])
-def test_patched_renders_equal_uncached_renders(seed, limit):
+@pytest.mark.parametrize("seed,limit,keep_jobs", [(0, None, True), (1, None, False), (2, None, True),
+                                                  (3, 6_000, True), (4, 6_000, False)])
+def test_patched_renders_equal_uncached_renders(seed, limit, keep_jobs):
+    """keep_jobs=False is the operator's cache: fragments hold their jobs as text, decoded when read."""
     rng = random.Random(seed)
-    world, cache = World(rng, limit), RenderCache()
+    world, cache = World(rng, limit), RenderCache(keep_jobs=keep_jobs)
     ops = []
     for _ in range(40):
         ops.append(world.step())
@@ -132,3 +135,15 @@ def test_an_edit_touches_one_fragment_and_one_piece(monkeypatch):
     _same(render(world.inputs(), cache), want)
     assert cache.misses == misses + 1
     assert full == []
+
+
+def test_the_operators_cache_keeps_jobs_as_text_only():
+    """RenderCache(keep_jobs=False): no fragment holds decoded jobs until someone reads the config."""
+    world, cache = World(random.Random(5), None), RenderCache(keep_jobs=False)
+    result = render(world.inputs(), cache)
+    frags = cache.config_memo.assembled.frags
+    assert frags and all(callable(f.__dict__.get("_jobs_value")) for f in frags if f.texts)
+    assert result.job_count == len(render(world.inputs()).config["scrape_configs"])
+    assert all(callable(f.__dict__.get("_jobs_value")) for f in frags if f.texts)  # job_count decoded nothing
+    result.config  # noqa: B018 - reading it decodes
+    assert not any(callable(f.__dict__.get("_jobs_value")) for f in frags)
