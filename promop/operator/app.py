@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
+import time
 from typing import Any, Callable
 
 from prometheus_client import CollectorRegistry
@@ -85,6 +86,8 @@ class Operator(ControllerProcess):
                               component="operator")()
 
     def build_controllers(self, client: KubeClient) -> list[Any]:
+        # the first render's one-time loads (CRD schemas...) while the informers list (promop.render.warm)
+        threading.Thread(target=_warm_render, name="operator-render-warm-up", daemon=True).start()
         controllers = build_controllers(client, self.options, self.registry, **self._controller_kwargs)
         self.controller = controllers[0]
         return controllers
@@ -106,3 +109,16 @@ class Operator(ControllerProcess):
         if gcfreeze.freeze_after_first_syncs(queues, self.leading,
                                              lambda: any(q.shutting_down() for q in queues)):
             log.info("first syncs done; what they built is frozen", **fields(frozen_objects=gc.get_freeze_count()))
+
+
+def _warm_render() -> None:
+    from promop.render.warm import warm
+
+    started = time.monotonic()
+    try:
+        warm()
+    except Exception as exc:  # noqa: BLE001 - only an optimisation: the first sync then loads it all itself
+        log.warning("render warm-up failed; the first sync will load what it needs itself",
+                    **fields(error=str(exc)))
+        return
+    log.debug("render warmed up", **fields(ms=round((time.monotonic() - started) * 1000)))
