@@ -67,6 +67,12 @@ def webhook(real_cluster: realkube.RealCluster) -> Iterator[Webhook]:
         pods = real_cluster.get_json("pods", "-n", ns, "-l", f"app.kubernetes.io/name={WEBHOOK}")["items"]
         record("components: admission-webhook pods creation -> Ready (s)",
                [realkube.pod_ready_seconds(pod) for pod in pods])
+        # Ready pods are not yet a path from the apiserver: the Service's endpoints and kube-proxy's
+        # rules follow a moment later (CI once saw "connection refused" right after the rollout). A
+        # server-side dry run of a valid rule goes through the webhook: wait until it answers.
+        realkube.wait_for(lambda: cp.kubectl("apply", "--dry-run=server", "-f", "-", input=rule(ns, "probe", "up"),
+                                             check=False).returncode == 0 or None,
+                          scaled(60), "the webhook answering through its Service", interval=0.5)
         yield Webhook(real_cluster, ns, bundle, ca.cert_pem)
     finally:
         # failurePolicy Fail in every namespace: the configurations go first, or every later
