@@ -153,11 +153,11 @@ def test_adapter_serves_the_metrics_apis_through_the_aggregator(stack: Stack):
         stack.cluster.kubectl("get", "--raw", path).stdout)["items"], scaled(60))
     assert [(i["describedObject"]["name"], i["value"]) for i in body] == [(pod, "0")]
     # metrics.k8s.io from cAdvisor's series: `kubectl top` works (the kit has no metrics-server)
-    def top() -> str | None:
+    def top() -> str | None:  # each pod's series come with its own scrape: wait for Prometheus' pod too
         out = stack.kubectl("top", "pod", "--no-headers")
-        return out if pod in out else None
+        return out if pod in out and "prometheus" in out else None
 
-    assert "prometheus" in wait_for("kubectl top pod", top, scaled(60))
+    assert "prometheus" in wait_for("kubectl top pod, the app's and Prometheus' pods", top, scaled(60))
 
 
 def test_kube_controller_manager_hpa_scales_on_the_pods_metric(stack: Stack):
