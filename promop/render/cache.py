@@ -230,16 +230,10 @@ class RenderCache:
                     out[i] = self.per_object(tag, obj, lambda o=obj: compute(o))
                 self._lists[tag] = (listdiff.Snapshot(objs, rvs), out)
                 return out
-        known: dict[int, tuple] = {}
-        if memo is not None:
-            known = {id(o): (o, rv, v) for o, rv, v in zip(memo[0].objs, memo[0].rvs, memo[1])}
-        out = []
-        for obj, rv in zip(objs, rvs):
-            entry = known.get(id(obj))
-            if entry is not None and entry[0] is obj and rv is not None and entry[1] == rv:
-                out.append(entry[2])
-            else:
-                out.append(self.per_object(tag, obj, lambda o=obj: compute(o)))
+        def one(obj: Mapping[str, Any]) -> Any:
+            return self.per_object(tag, obj, lambda: compute(obj))
+
+        out = memo[0].carry_over(memo[1], objs, rvs, one) if memo is not None else [one(obj) for obj in objs]
         self._lists[tag] = (listdiff.Snapshot(objs, rvs), out)
         return out
 

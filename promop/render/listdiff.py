@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import is_, is_not, itemgetter, methodcaller, ne, or_
-from typing import Any
+from typing import Any, Callable
 
 _METADATA = itemgetter("metadata")
 _RESOURCE_VERSION = methodcaller("get", "resourceVersion")
@@ -62,6 +62,21 @@ class Snapshot:
         if volatile:
             found = sorted(set(found).union(volatile))
         return found
+
+    def carry_over(self, values: Sequence[Any], objs: Sequence[Any], rvs: Sequence[Any],
+                   compute: Callable[[Any], Any]) -> list[Any]:
+        """For a list of another length: `values[k]` (this snapshot's value at k) for each object of
+        `objs` that this snapshot held (the same dict at the same, non-empty resourceVersion), found
+        by identity; compute(obj) for the rest."""
+        known = {id(o): (o, rv, v) for o, rv, v in zip(self.objs, self.rvs, values)}
+        out = []
+        for obj, rv in zip(objs, rvs):
+            entry = known.get(id(obj))
+            if entry is not None and entry[0] is obj and rv is not None and entry[1] == rv:
+                out.append(entry[2])
+            else:
+                out.append(compute(obj))
+        return out
 
 
 def change_limit(n: int) -> int:

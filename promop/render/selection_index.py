@@ -93,15 +93,7 @@ class SelectionIndex:
     def _by_identity(self, objs: Sequence[Mapping[str, Any]], rvs: list) -> tuple[list[Decision], list[Problem]]:
         """Objects came or went: the last list's objects are found by identity (the same dict at the
         same resourceVersion keeps its decision), the rest decided."""
-        known = {id(o): (o, rv, d) for o, rv, d in zip(self._snap.objs, self._snap.rvs, self._decisions)}
-        decide = self._decide
-        decisions = []
-        for obj, rv in zip(objs, rvs):
-            entry = known.get(id(obj))
-            if entry is not None and entry[0] is obj and rv is not None and entry[1] == rv:
-                decisions.append(entry[2])
-            else:
-                decisions.append(decide(obj))
+        decisions = self._snap.carry_over(self._decisions, objs, rvs, self._decide)
         self._remember(objs, rvs, decisions)
         self._reorder(decisions)
         return self._order, list(self._warnings)

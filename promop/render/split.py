@@ -119,14 +119,10 @@ class PartMemo:
 MAX_GROUPS_REMEMBERED = 100_000
 
 
-def part_text(texts: Sequence[str]) -> str:
-    return "scrape_configs:\n" + "".join(texts) if texts else "scrape_configs: []\n"
-
-
 def _cut(groups: Sequence[Group], memo: assembly.Pieces | None = None) -> assembly.Pieces:
     """A part's text cut as the main config is: the header, then runs of groups (a run ends at a group
     whose key's CRC-32 is a multiple of MEMBER_GROUPS), so an edit changes one run. Joined, the
-    strings are exactly part_text() of the groups' texts."""
+    strings are `scrape_configs:` and the groups' texts (`scrape_configs: []` for none)."""
     first = "scrape_configs:\n" if any(texts for _, texts in groups) else "scrape_configs: []\n"
     return assembly.cut(first, groups, None, memo)
 
