@@ -21,6 +21,7 @@ from promop.host.connect import connect as connect_with_backoff
 from promop.host.logs import fields
 from promop.host.process import EXIT_LOST_LEADERSHIP, EXIT_OK, EXIT_STOPPED_EARLY, ControllerProcess
 from promop.kube.client import KubeClient
+from promop.kube.shared_informers import SharedInformers
 from promop.operator import gcfreeze
 from promop.operator.controller import Controller
 from promop.operator.options import Options
@@ -43,15 +44,20 @@ def build_controllers(client: KubeClient, options: Options, registry: CollectorR
     from promop.operator.alertmanager.startup import prepare  # CRDs, Alertmanager, kubelet endpoints
 
     metrics, extra = prepare(client, options, registry, prometheus_kwargs)
-    controllers: list[Any] = [Controller(client, options, registry, metrics=metrics, **prometheus_kwargs), *extra]
+    # one informer per distinct watch: the Prometheus, ThanosRuler and PrometheusAgent controllers
+    # watch the same monitors, rules and Namespaces (one LIST each, one copy of each object)
+    shared = SharedInformers(client)
+    controllers: list[Any] = [Controller(client, options, registry, metrics=metrics, shared=shared,
+                                         **prometheus_kwargs), *extra]
     from promop.operator.thanos.controller import start_if_served as start_thanos_ruler  # ThanosRuler
 
-    thanos = start_thanos_ruler(client, options, registry, metrics, prometheus_kwargs.get("informer_kwargs"))
+    informer_kwargs = prometheus_kwargs.get("informer_kwargs")
+    thanos = start_thanos_ruler(client, options, registry, metrics, informer_kwargs, shared=shared)
     controllers += [thanos] if thanos is not None else []
 
     from promop.operator.agent.controller import start_if_served as start_agents  # PrometheusAgent (hook)
 
-    agents = start_agents(client, options, registry, informer_kwargs=prometheus_kwargs.get("informer_kwargs"))
+    agents = start_agents(client, options, registry, informer_kwargs=informer_kwargs, shared=shared)
     if agents is not None:
         controllers.append(agents)
     return controllers

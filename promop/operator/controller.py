@@ -17,8 +17,9 @@ from prometheus_client import CollectorRegistry
 from promop.kube.client import KubeClient
 from promop.kube.informer import Informer
 from promop.kube.informer_group import InformerGroup
+from promop.kube.shared_informers import SharedInformers
 from promop.kube.resources import PROBES
-from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
+from promop.kube.resources import (CONFIGMAPS, PODMONITORS, PROMETHEUSES, PROMETHEUSRULES, SECRETS,
                                    SERVICEMONITORS, STATEFULSETS)
 from promop.kube.resources import SCRAPECONFIGS
 from promop.kube.store import Tombstone
@@ -61,7 +62,8 @@ class Controller(InformerGroup):
 
     def __init__(self, client: KubeClient, options: Options, registry: CollectorRegistry | None = None,
                  metrics: OperatorMetrics | None = None, render: Callable | None = None,
-                 references: Callable | None = None, informer_kwargs: dict | None = None) -> None:
+                 references: Callable | None = None, informer_kwargs: dict | None = None,
+                 shared: SharedInformers | None = None) -> None:
         if render is None or references is None:
             from promop.render import references as default_references
             from promop.render import render as default_render
@@ -76,7 +78,7 @@ class Controller(InformerGroup):
         kw = {"resync_period": 0, "registry": self.registry, **(informer_kwargs or {})}
         # --prometheus-instance-namespaces: where Prometheus objects and what we create for them are watched
         # (the allow-list wins over --namespaces/--deny-namespaces); monitors keep following --namespaces
-        informer = scope.informer_factory(client, options, options.prometheus_instance_namespaces, kw)
+        informer = scope.informer_factory(client, options, options.prometheus_instance_namespaces, kw, shared)
 
         self.prometheuses = informer(PROMETHEUSES, True, resync_period=options.resync_period,
                                      label_selector=options.prometheus_instance_selector or None)
@@ -89,12 +91,12 @@ class Controller(InformerGroup):
         self.scrapeconfigs = informer(SCRAPECONFIGS) if scope.crd_served(client, SCRAPECONFIGS) else None
         meta = not options.full_secret_informers
         # --watch-referenced-objects-in-all-namespaces: also where the monitors are (upstream's MergeAllowLists)
-        referenced = (scope.informer_factory(client, options, scope.referenced_namespaces(options), kw)
+        referenced = (scope.informer_factory(client, options, scope.referenced_namespaces(options), kw, shared)
                       if options.watch_referenced_objects_in_all_namespaces else informer)
         self.secrets = referenced(SECRETS, True, metadata_only=meta, field_selector=options.secret_field_selector)
         self.configmaps = referenced(CONFIGMAPS, True, metadata_only=meta, field_selector=options.configmap_field_selector)
         self.statefulsets = informer(STATEFULSETS, True, label_selector=STATEFULSET_SELECTOR)
-        self.namespaces = Informer(client, NAMESPACES, **kw)
+        self.namespaces = scope.namespaces_informer(client, kw, shared)
         self.informers = [self.prometheuses, self.servicemonitors, self.podmonitors, self.rules, self.secrets,
                           self.configmaps, self.statefulsets, self.namespaces]
         self.informers += [inf for inf in (self.probes, self.scrapeconfigs) if inf is not None]

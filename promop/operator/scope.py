@@ -16,7 +16,8 @@ from promop.host.logs import fields
 from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, NotFound
 from promop.kube.informer import Informer
-from promop.kube.resources import Resource
+from promop.kube.resources import NAMESPACES, Resource
+from promop.kube.shared_informers import SharedInformers
 
 log = logging.getLogger("promop.operator.controller")
 
@@ -28,10 +29,11 @@ def join_selectors(*parts: str) -> str | None:
 
 
 def informer_factory(client: Any, options: Any, instance_namespaces: Sequence[str],
-                     informer_kwargs: dict) -> Callable[..., Informer]:
+                     informer_kwargs: dict, shared: SharedInformers | None = None) -> Callable[..., Informer]:
     """`informer(res, instance=False, **extra)`: an Informer of `res` scoped as above. `instance=True`
     for workload objects and what is created for them; `extra` passes on (label_selector,
-    metadata_only, resync_period, field_selector, which is joined with the deny-list)."""
+    metadata_only, resync_period, field_selector, which is joined with the deny-list). With `shared`,
+    controllers asking for the same watch get one informer (promop.kube.shared_informers)."""
     deny = options.namespace_field_selector()
     scope: dict[str, Any] = {"namespaces": list(options.namespaces)} if options.namespaces else {}
     instances = list(instance_namespaces or ())
@@ -41,9 +43,18 @@ def informer_factory(client: Any, options: Any, instance_namespaces: Sequence[st
             sel, where = join_selectors(extra.pop("field_selector", "")), {"namespaces": instances}
         else:
             sel, where = join_selectors(extra.pop("field_selector", ""), deny), scope
+        if shared is not None:
+            return shared.informer(res, field_selector=sel, **where, **{**informer_kwargs, **extra})
         return Informer(client, res, field_selector=sel, **where, **{**informer_kwargs, **extra})
 
     return informer
+
+
+def namespaces_informer(client: Any, informer_kwargs: dict, shared: SharedInformers | None = None) -> Informer:
+    """Every Namespace (their labels: namespace selectors), shared between controllers when `shared`."""
+    if shared is not None:
+        return shared.informer(NAMESPACES, **informer_kwargs)
+    return Informer(client, NAMESPACES, **informer_kwargs)
 
 
 def referenced_namespaces(options: Any) -> tuple[str, ...]:

@@ -183,3 +183,38 @@ def test_a_binding_write_refused_for_a_stale_cache_is_retried_not_dropped(cluste
     bound = kube.get(PODMONITORS, "app", NS)["status"]["bindings"]
     assert [(b["resource"], b["name"]) for b in bound] == [("prometheusagents", "one"), ("prometheusagents", "two")]
     assert all(b["conditions"][0]["status"] == "True" for b in bound)
+
+
+def test_prometheus_and_agent_share_one_monitor_informer_and_both_follow_an_edit(kube, start_operator):
+    """One LIST and one cached copy of each PodMonitor for both controllers (promop.kube.shared_informers),
+    and each still gets every event: an edit reaches the Prometheus's config and the agent's."""
+    from promop.kube.resources import PROMETHEUSES
+    from promop.operator.agent.controller import AgentController
+
+    r = start_operator()
+    prom_ctl = r.operator.controllers[0]
+    agent_ctl = next(c for c in r.operator.controllers if isinstance(c, AgentController))
+    assert prom_ctl.podmonitors.informer is agent_ctl.podmonitors.informer
+    assert prom_ctl.servicemonitors.informer is agent_ctl.servicemonitors.informer
+    assert prom_ctl.namespaces.informer is agent_ctl.namespaces.informer
+    assert prom_ctl.statefulsets.informer is not agent_ctl.statefulsets.informer  # other selectors
+    kube.create(PODMONITORS, pod_monitor(), NS)
+    kube.create(PROMETHEUSES, {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
+                               "metadata": {"name": "main", "namespace": NS},
+                               "spec": {"podMonitorSelector": {}}}, NS)
+    kube.create(PROMETHEUSAGENTS, agent(), NS)
+
+    def paths(secret: str) -> list | None:
+        try:
+            cfg = _config(kube, secret)
+        except NotFound:
+            return None
+        return [j.get("metrics_path") for j in cfg.get("scrape_configs") or ()]  # None: the default
+
+    eventually(lambda: paths("prometheus-main") == [None], 30, "the Prometheus's job")
+    eventually(lambda: paths("prom-agent-edge") == [None], 30, "the agent's job")
+    pm = kube.get(PODMONITORS, "app", NS)
+    pm["spec"]["podMetricsEndpoints"][0]["path"] = "/edited"
+    kube.update(PODMONITORS, pm, NS)
+    eventually(lambda: paths("prometheus-main") == ["/edited"], 30, "the edit in the Prometheus's config")
+    eventually(lambda: paths("prom-agent-edge") == ["/edited"], 30, "the edit in the agent's config")

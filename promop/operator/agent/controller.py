@@ -21,9 +21,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from promop.kube.client import KubeClient
-from promop.kube.informer import Informer
-from promop.kube.resources import (CONFIGMAPS, NAMESPACES, PODMONITORS, PROBES, SCRAPECONFIGS, SECRETS,
+from promop.kube.resources import (CONFIGMAPS, PODMONITORS, PROBES, SCRAPECONFIGS, SECRETS,
                                    SERVICEMONITORS, STATEFULSETS)
+from promop.kube.shared_informers import SharedInformers
 from promop.operator import mapping, scope
 from promop.operator.agent import CONTROLLER, DAEMONSETS, PROMETHEUSAGENTS
 from promop.operator.agent.sync import KIND, AgentStores, AgentSyncer
@@ -50,11 +50,11 @@ class AgentController(WorkloadController):
     owner_controller_only = False  # any ownerReference of a PrometheusAgent maps its StatefulSet/DaemonSet
 
     def __init__(self, client: KubeClient, options: Any, registry: CollectorRegistry | None = None,
-                 informer_kwargs: dict | None = None) -> None:
-        super().__init__(client, options, registry, informer_kwargs)
+                 informer_kwargs: dict | None = None, shared: SharedInformers | None = None) -> None:
+        super().__init__(client, options, registry, informer_kwargs, shared)
         # upstream: agents share the Prometheus instance flags (--prometheus-instance-namespaces/-selector)
         informer = scope.informer_factory(client, options, options.prometheus_instance_namespaces,
-                                          self.informer_kwargs)
+                                          self.informer_kwargs, shared)
         self.agents = self.instances = informer(PROMETHEUSAGENTS, True, resync_period=options.resync_period,
                                                 label_selector=options.prometheus_instance_selector or None)
         self.servicemonitors = informer(SERVICEMONITORS)
@@ -62,7 +62,8 @@ class AgentController(WorkloadController):
         self.probes = informer(PROBES) if scope.crd_served(client, PROBES) else None
         self.scrapeconfigs = informer(SCRAPECONFIGS) if scope.crd_served(client, SCRAPECONFIGS) else None
         # --watch-referenced-objects-in-all-namespaces: as the Prometheus controller (agents share its flags)
-        referenced = (scope.informer_factory(client, options, scope.referenced_namespaces(options), self.informer_kwargs)
+        referenced = (scope.informer_factory(client, options, scope.referenced_namespaces(options), self.informer_kwargs,
+                                             shared)
                       if getattr(options, "watch_referenced_objects_in_all_namespaces", False) else informer)
         self.secrets = referenced(SECRETS, True, metadata_only=True, field_selector=options.secret_field_selector)
         self.configmaps = referenced(CONFIGMAPS, True, metadata_only=True,
@@ -70,7 +71,7 @@ class AgentController(WorkloadController):
         self.statefulsets = informer(STATEFULSETS, True, label_selector=WORKLOAD_SELECTOR)
         # always watched: an agent switched back to StatefulSet mode (or the gate turned off) loses its DaemonSet
         self.daemonsets = informer(DAEMONSETS, True, label_selector=WORKLOAD_SELECTOR)
-        self.namespaces = Informer(client, NAMESPACES, **self.informer_kwargs)
+        self.namespaces = scope.namespaces_informer(client, self.informer_kwargs, shared)
         self.informers = [i for i in (self.agents, self.servicemonitors, self.podmonitors, self.probes,
                                       self.scrapeconfigs, self.secrets, self.configmaps, self.statefulsets,
                                       self.daemonsets, self.namespaces) if i is not None]
@@ -152,8 +153,9 @@ class AgentController(WorkloadController):
 
 
 def start_if_served(client: KubeClient, options: Any, registry: CollectorRegistry,
-                    informer_kwargs: dict | None = None) -> AgentController | None:
+                    informer_kwargs: dict | None = None,
+                    shared: SharedInformers | None = None) -> AgentController | None:
     """The controller, or None (with a warning) when the PrometheusAgent CRD is not installed."""
     if not crds_served(client, (PROMETHEUSAGENTS,), KIND, log):
         return None
-    return AgentController(client, options, registry, informer_kwargs=informer_kwargs)
+    return AgentController(client, options, registry, informer_kwargs=informer_kwargs, shared=shared)

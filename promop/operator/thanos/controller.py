@@ -20,8 +20,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from promop.kube.client import KubeClient
-from promop.kube.informer import Informer
-from promop.kube.resources import CONFIGMAPS, NAMESPACES, PROMETHEUSRULES, SECRETS, STATEFULSETS
+from promop.kube.shared_informers import SharedInformers
+from promop.kube.resources import CONFIGMAPS, PROMETHEUSRULES, SECRETS, STATEFULSETS
 from promop.operator import mapping, scope
 from promop.operator.metrics import OperatorMetrics
 from promop.operator.thanos import CONTROLLER, THANOSRULERS
@@ -42,13 +42,14 @@ class ThanosRulerController(WorkloadController):
     namespace_selector_field = "ruleNamespaceSelector"
 
     def __init__(self, client: KubeClient, options: Any, registry: CollectorRegistry | None = None,
-                 metrics: OperatorMetrics | None = None, informer_kwargs: dict | None = None) -> None:
-        super().__init__(client, options, registry, informer_kwargs)
+                 metrics: OperatorMetrics | None = None, informer_kwargs: dict | None = None,
+                 shared: SharedInformers | None = None) -> None:
+        super().__init__(client, options, registry, informer_kwargs, shared)
         self.metrics = metrics or OperatorMetrics(self.registry)
         # --thanos-ruler-instance-namespaces/-selector: where ThanosRulers and what we create for them are
         # watched (wins over --namespaces/--deny-namespaces); PrometheusRules keep following --namespaces
         informer = scope.informer_factory(client, options, options.thanos_ruler_instance_namespaces,
-                                          self.informer_kwargs)
+                                          self.informer_kwargs, shared)
         self.thanosrulers = self.instances = informer(
             THANOSRULERS, True, resync_period=getattr(options, "resync_period", 0),
             label_selector=options.thanos_ruler_instance_selector or None)
@@ -57,7 +58,7 @@ class ThanosRulerController(WorkloadController):
         # metadata only, every ConfigMap/Secret of the watched namespaces: rule shards, and what a ruler reads
         self.configmaps = informer(CONFIGMAPS, True, metadata_only=True)
         self.secrets = informer(SECRETS, True, metadata_only=True, field_selector=options.secret_field_selector)
-        self.namespaces = Informer(client, NAMESPACES, **self.informer_kwargs)
+        self.namespaces = scope.namespaces_informer(client, self.informer_kwargs, shared)
         self.informers = [self.thanosrulers, self.prometheusrules, self.statefulsets, self.configmaps, self.secrets,
                           self.namespaces]
         self.syncer = RulerSyncer(
@@ -80,8 +81,9 @@ class ThanosRulerController(WorkloadController):
 
 
 def start_if_served(client: KubeClient, options: Any, registry: CollectorRegistry, metrics: OperatorMetrics,
-                    informer_kwargs: dict | None = None) -> ThanosRulerController | None:
+                    informer_kwargs: dict | None = None,
+                    shared: SharedInformers | None = None) -> ThanosRulerController | None:
     """The controller, or None (logged) when the ThanosRuler CRD is not installed, as upstream."""
     if not crds_served(client, (THANOSRULERS,), "ThanosRuler", log):
         return None
-    return ThanosRulerController(client, options, registry, metrics, informer_kwargs=informer_kwargs)
+    return ThanosRulerController(client, options, registry, metrics, informer_kwargs=informer_kwargs, shared=shared)

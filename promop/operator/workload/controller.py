@@ -25,6 +25,7 @@ from promop.kube.client import KubeClient
 from promop.kube.errors import ApiError, NotFound
 from promop.kube.informer import Informer
 from promop.kube.informer_group import InformerGroup
+from promop.kube.shared_informers import SharedInformers
 from promop.kube.resources import Resource
 from promop.kube.store import Tombstone
 from promop.kube.workqueue import RateLimitingQueue
@@ -69,8 +70,9 @@ class WorkloadController(InformerGroup):
     syncer: Any                    # .tell(obj, reason, note): an Event on a workload object
 
     def __init__(self, client: KubeClient, options: Any, registry: CollectorRegistry | None,
-                 informer_kwargs: dict | None) -> None:
+                 informer_kwargs: dict | None, shared: SharedInformers | None = None) -> None:
         self.client = client
+        self.shared = shared  # the process's shared informers (promop.kube.shared_informers), or None
         self.options = options
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics: OperatorMetrics | None = None  # set by controllers that export the operator's metrics
