@@ -16,6 +16,7 @@ a primitive that imports nothing of promop.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -58,11 +59,22 @@ def _utf8_len(text: str) -> int:
 
 def qualified_name_errors(value: str) -> list[str]:
     """validation.IsQualifiedName: `[prefix/]name`, the prefix a DNS subdomain; [] when valid."""
+    return list(_qualified_name_errors(value))
+
+
+def label_value_errors(value: str) -> list[str]:
+    """validation.IsValidLabelValue: empty, or up to 63 of [-A-Za-z0-9_.] with alphanumeric ends."""
+    return list(_label_value_errors(value))
+
+
+# Memoised: every monitor's selector checks the same few keys (app, team...) and many values again.
+@functools.lru_cache(maxsize=8192)
+def _qualified_name_errors(value: str) -> tuple[str, ...]:
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) > 2:
-        return [f"a qualified name {_regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, 'MyName', 'my.name', '123-abc')}"
-                " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+        return (f"a qualified name {_regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, 'MyName', 'my.name', '123-abc')}"
+                " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",)
     name = parts[-1]
     if len(parts) == 2:
         prefix = parts[0]
@@ -79,17 +91,17 @@ def qualified_name_errors(value: str) -> list[str]:
         errs.append("name part must be no more than 63 characters")
     if not _QUALIFIED_NAME.fullmatch(name):
         errs.append("name part " + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
-    return errs
+    return tuple(errs)
 
 
-def label_value_errors(value: str) -> list[str]:
-    """validation.IsValidLabelValue: empty, or up to 63 of [-A-Za-z0-9_.] with alphanumeric ends."""
+@functools.lru_cache(maxsize=8192)
+def _label_value_errors(value: str) -> tuple[str, ...]:
     errs = []
     if _utf8_len(value) > 63:
         errs.append("must be no more than 63 characters")
     if not _LABEL_VALUE.fullmatch(value):
         errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
+    return tuple(errs)
 
 
 def _go_quote(text: str) -> str:
@@ -191,6 +203,12 @@ class Requirement:
         return f"label {self.key}={labels[self.key]!s} is not in ({', '.join(self.values)})"
 
 
+def _arity_error(operator: str, values: list[str]) -> bool:
+    """Whether new_requirement reports the values as a whole (and so needs them shown, Go-quoted)."""
+    return ((operator in ("in", "notin") and not values) or (operator in ("=", "==", "!=") and len(values) != 1)
+            or (operator in ("exists", "!") and bool(values)) or (operator in ("gt", "lt") and len(values) != 1))
+
+
 def new_requirement(key: str, operator: str, values: list[str] | tuple[str, ...] = (),
                     path: str = "<nil>") -> Requirement:
     """labels.NewRequirement: validates the key, the operator's arity and every value.
@@ -204,7 +222,7 @@ def new_requirement(key: str, operator: str, values: list[str] | tuple[str, ...]
     if key_errs:
         errs.append(_invalid(f"{base}key", key, key_errs))
     vpath = f"{base}values"
-    shown = "[]string{" + ", ".join(_go_quote(v) for v in values) + "}"
+    shown = "[]string{" + ", ".join(_go_quote(v) for v in values) + "}" if _arity_error(operator, values) else ""
     if operator in ("in", "notin") and not values:
         errs.append(f"{vpath}: Invalid value: {shown}: for 'in', 'notin' operators, values set can't be empty")
     elif operator in ("=", "==", "!=") and len(values) != 1:

@@ -9,7 +9,9 @@ socket, the GIL) are idle and counted apart.
 
 Sampling starts at the first SIGUSR1, and each SIGUSR1 starts a new window (the bench sends it
 once the first sync and its backlog are over, so the report covers the edits; sampling costs the
-process ~15% of a core); the report is written to OUT when the process exits.
+process ~15% of a core); the report is written to OUT when the process exits. With
+SCALE_SAMPLE_FROM_START=1 sampling starts with the process, and the first SIGUSR1 writes what it
+saw until then (the start-up and first sync) to OUT with `.start` before its suffix.
 """
 
 from __future__ import annotations
@@ -39,12 +41,17 @@ def _group(name: str) -> str:
 
 
 class Sampler:
-    def __init__(self, interval: float) -> None:
+    def __init__(self, interval: float, out: str = "", from_start: bool = False) -> None:
         self.interval = interval
         self.lock = threading.Lock()
+        self.start_report = out.rsplit(".", 1)[0] + ".start.txt" if from_start and out else ""
         self.reset()
+        self.active = from_start
 
     def reset(self, *_: object) -> None:
+        if _ and self.start_report:  # the first SIGUSR1 with SCALE_SAMPLE_FROM_START: start-up's window
+            self.report(self.start_report)
+            self.start_report = ""
         self.active = bool(_)  # sampling starts with the first SIGUSR1 (not while the bench waits for quiet)
         with getattr(self, "lock", threading.Lock()):
             self.started = time.monotonic()
@@ -112,7 +119,7 @@ def main() -> None:
         raise SystemExit("usage: python3 -m bench.scale.sampler OUT -m MODULE ARGS...")
     module = sys.argv[3]
     sys.argv = [module, *sys.argv[4:]]
-    sampler = Sampler(interval)
+    sampler = Sampler(interval, out, os.environ.get("SCALE_SAMPLE_FROM_START") == "1")
     signal.signal(signal.SIGUSR1, sampler.reset)
     atexit.register(sampler.report, out)
     threading.Thread(target=sampler.run, daemon=True, name="sampler").start()

@@ -25,8 +25,6 @@ import re
 from functools import lru_cache
 from typing import Any
 
-import cel as _cel_lib
-
 from promop.schema.cel_library import FUNCTIONS
 
 
@@ -66,11 +64,20 @@ class _QuietFunctionFailures(logging.Filter):
 logging.getLogger("cel").addFilter(_QuietFunctionFailures())
 
 
+def _cel() -> Any:
+    """The CEL package, imported at first use: its import also loads its command line's libraries
+    (prompt_toolkit, typer, rich, pydantic: ~0.15 s), which a process that never evaluates a rule
+    (or not yet, at start-up) need not wait for."""
+    import cel
+
+    return cel
+
+
 def compile_error(expression: str) -> str | None:
     """None if `expression` compiles as CEL, else the compiler's message (as the apiserver
     refuses a CRD whose rule does not compile)."""
     try:
-        _cel_lib.compile(expression)
+        _cel().compile(expression)
     except Exception as e:  # noqa: BLE001 - the package raises ValueError or others for bad syntax
         return " ".join(str(e).split("\n", 1)[0].split())
     return None
@@ -168,7 +175,7 @@ def _string_end(text: str, pos: int, quote: str, raw: bool) -> int:
 def compile_rule(expression: str) -> Rule:
     """The compiled rule; Unsupported when it does not compile or needs a function we lack."""
     try:
-        program = _cel_lib.compile(_with_re2_matches(expression))
+        program = _cel().compile(_with_re2_matches(expression))
     except Exception as e:  # noqa: BLE001
         raise Unsupported(f"does not compile: {' '.join(str(e).split(chr(10), 1)[0].split())}") from None
     unknown = sorted(set(program.functions()) - _KNOWN)
