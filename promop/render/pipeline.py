@@ -215,8 +215,11 @@ _SECRET_REF_KEYS |= {"tokenRef", "accessKey", "secretKey", "applicationSecret", 
                      "applicationCredentialSecret"}
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _walk_refs(value: Any, namespace: str, out: set[ObjectRef], key: str = "") -> None:
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         if key in _SECRET_REF_KEYS and isinstance(value.get("name"), str) and "key" in value:
             out.add(ObjectRef("Secret", namespace, value["name"]))
             return
@@ -229,10 +232,12 @@ def _walk_refs(value: Any, namespace: str, out: set[ObjectRef], key: str = "") -
                     _walk_refs(sel, namespace, out, "secret")
             return
         for k, v in value.items():
-            _walk_refs(v, namespace, out, k)
+            if type(v) not in _LEAVES:  # scalars hold no reference: no call for them (most fields)
+                _walk_refs(v, namespace, out, k)
     elif isinstance(value, list):
         for item in value:
-            _walk_refs(item, namespace, out, key)
+            if type(item) not in _LEAVES:
+                _walk_refs(item, namespace, out, key)
 
 
 def _unsupported(obj: Mapping[str, Any]) -> list[Problem]:

@@ -137,6 +137,9 @@ for _field in ("scrapeConfigSelector", "scrapeConfigNamespaceSelector"):
     REASONS.pop(("Prometheus", _field), None)
 
 
+_LEAVES = frozenset({str, int, float, bool})
+
+
 def _walk(value: Any, tree: Mapping[str, Any], path: str, out: list[str]) -> None:
     if id(tree) == _ALL_MARK:
         return
@@ -151,7 +154,7 @@ def _walk(value: Any, tree: Mapping[str, Any], path: str, out: list[str]) -> Non
             continue
         if key not in tree:
             out.append(f"{path}.{key}")
-        else:
+        elif type(sub) not in _LEAVES:  # a scalar has no fields of its own: no call, no path for it
             _walk(sub, tree[key], f"{path}.{key}", out)
 
 

@@ -40,12 +40,47 @@ def test_drained_needs_an_empty_queue_and_nothing_in_progress():
     assert not queues_drained([_Queue([(0, 0)]), _Queue([(0, 1)])])
 
 
+def _gc_calls(calls: list) -> dict:
+    """pause/resume/collect stand-ins that record their order in `calls`."""
+    return {"pause": lambda: calls.append("pause"), "resume": lambda: calls.append("resume"),
+            "collect": lambda: calls.append("collect")}
+
+
 def test_freezes_once_drained_twice_in_a_row():
     frozen = []
+    calls: list = []
     # busy, idle for one check only (an item in progress next), then idle for good
     q = _Queue([(3, 1), (0, 0), (0, 1), (0, 0), (0, 0)])
-    assert freeze_after_first_syncs([q], _leading(), lambda: False, poll=0.001, freeze=lambda: frozen.append(q.checks))
+    assert freeze_after_first_syncs([q], _leading(), lambda: False, poll=0.001,
+                                    freeze=lambda: (frozen.append(q.checks), calls.append("freeze")), **_gc_calls(calls))
     assert frozen == [5], "frozen after the second idle check in a row, not after the lone idle one"
+    # the collector paused for the first syncs; their garbage collected before the freeze, not frozen
+    assert calls == ["pause", "collect", "freeze", "resume"]
+
+
+def test_the_collector_is_paused_only_while_the_first_syncs_run():
+    """Paused once leading, while the queue is busy; resumed when the first syncs are done."""
+    import gc
+
+    assert gc.isenabled()
+    seen = []
+    q = _Queue([(2, 1), (1, 1), (0, 0), (0, 0)])
+
+    class Observed:
+        def __len__(self) -> int:
+            seen.append(gc.isenabled())
+            return len(q)
+
+        def processing(self) -> int:
+            return q.processing()
+
+    wrapper = Observed()
+    try:
+        assert freeze_after_first_syncs([wrapper], _leading(), lambda: False, poll=0.001, freeze=lambda: None)
+    finally:
+        gc.enable()
+    assert seen and not any(seen), "the collector ran during the first syncs"
+    assert gc.isenabled(), "the collector was not resumed"
 
 
 def test_waits_for_leadership_and_gives_up_when_stopped():
@@ -60,9 +95,11 @@ def test_waits_for_leadership_and_gives_up_when_stopped():
             stop.set()
         return stop.is_set()
 
+    gc_calls: list = []
     assert not freeze_after_first_syncs([_Queue([(0, 0)])], not_leading, stopped, poll=0.001,
-                                        freeze=lambda: frozen.append(1))
+                                        freeze=lambda: frozen.append(1), **_gc_calls(gc_calls))
     assert frozen == [], "a standby (not leading) has synced nothing: nothing to freeze"
+    assert gc_calls == [], "a standby keeps its collector running"
 
 
 def test_gives_up_when_never_drained():
@@ -73,6 +110,8 @@ def test_gives_up_when_never_drained():
         now[0] += 1.0
         return now[0]
 
+    gc_calls: list = []
     assert not freeze_after_first_syncs([_Queue([(1, 0)])], _leading(), lambda: False, timeout=10, poll=0.001,
-                                        freeze=lambda: frozen.append(1), clock=clock)
+                                        freeze=lambda: frozen.append(1), clock=clock, **_gc_calls(gc_calls))
     assert frozen == []
+    assert gc_calls == ["pause", "resume"], "a busy operator gets its collector back when the wait gives up"
