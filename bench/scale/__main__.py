@@ -235,6 +235,8 @@ def start_operator(kubeconfig: str, log_path: Path, profile: Path | None, extra:
     run = ["-m", "promop", "run", "--kubeconfig", kubeconfig, "--web.listen-address", "127.0.0.1:0",
            "--log-level", "info", *extra]
     args = [sys.executable, *(["-m", "bench.scale.sampler", str(profile)] if profile else []), *run]
+    # e.g. SCALE_OPERATOR_WRAP="py-spy record --gil -d 5 -f raw -o /tmp/start.txt --": the start-up's CPU
+    args = [*os.environ.get("SCALE_OPERATOR_WRAP", "").split(), *args]
     log = open(log_path, "wb")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONPATH": str(ROOT), "SCALE_SAMPLE_FROM_START": "1"})
