@@ -80,9 +80,17 @@ def _shape_ok(value: Any, shape: Any) -> bool:
     if type(shape) is tuple:
         kind, inner = shape
         if kind == "list":
-            return isinstance(value, list) and all(_shape_ok(item, inner) for item in value)
-        return (type(value) is dict or isinstance(value, Mapping)) and all(_shape_ok(v, inner)
-                                                                           for v in value.values())
+            if not isinstance(value, list):
+                return False
+            items = value
+        elif type(value) is dict or isinstance(value, Mapping):
+            items = value.values()
+        else:
+            return False
+        for item in items:  # a loop, not all(<generator>): this runs for every field of every monitor
+            if not _shape_ok(item, inner):
+                return False
+        return True
     if type(value) is not dict and not isinstance(value, Mapping):
         return False
     get = shape.get
