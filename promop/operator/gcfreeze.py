@@ -16,7 +16,8 @@ leads until they are done): their renders allocate millions of objects that live
 full collection walks everything allocated so far. At 30,000 ServiceMonitors that was ~0.6 s of
 a 4.3 s first render (measured in process, the caches already frozen). What they built that is
 garbage (reference cycles among it) is collected once, just before the freeze, so none of it is
-frozen; the collector runs again from then on, or when the wait gives up (timeout, stop).
+frozen; the collector runs again from then on, when the wait gives up (timeout, stop), or after
+`pause_for` seconds of first syncs at most (an operator that never drains keeps its collector).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def freeze_after_first_syncs(queues: Sequence[Any], leading: threading.Event, st
                              freeze: Callable[[], None] = gc.freeze,
                              clock: Callable[[], float] = time.monotonic,
                              pause: Callable[[], None] = gc.disable, resume: Callable[[], None] = gc.enable,
-                             collect: Callable[[], Any] = gc.collect) -> bool:
+                             collect: Callable[[], Any] = gc.collect, pause_for: float = 120.0) -> bool:
     """Once leading, pause the cyclic collector, wait for the first syncs to be done, then
     `collect()` and `freeze()`; True when it froze. The collector is resumed in every case.
 
@@ -48,10 +49,15 @@ def freeze_after_first_syncs(queues: Sequence[Any], leading: threading.Event, st
         if stopped():
             return False
     pause()
+    paused = True
     try:
-        deadline = clock() + timeout
+        started = clock()
+        deadline = started + timeout
         idle_checks = 0
         while clock() < deadline and not stopped():
+            if paused and clock() - started > pause_for:
+                resume()  # first syncs this long: the collector's pauses matter less than its absence
+                paused = False
             idle_checks = idle_checks + 1 if queues_drained(queues) else 0
             if idle_checks >= 2:
                 collect()  # the garbage cycles of the first syncs: freed, not frozen
@@ -60,4 +66,5 @@ def freeze_after_first_syncs(queues: Sequence[Any], leading: threading.Event, st
             time.sleep(poll)  # polling the queues' counts: no event says "drained"
         return False
     finally:
-        resume()
+        if paused:
+            resume()

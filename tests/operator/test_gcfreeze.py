@@ -115,3 +115,17 @@ def test_gives_up_when_never_drained():
                                         freeze=lambda: frozen.append(1), clock=clock, **_gc_calls(gc_calls))
     assert frozen == []
     assert gc_calls == ["pause", "resume"], "a busy operator gets its collector back when the wait gives up"
+
+
+def test_the_collector_comes_back_after_pause_for_even_if_never_drained():
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    calls: list = []
+    q = _Queue([(1, 0)] * 8 + [(0, 0)])
+    assert freeze_after_first_syncs([q], _leading(), lambda: False, timeout=100, poll=0.001, pause_for=3,
+                                    freeze=lambda: calls.append("freeze"), clock=clock, **_gc_calls(calls))
+    assert calls == ["pause", "resume", "collect", "freeze"], "resumed once, after pause_for, not again at the end"
