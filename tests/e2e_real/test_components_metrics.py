@@ -182,6 +182,9 @@ def test_memhpa_scales_on_the_pods_memory_from_prometheus(stack: Stack):
     events = stack.get("events", "--field-selector", "involvedObject.kind=MemHpa,reason=SuccessfulRescale")
     assert any(e["message"] == "New size: 2; reason: memory resource utilization (percentage of limit) above target"
                for e in events["items"]), [e["message"] for e in events["items"]]
+    # the new pod's container may not be there yet ("container not found" for an exec into it, seen in CI)
+    wait_for("2 memapp pods Ready", lambda: len([p for p in stack.pods("memapp") if realkube.pod_is_ready(p)]) == 2,
+             scaled(60))
     stack.exec_all("memapp", "rm -f /fill/x")
     wait_for("the MemHpa to scale memapp back to 1", lambda: stack.replicas("memapp") == 1, scaled(120))
 
