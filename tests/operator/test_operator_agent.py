@@ -71,9 +71,7 @@ def test_statefulset_mode(kube, start_operator):
     assert binding["conditions"][0]["status"] == "True"
 
     # scale down to one shard: the stale shard goes; then the agent goes, and its binding with it
-    current = kube.get(PROMETHEUSAGENTS, "edge", NS)
-    current["spec"]["shards"] = 1
-    kube.update(PROMETHEUSAGENTS, current, NS)
+    kube.patch(PROMETHEUSAGENTS, "edge", {"spec": {"shards": 1}}, NS)  # not GET+PUT: status writes race it
     eventually(lambda: _get(kube, STATEFULSETS, "prom-agent-edge-shard-1") is None, 30, "shard 1 deleted")
     kube.delete(PROMETHEUSAGENTS, "edge", NS)
     eventually(lambda: not bound(), 30, "the PodMonitor's binding removed")
@@ -213,8 +211,9 @@ def test_prometheus_and_agent_share_one_monitor_informer_and_both_follow_an_edit
 
     eventually(lambda: paths("prometheus-main") == [None], 30, "the Prometheus's job")
     eventually(lambda: paths("prom-agent-edge") == [None], 30, "the agent's job")
-    pm = kube.get(PODMONITORS, "app", NS)
-    pm["spec"]["podMetricsEndpoints"][0]["path"] = "/edited"
-    kube.update(PODMONITORS, pm, NS)
+    # A merge patch, not GET+PUT: the controllers write the PodMonitor's status binding meanwhile (409 race).
+    endpoints = kube.get(PODMONITORS, "app", NS)["spec"]["podMetricsEndpoints"]
+    endpoints[0]["path"] = "/edited"
+    kube.patch(PODMONITORS, "app", {"spec": {"podMetricsEndpoints": endpoints}}, NS)
     eventually(lambda: paths("prometheus-main") == ["/edited"], 30, "the edit in the Prometheus's config")
     eventually(lambda: paths("prom-agent-edge") == ["/edited"], 30, "the edit in the agent's config")
