@@ -242,3 +242,111 @@ def test_rebase_takes_the_reconciles_changes_and_removals_only():
     new = {"a": 0, "b": 3, "conditions": [{"type": "X", "status": "False"}, {"type": "Z", "status": "True"}]}
     assert rebase(old, new, onto) == {"a": 1, "b": 3, "conditions": [{"type": "X", "status": "True"},
                                                                       {"type": "Z", "status": "True"}]}
+
+
+# -- statuses built on a cache that has not seen our last write yet -------------------------------------
+def merge_apply(target, patch):
+    """RFC 7386, what the apiserver does with each merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_apply(out.get(k), v)
+    return out
+
+
+def server_status(fake: FakeClient) -> dict:
+    status: dict = {}
+    for _, patch in fake.patches:
+        status = merge_apply(status, patch)
+    return status
+
+
+RECONCILED = {"conditions": [{"type": "Ready", "status": "True"}, {"type": "Active", "status": "Unknown"}],
+              "hpaName": "keda-hpa-a"}
+LOOP = {"conditions": [{"type": "Active", "status": "True"}], "triggersActivity": {"s0": {"isActive": True}}}
+
+
+def test_a_loop_status_from_the_stale_cache_does_not_undo_the_reconcile_write_in_flight(writer):
+    """CI's real-tier failure: the loop read the cache (no status yet), the reconcile's write went out,
+    then the loop's status was patched from the reconcile's as a base: hpaName null, Ready lost."""
+    fake = writer.client_fake
+    fake.gate.clear()
+    t = threading.Thread(target=writer.write_now, args=("ns/a", "ns", "a", {}, RECONCILED))
+    t.start()
+    wait_for(fake.started.is_set, what="the reconcile's write in flight")
+    assert writer.submit("ns/a", "ns", "a", {}, LOOP)
+    fake.gate.set()
+    t.join(5)
+    wait_for(lambda: idle(writer), what="the writer idle")
+    status = server_status(fake)
+    assert status["hpaName"] == "keda-hpa-a"
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "True", "Active": "True"}
+    assert status["triggersActivity"] == {"s0": {"isActive": True}}
+
+
+def test_a_loop_status_from_the_stale_cache_does_not_undo_the_reconcile_write_just_done(writer):
+    fake = writer.client_fake
+    writer.write_now("ns/a", "ns", "a", {}, RECONCILED)
+    assert writer.submit("ns/a", "ns", "a", {}, LOOP)     # the cache still has no status
+    wait_for(lambda: idle(writer), what="the writer idle")
+    status = server_status(fake)
+    assert status["hpaName"] == "keda-hpa-a"
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "True", "Active": "True"}
+
+
+def test_a_reconcile_from_the_stale_cache_keeps_the_loop_status_just_written(writer):
+    fake = writer.client_fake
+    cached = {"conditions": [{"type": "Ready", "status": "Unknown"}, {"type": "Active", "status": "Unknown"}]}
+    loop = {**LOOP, "conditions": [{"type": "Ready", "status": "Unknown"}, {"type": "Active", "status": "True"}]}
+    assert writer.submit("ns/a", "ns", "a", cached, loop)
+    wait_for(lambda: idle(writer) and fake.patches, what="the loop's write")
+    writer.write_now("ns/a", "ns", "a", cached, RECONCILED)   # built on the cache, which lags the loop's write
+    status = server_status(fake)
+    assert status["hpaName"] == "keda-hpa-a"
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "True", "Active": "True"}
+    assert status["triggersActivity"] == {"s0": {"isActive": True}}
+
+
+def obj(rv: str, status: dict | None = None) -> dict:
+    return {"metadata": {"resourceVersion": rv}, "status": status or {}}
+
+
+class RvClient(FakeClient):
+    """Answers each patch with the next resourceVersion, as the apiserver does."""
+
+    rv = 10
+
+    def patch(self, res, name, body, namespace, subresource=None):
+        super().patch(res, name, body, namespace, subresource)
+        self.rv += 1
+        return {"metadata": {"resourceVersion": str(self.rv)}}
+
+
+def test_latest_is_our_last_write_until_the_cache_shows_it_then_the_cache():
+    fake = RvClient()
+    w = StatusWriter(fake, workers=1)
+    assert w.latest("ns/a", obj("10", {"x": 1})) == {"x": 1}          # nothing written: the cache
+    w.write_now("ns/a", "ns", "a", {"x": 1}, {"x": 2})                 # answered with rv 11
+    assert w.latest("ns/a", obj("10", {"x": 1})) == {"x": 2}          # the cache lags: our write
+    assert w.latest("ns/a", obj("12", {"x": 5})) == {"x": 5}          # newer than our write: the cache
+    assert w.latest("ns/a", obj("10", {"x": 1})) == {"x": 1}          # the view was dropped
+    w.write_now("ns/a", "ns", "a", {"x": 5}, {"x": 6})
+    w.forget("ns/a")                                                   # deleted: nothing of it is kept
+    assert w.latest("ns/a", obj("1", {})) == {}
+
+
+def test_a_loop_decision_equal_to_the_stale_cache_still_wins_over_its_own_last_write():
+    """Poll N wrote Active=True; poll N+1 (the cache still shows False) decides False: built on latest(),
+    its False is a change and is written, not lost in a rebase."""
+    fake = RvClient()
+    w = StatusWriter(fake, workers=1)
+    cached = obj("10", {"conditions": [{"type": "Active", "status": "False"}]})
+    w.write_now("ns/a", "ns", "a", cached["status"], {"conditions": [{"type": "Active", "status": "True"}]})
+    base = w.latest("ns/a", cached)
+    assert base == {"conditions": [{"type": "Active", "status": "True"}]}
+    w.write_now("ns/a", "ns", "a", base, {"conditions": [{"type": "Active", "status": "False"}]})
+    assert server_status(fake)["conditions"] == [{"type": "Active", "status": "False"}]

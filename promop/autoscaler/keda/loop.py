@@ -63,7 +63,7 @@ class ScaleLoop:
     def _poll(self, key: str, state: SOState, obj: dict) -> None:
         ctl = self.ctl
         now = ctl.wall()
-        status = dict(obj.get("status") or {})
+        status = ctl.status_writer.latest(key, obj)   # not the cache: it lags our own last write
         current = ctl.current_replicas(state)
         if current is None:
             new = dict(status)

@@ -106,7 +106,7 @@ class Reconciler:
             self.finalize(key, obj)
             return
         obj = self.ensure_metadata(obj)
-        status = dict(obj.get("status") or {})
+        status = ctl.status_writer.latest(key, obj)   # not the cache: it lags our own last write
         new = dict(status)
         if not are_initialized(new.get("conditions")):
             have = {c.get("type") for c in new.get("conditions") or []}

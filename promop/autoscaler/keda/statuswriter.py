@@ -11,6 +11,12 @@ more if it changed meanwhile), and a failed write (409, 429, 5xx, a dropped conn
 with the queue's per-key exponential backoff, the one every reconcile uses. The patch is a merge
 patch from every status the server may hold (what the poll read, what was last sent) to the
 desired one: setting a field to the value it already has is harmless, a stale base is not.
+
+A status is built on `latest()`, not on the informer's cache: the cache shows our own write a watch
+event later, and a status built on the older one would undo it (CI saw a loop's first poll, computed
+from the cache while the reconcile's write was in flight, patch hpaName away and Ready back to
+Unknown). A status that was built on an older one anyway (its poll read `latest()` before a write
+went out) is rebased: its own changes over the newest status known.
 """
 
 from __future__ import annotations
@@ -36,6 +42,18 @@ log = logging.getLogger("promop.autoscaler.keda")
 #: refused for good: retrying the same body cannot help (the next poll's status is written anew)
 _FINAL = (400, 403, 404, 422)
 _MAX_BASES = 4
+_UNKNOWN = "?"     # nothing was sent: what the server holds is as it was
+
+
+def _not_older(cached_rv: str | None, written_rv: str | None) -> bool:
+    """Whether the cache's object is at least as new as our write. resourceVersions are opaque, but the
+    apiserver's are etcd revisions (integers); anything else counts as not caught up, and the view lasts
+    until the cache shows the status itself."""
+    if cached_rv is None or written_rv is None:
+        return False
+    if cached_rv == written_rv:
+        return True
+    return cached_rv.isdigit() and written_rv.isdigit() and int(cached_rv) >= int(written_rv)
 
 
 @dataclass
@@ -114,15 +132,44 @@ class StatusWriter:
         self._inflight: dict[str, dict] = {}
         self._written: dict[str, int] = {}        # fingerprint of the last status written, per key
         self._active: dict[str, str] = {}         # the newest lastActiveTime written, per key
+        self._views: dict[str, tuple[dict, str | None]] = {}  # our last write, until the cache shows it
         self._threads: list[threading.Thread] = []
         self.writes = Counter("promop_keda_status_writes_total",
                               "ScaledObject status writes by result (ok, retry, dropped)", ["result"],
                               registry=registry) if registry is not None else None
 
+    # -- what a status is built on -------------------------------------------------------------------
+    def latest(self, key: str, obj: dict) -> dict:
+        """The newest status of `key` known here: the one waiting, in flight, or last written while the
+        cached `obj` does not show it yet; else the cache's. A shallow copy, to build a new one on."""
+        cached = obj.get("status") or {}
+        with self._cond:
+            newest = self._newest(key)
+            if newest is self._views.get(key, (None,))[0] and newest is not None:
+                _, written_rv = self._views[key]
+                if newest == cached or _not_older((obj.get("metadata") or {}).get("resourceVersion"), written_rv):
+                    del self._views[key]            # the cache has caught up (or moved past us)
+                    newest = None
+        return dict(cached if newest is None else newest)
+
+    def _newest(self, key: str) -> dict | None:
+        entry = self._pending.get(key)
+        if entry is not None:
+            return entry.desired
+        inflight = self._inflight.get(key)
+        if inflight is not None:
+            return inflight
+        view = self._views.get(key)
+        return view[0] if view is not None else None
+
     # -- the loops' side ----------------------------------------------------------------------------
     def submit(self, key: str, namespace: str, name: str, old: dict, new: dict) -> bool:
         """Queue `new` as the status of `key` (read as `old`); False when there is nothing to write."""
         with self._cond:
+            newest = self._newest(key)
+            if newest is not None and newest != old:     # built on an older status than ours
+                new = rebase(old, new, newest)
+                old = newest
             entry = self._pending.get(key)
             if entry is not None:
                 entry.desired = new
@@ -160,7 +207,10 @@ class StatusWriter:
                         bases.append(b)
                 newer = max(newer, entry.desired.get("lastActiveTime") or "")
             loops = entry.desired if entry is not None else prior
-            if loops is not None:       # the loop's newer status stands where the reconcile changed nothing
+            if loops is None:
+                view = self._views.get(key)
+                loops = view[0] if view is not None else None
+            if loops is not None and loops != old:   # a newer status stands where the reconcile changed nothing
                 if loops not in bases:
                     bases.append(loops)
                 new = rebase(old, new, loops)
@@ -171,8 +221,7 @@ class StatusWriter:
                 return
             self._inflight[key] = new
         try:
-            self._patch(namespace, name, patch)
-            self._done(key, new)
+            self._done(key, new, self._patch(namespace, name, patch))
         finally:
             with self._cond:
                 self._inflight.pop(key, None)
@@ -183,6 +232,7 @@ class StatusWriter:
             self._pending.pop(key, None)
             self._written.pop(key, None)
             self._active.pop(key, None)
+            self._views.pop(key, None)
 
     # -- the writer threads -------------------------------------------------------------------------
     def start(self) -> None:
@@ -208,15 +258,17 @@ class StatusWriter:
     def write_one(self, key: str) -> None:
         """Write the waiting status of `key` (one worker at a time per key: the queue's guarantee)."""
         with self._cond:
+            # a reconcile's write_now runs outside the queue: two patches of one key at once could land
+            # in either order, the older status last
+            self._cond.wait_for(lambda: key not in self._inflight, 60.0)
             entry = self._pending.pop(key, None)
             if entry is None:
                 return
             self._inflight[key] = entry.desired
         try:
             patch = patch_from(entry.bases, entry.desired)
-            if patch:
-                self._patch(entry.namespace, entry.name, patch)
-            self._done(key, entry.desired)
+            rv = self._patch(entry.namespace, entry.name, patch) if patch else _UNKNOWN
+            self._done(key, entry.desired, rv)
             self.queue.forget(key)
             self._count("ok")
         except ApiError as exc:
@@ -249,12 +301,16 @@ class StatusWriter:
                     newer.add_base(b)
         self.queue.add_rate_limited(key)
 
-    def _patch(self, namespace: str, name: str, patch: dict) -> None:
-        self.client.patch(SCALEDOBJECTS, name, {"status": patch}, namespace, subresource="status")
+    def _patch(self, namespace: str, name: str, patch: dict) -> str | None:
+        """The patch; the resourceVersion it made (None if the answer has none)."""
+        out = self.client.patch(SCALEDOBJECTS, name, {"status": patch}, namespace, subresource="status")
+        return ((out or {}).get("metadata") or {}).get("resourceVersion") if isinstance(out, dict) else None
 
-    def _done(self, key: str, written: dict) -> None:
+    def _done(self, key: str, written: dict, rv: str | None = None) -> None:
         with self._cond:
             self._written[key] = fingerprint(written)
+            if rv is not _UNKNOWN:
+                self._views[key] = (written, rv)
             active = written.get("lastActiveTime")
             if active and active > self._active.get(key, ""):
                 self._active[key] = active
