@@ -1,3 +1,5 @@
 from promop.cli import main
 
-raise SystemExit(main())
+# Guarded: a spawned worker process (promop.operator.render_pool) imports this module as __mp_main__
+if __name__ == "__main__":
+    raise SystemExit(main())

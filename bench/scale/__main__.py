@@ -218,6 +218,22 @@ def memory_kib(pid: int) -> dict[str, int]:
     return out
 
 
+def children_hwm_mib(pid: int) -> float:
+    """The peak RSS of the process's children now alive (the render worker: promop.operator.render_pool)."""
+    total = 0.0
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
+            kids = [int(k) for k in fh.read().split()]
+    except OSError:
+        return 0.0
+    for kid in kids:
+        try:
+            total += memory_kib(kid).get("VmHWM", 0) / 1024
+        except OSError:
+            pass
+    return total
+
+
 def wait_quiet(pid: int, timeout: float = 30.0, quiet: float = 0.15) -> None:
     """Until the process used no CPU for `quiet` s (at most `timeout`)."""
     deadline = time.monotonic() + timeout
@@ -263,7 +279,7 @@ def sync_durations(log_path: Path, key: str, after: int) -> list[int]:
 # ---- one size ----------------------------------------------------------------------------------
 
 def run_size(n: int, edits: int, threads: int, profile_dir: Path | None, keep_log: Path | None,
-             operator_args: list[str], settle: bool = True) -> dict:
+             operator_args: list[str], settle: bool = True, ab_rounds: int = 0) -> dict:
     res: dict = {"n": n, "load_start": loadavg()}
     with control_plane() as kubeconfig:
         api = RawApi(kubeconfig)
@@ -288,6 +304,7 @@ def run_size(n: int, edits: int, threads: int, profile_dir: Path | None, keep_lo
             res.update(first_sync(proc, secrets, t_start))
             res["load_synced"] = loadavg()
             res["rss_synced_mib"] = memory_kib(proc.pid)["VmRSS"] / 1024
+            res["worker_hwm_mib"] = children_hwm_mib(proc.pid)
             # steady state: the first sync's status.bindings backlog (one write per monitor, at the
             # operator's client rate limit) written, so each edit finds the operator idle
             t_quiet = time.perf_counter()
@@ -303,24 +320,53 @@ def run_size(n: int, edits: int, threads: int, profile_dir: Path | None, keep_lo
             res["rss_mib"], res["hwm_mib"] = mem["VmRSS"] / 1024, mem["VmHWM"] / 1024
             res["load_end"] = loadavg()
         finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            stop.set()
+            end(proc)
+        if ab_rounds:
+            res["ab"] = restarts(api, kubeconfig, secrets, ab_rounds, operator_args)
+        stop.set()
     return res
 
 
-def first_sync(proc: subprocess.Popen, secrets: EventLog, t_start: float) -> dict:
-    """Process start -> the config Secret of every Prometheus seen on the watch."""
+def end(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+AB_VARIANTS = {"with the render worker": [], "without (--no-render-process)": ["--no-render-process"]}
+
+
+def restarts(api: RawApi, kubeconfig: str, secrets: EventLog, rounds: int, operator_args: list[str]) -> dict:
+    """First syncs of fresh operator processes on the same objects, the variants interleaved (the
+    config Secrets deleted before each, so that each first sync writes them anew)."""
+    out: dict[str, list[float]] = {name: [] for name in AB_VARIANTS}
+    log_dir = Path(tempfile.mkdtemp(prefix="promop-scale-ab-"))
+    for r in range(rounds):
+        for name, extra in AB_VARIANTS.items():
+            for secret in ("prometheus-p0", "prometheus-p1"):
+                api.request("DELETE", f"/api/v1/namespaces/{MON}/secrets/{secret}")
+            since = len(secrets)
+            t_start = time.perf_counter()
+            proc = start_operator(kubeconfig, log_dir / f"{r}-{'ab'[len(extra) > 0]}.log", None, [*operator_args, *extra])
+            try:
+                out[name].append(first_sync(proc, secrets, t_start, since)["first_sync_s"])
+            finally:
+                end(proc)
+    return out
+
+
+def first_sync(proc: subprocess.Popen, secrets: EventLog, t_start: float, since: int = 0) -> dict:
+    """Process start -> the config Secret of every Prometheus seen created on the watch (events past `since`)."""
     wanted = {"prometheus-p0", "prometheus-p1"}  # in `monitoring`; p2 lives in ns-0
 
     def seen() -> dict[str, float]:
         out = {}
-        for at, line in secrets.since(0):
-            name = orjson.loads(line)["object"]["metadata"]["name"]
-            if name in wanted:
+        for at, line in secrets.since(since):
+            event = orjson.loads(line)
+            name = event["object"]["metadata"]["name"]
+            if name in wanted and event.get("type") == "ADDED":
                 out.setdefault(name, at)
         return out
 
@@ -387,6 +433,8 @@ def print_result(r: dict) -> None:
     print(f"  baseline: bare LIST of every ServiceMonitor   {r['list_s']:.2f} s (first sync "
           f"{r['first_sync_s'] / r['list_s']:.1f}x)")
     print(f"  operator RSS after the first sync            {r['rss_synced_mib']:.0f} MiB")
+    if r.get("worker_hwm_mib"):
+        print(f"  its render worker's peak RSS (then stopped)  {r['worker_hwm_mib']:.0f} MiB")
     if r["backlog_s"] is None:
         print("  edits made while the first sync's status.bindings backlog was being written (--no-settle)")
     else:
@@ -398,6 +446,9 @@ def print_result(r: dict) -> None:
           f"{r['p99'] / r['base_p99']:.1f}x")
     print(f"  p0's sync as logged (p50 / p99 of {len(sync)})       {statistics.median(sync):.0f} ms / "
           f"{pct(sync, 99):.0f} ms")
+    for name, times in (r.get("ab") or {}).items():
+        print(f"  first sync of a restarted operator, {name}: median {statistics.median(times):.2f} s "
+              f"({', '.join(f'{t:.2f}' for t in times)})")
 
 
 def missed(r: dict) -> list[str]:
@@ -426,6 +477,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-settle", dest="settle", action="store_false",
                         help="edit at once after the first sync, while the status.bindings backlog is written "
                              "(at 30,000 monitors it takes many minutes), pacing edits by 0.5 s")
+    parser.add_argument("--ab-first-sync", type=int, default=0, metavar="ROUNDS",
+                        help="then restart the operator ROUNDS times with and without its render worker, "
+                             "interleaved, and report each first sync")
     parser.add_argument("--operator-arg", action="append", default=[],
                         help="one more `promop run` argument (repeatable), e.g. --operator-arg=--kube-api-qps=1000")
     args = parser.parse_args(argv)
@@ -439,7 +493,8 @@ def main(argv: list[str] | None = None) -> int:
           f"operator args {args.operator_arg or 'default'}", flush=True)
     failures: list[str] = []
     for n in sizes:
-        r = run_size(n, edits, args.threads, args.profile, args.operator_log, args.operator_arg, args.settle)
+        r = run_size(n, edits, args.threads, args.profile, args.operator_log, args.operator_arg, args.settle,
+                     args.ab_first_sync)
         print_result(r)
         failures += missed(r)
     print("\ngoals: " + ("all met" if not failures else "MISSED: " + "; ".join(failures)))

@@ -85,6 +85,7 @@ class Operator(ControllerProcess):
         super().__init__(options, client=client, registry=registry, web=web, leader_kwargs=leader_kwargs)
         self.controller: Controller | None = None  # the Prometheus controller (controllers[0])
         self._controller_kwargs = controller_kwargs or {}
+        self.render_pool: Any = None
 
     def make_client(self) -> KubeClient:
         return client_factory(self.options.kubeconfig, self.options.context, registry=self.registry,
@@ -94,7 +95,14 @@ class Operator(ControllerProcess):
     def build_controllers(self, client: KubeClient) -> list[Any]:
         # the first render's one-time loads (CRD schemas...) while the informers list (promop.render.warm)
         threading.Thread(target=_warm_render, name="operator-render-warm-up", daemon=True).start()
-        controllers = build_controllers(client, self.options, self.registry, **self._controller_kwargs)
+        kwargs = dict(self._controller_kwargs)
+        if self.options.render_process and "render_pool" not in kwargs:
+            from promop.operator.render_pool import RenderPool
+
+            # started once the caches have synced (after_sync): spawned earlier, its start-up competed
+            # with the LISTs for the CPU and cost as much as it saved (docs/benchmarks.md)
+            self.render_pool = kwargs["render_pool"] = RenderPool()
+        controllers = build_controllers(client, self.options, self.registry, **kwargs)
         self.controller = controllers[0]
         return controllers
 
@@ -108,6 +116,8 @@ class Operator(ControllerProcess):
             gc.freeze()
             # ... and, once, what the first syncs build (promop.operator.gcfreeze says why)
             threading.Thread(target=self._freeze_first_syncs, name="operator-gc-freeze", daemon=True).start()
+        if self.render_pool is not None and self.render_pool.start():
+            threading.Thread(target=self._close_render_pool, name="operator-render-pool-close", daemon=True).start()
         log.info("caches synced", **fields(frozen_objects=gc.get_freeze_count()))
 
     def _freeze_first_syncs(self) -> None:
@@ -115,6 +125,22 @@ class Operator(ControllerProcess):
         if gcfreeze.freeze_after_first_syncs(queues, self.leading,
                                              lambda: any(q.shutting_down() for q in queues)):
             log.info("first syncs done; what they built is frozen", **fields(frozen_objects=gc.get_freeze_count()))
+
+
+    def _close_render_pool(self, standby_for: float = 60.0) -> None:
+        """The render worker serves the first syncs only: stopped once they are done, or after
+        `standby_for` seconds of standing by (a standby's first syncs, after a failover, render here)."""
+        queues = [c.queue for c in self.controllers if getattr(c, "queue", None) is not None]
+        if self.leading.wait(standby_for):
+            while not any(q.shutting_down() for q in queues) and not gcfreeze.queues_drained(queues):
+                time.sleep(0.5)  # polling the queues' counts, as gcfreeze does: no event says "drained"
+        self.render_pool.close()
+        log.info("render worker stopped", **fields(batches=self.render_pool.batches))
+
+    def stop_controllers(self, timeout: float | None = None) -> None:
+        super().stop_controllers(timeout)
+        if self.render_pool is not None:
+            self.render_pool.close()
 
 
 def _warm_render() -> None:

@@ -63,7 +63,7 @@ class Controller(InformerGroup):
     def __init__(self, client: KubeClient, options: Options, registry: CollectorRegistry | None = None,
                  metrics: OperatorMetrics | None = None, render: Callable | None = None,
                  references: Callable | None = None, informer_kwargs: dict | None = None,
-                 shared: SharedInformers | None = None) -> None:
+                 shared: SharedInformers | None = None, render_pool: Any = None) -> None:
         if render is None or references is None:
             from promop.render import references as default_references
             from promop.render import render as default_render
@@ -105,7 +105,8 @@ class Controller(InformerGroup):
                         self.configmaps.store, probes=self.probes.store if self.probes is not None else None,
                         scrapeconfigs=self.scrapeconfigs.store if self.scrapeconfigs is not None else None)
         self.syncer = Syncer(client, stores, options.render_options(), self.metrics, render, references,
-                             namespace_allowed=options.namespace_allowed, registry=self.registry)
+                             namespace_allowed=options.namespace_allowed, registry=self.registry,
+                             render_pool=render_pool)
         self.syncer.reporter.workers = options.feedback_workers
         self.reporter = self.syncer.reporter
         self._workers: list[threading.Thread] = []

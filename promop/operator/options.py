@@ -67,6 +67,7 @@ class Options:
     listen_address: str = DEFAULT_LISTEN_ADDRESS
     resync_period: float = DEFAULT_RESYNC_SECONDS
     gc_freeze: bool = False  # gc.freeze() once the caches have synced (a process of its own: promop run, demo)
+    render_process: bool = False  # a second process for the first renders (promop run: promop.operator.render_pool)
     fast_reload: bool = False  # reloaders read config through the API (promop/render/fast_reload.py)
     config_secret_max_bytes: int = 900 * 1024  # split the config past this (promop/render/split.py)
     full_secret_informers: bool = False  # benchmark only: cache whole Secrets/ConfigMaps, as before upstream #5424
@@ -227,6 +228,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--resync-period", type=float, default=DEFAULT_RESYNC_SECONDS,
                      help="seconds between full resyncs of every Prometheus (default 300)")
     run.add_argument("--full-secret-informers", action="store_true", help=argparse.SUPPRESS)
+    run.add_argument("--no-render-process", action="store_true", help=argparse.SUPPRESS)  # benchmark only: A/B
     add_feature_gates_flag(run)
     add_leader_election_flags(parser, DEFAULT_LEASE_NAME)
     _add_reloader_flags(parser)
@@ -325,6 +327,7 @@ def from_args(args: argparse.Namespace) -> Options:
         config_secret_max_bytes=args.config_secret_max_bytes,
         full_secret_informers=args.full_secret_informers,
         gc_freeze=True,
+        render_process=not args.no_render_process,
         alertmanager=alertmanager,
         feature_gates=gates,
         config_reloader=reloader,

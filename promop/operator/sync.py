@@ -96,7 +96,7 @@ class Syncer:
                  render: Callable[..., RenderResult], references: Callable[..., set],
                  namespace_allowed: Callable[[str], bool] = lambda ns: True,
                  now: Callable[[], str] = now_rfc3339, cache_factory: Callable[[], Any] | None = None,
-                 reporter: Reporter | None = None, registry: Any = None) -> None:
+                 reporter: Reporter | None = None, registry: Any = None, render_pool: Any = None) -> None:
         self.client = client
         self.stores = stores
         self.options = options
@@ -125,6 +125,7 @@ class Syncer:
             # and the operator never reads a result's decoded config: fragments keep their jobs as text
             cache_factory = functools.partial(RenderCache, max_renders=2, keep_jobs=False)
         self._cache_factory = cache_factory
+        self.render_pool = render_pool  # a second process for first renders (promop.operator.render_pool)
 
     # ---- entry point ------------------------------------------------------------------
 
@@ -241,6 +242,10 @@ class Syncer:
             cache = self._render_caches.get(key)
             if cache is None:
                 cache = self._render_caches[key] = self._cache_factory()
+                if self.render_pool is not None and hasattr(cache, "offload"):
+                    from promop.operator.render_pool import fragment_from
+
+                    cache.offload, cache.from_answer = self.render_pool.offload, fragment_from
         refs = self.references_of(inputs, cache=cache)  # the cache memoises selection and per-monitor refs
         secrets: dict[tuple[str, str], dict] = {}
         configmaps: dict[tuple[str, str], dict] = {}

@@ -101,6 +101,11 @@ class RenderCache:
         self._selections: dict[str, SelectionIndex] = {}
         self._lists: dict[Hashable, Any] = {}  # per list pass (tag): what its latest call saw and gave
         self._versions: list[tuple[Sequence, list]] = []  # the latest few lists' resourceVersions
+        # offload(ctx, kind, objs) -> a handle whose result() gives, per object, a fragment rendered
+        # elsewhere (as from_answer makes it) or None; None: render them all here. The operator sets
+        # it to a second process for its first renders (promop.operator.render_pool); pure otherwise.
+        self.offload: Callable[..., Any] | None = None
+        self.from_answer: Callable[..., Fragment] | None = None
 
     def sorted_fragments(self, ctx: GenContext, monitor_key: str, kind: str,
                          objs: Sequence[Mapping[str, Any]]) -> list[Fragment]:
@@ -154,14 +159,21 @@ class RenderCache:
             known = {id(o): (o, rv, f) for o, rv, f in zip(memo.snap.objs, memo.snap.rvs, memo.frags)}
         store = ctx.store
         frags: list[Fragment] = []
-        for obj, rv in zip(objs, rvs):  # hot on a full pass: once per selected monitor
+        elsewhere = self._offload(ctx, monitor_key, kind, objs, rvs, known)
+        away = elsewhere[0] if elsewhere is not None else ()
+        for i, (obj, rv) in enumerate(zip(objs, rvs)):  # hot on a full pass: once per selected monitor
             entry = known.get(id(obj))
             if entry is not None and entry[0] is obj and rv is not None and entry[1] == rv \
                     and (not entry[2].reads or _reads_valid(store, entry[2].reads)):
                 self.hits += 1
                 frags.append(entry[2])
+            elif i in away:
+                frags.append(None)  # type: ignore[arg-type] - filled in below
             else:
                 frags.append(self.fragment(ctx, monitor_key, kind, obj))
+        if elsewhere is not None:
+            for i, answer in zip(elsewhere[1], elsewhere[2].result()):
+                frags[i] = self.fragment(ctx, monitor_key, kind, objs[i], answer)
         keys = [sort_key(obj) for obj in objs]
         order = sorted(range(len(objs)), key=keys.__getitem__)
         rank = [0] * len(objs)
@@ -173,7 +185,22 @@ class RenderCache:
                                                       out, rank, reading)
         return out
 
-    def fragment(self, ctx: GenContext, monitor_key: str, kind: str, obj: Mapping[str, Any]) -> Fragment:
+    def _offload(self, ctx: GenContext, monitor_key: str, kind: str, objs: Sequence[Mapping[str, Any]], rvs: list,
+                 known: dict) -> tuple[set[int], list[int], Any] | None:
+        """The second half of this pass's misses handed to `offload` (positions as a set and in order,
+        and its handle); None when there is no offload or it declined."""
+        if self.offload is None or self.from_answer is None or len(objs) < 2:
+            return None
+        misses = [i for i, (obj, rv) in enumerate(zip(objs, rvs))
+                  if (known.get(id(obj)) or (None,))[0] is not obj
+                  and (kind, object_key(obj), monitor_key) not in self._fragments]
+        theirs = misses[len(misses) // 2:]
+        handle = self.offload(ctx, kind, [objs[i] for i in theirs]) if theirs else None
+        return (set(theirs), theirs, handle) if handle is not None else None
+
+    def fragment(self, ctx: GenContext, monitor_key: str, kind: str, obj: Mapping[str, Any],
+                 answer: Any = None) -> Fragment:
+        """The cached fragment of `obj`, else rendered (or made from `answer`, rendered elsewhere)."""
         key = (kind, object_key(obj), monitor_key)
         frag = self._fragments.get(key)
         if frag is not None and _reads_valid(ctx.store, frag.reads):
@@ -181,9 +208,12 @@ class RenderCache:
             self.hits += 1
             return frag
         self.misses += 1
-        frag = monitor_fragment(ctx, kind, obj)
-        if not self.keep_jobs:
-            frag.drop_jobs()
+        if answer is not None and self.from_answer is not None:
+            frag = self.from_answer(kind, obj, answer, self.keep_jobs)
+        else:
+            frag = monitor_fragment(ctx, kind, obj)
+            if not self.keep_jobs:
+                frag.drop_jobs()
         self._replace_version(self._fragments, (kind, monitor_key), key)
         self._put(self._fragments, key, frag)
         return frag

@@ -91,6 +91,7 @@ def _decode_jobs(texts: Sequence[str]) -> list[dict]:
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+decode_jobs = _decode_jobs  # for fragments rendered elsewhere (promop.operator.render_pool)
 lazy_field(Fragment, "jobs")
 
 

@@ -47,6 +47,25 @@ class Proc:
             self.p.wait(scaled(10))
 
 
+def children(pid: int) -> list[int]:
+    """Live worker processes of `pid` (multiprocessing's spawned workers; its resource tracker, which
+    lives as long as its parent, does not count)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
+            kids = [int(k) for k in fh.read().split()]
+    except OSError:
+        return []
+    alive = []
+    for kid in kids:
+        try:
+            with open(f"/proc/{kid}/cmdline", "rb") as fh:
+                if b"spawn_main" in fh.read():
+                    alive.append(kid)
+        except OSError:
+            pass
+    return alive
+
+
 def http_get(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=5) as resp:
@@ -114,6 +133,13 @@ def test_run_serves_endpoints_and_exits_0_on_sigterm_against_the_context_flag_s_
                10, "ready=1 once the workers run")
     # ... and, once the first syncs are done, what they built (promop.operator.gcfreeze)
     eventually(lambda: proc.grep("first syncs done; what they built is frozen"), scaled(30), "the second freeze")
+    # the first render's second process (promop.operator.render_pool), when there are 2 CPUs: stopped
+    # once the first syncs are done, no process left behind
+    if proc.grep("first render in this process only"):
+        assert not children(proc.p.pid)
+    else:
+        eventually(lambda: proc.grep('"msg": "render worker stopped"'), scaled(30), "the render worker stopped")
+        eventually(lambda: not children(proc.p.pid), scaled(30), "the render worker's process gone")
     proc.p.send_signal(signal.SIGTERM)
     assert proc.p.wait(scaled(30)) == 0
     assert proc.grep('"msg": "stopped"')
