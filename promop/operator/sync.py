@@ -246,6 +246,7 @@ class Syncer:
                     from promop.operator.render_pool import fragment_from
 
                     cache.offload, cache.from_answer = self.render_pool.offload, fragment_from
+                    cache.offload_min = 2 * self.render_pool.min_batch
         refs = self.references_of(inputs, cache=cache)  # the cache memoises selection and per-monitor refs
         secrets: dict[tuple[str, str], dict] = {}
         configmaps: dict[tuple[str, str], dict] = {}

@@ -106,6 +106,9 @@ class RenderCache:
         # it to a second process for its first renders (promop.operator.render_pool); pure otherwise.
         self.offload: Callable[..., Any] | None = None
         self.from_answer: Callable[..., Fragment] | None = None
+        # a pass offloads only with at least this many objects new since the last pass: an edit's
+        # full pass (an addition, a deletion) does not even look for its misses
+        self.offload_min = 2
 
     def sorted_fragments(self, ctx: GenContext, monitor_key: str, kind: str,
                          objs: Sequence[Mapping[str, Any]]) -> list[Fragment]:
@@ -189,7 +192,7 @@ class RenderCache:
                  known: dict) -> tuple[set[int], list[int], Any] | None:
         """The second half of this pass's misses handed to `offload` (positions as a set and in order,
         and its handle); None when there is no offload or it declined."""
-        if self.offload is None or self.from_answer is None or len(objs) < 2:
+        if self.offload is None or self.from_answer is None or len(objs) - len(known) < max(2, self.offload_min):
             return None
         misses = [i for i, (obj, rv) in enumerate(zip(objs, rvs))
                   if (known.get(id(obj)) or (None,))[0] is not obj

@@ -214,3 +214,26 @@ def test_an_offload_takes_back_the_requests_not_started_and_waits_for_the_others
     failing.set_exception(RuntimeError("worker died"))
     short.set_result(pack(["only one"]))
     assert Offload([(failing, 2), (short, 2)], timeout=30, steal=False).result() == [None] * 4
+
+
+def test_an_additions_full_pass_does_not_look_for_misses_to_offload():
+    """After the first render, an added monitor makes a full pass over the list: with fewer new objects
+    than offload_min the cache does not even ask (the worker is long gone by then)."""
+    asked: list[int] = []
+
+    def offload(ctx, kind, objs):
+        asked.append(len(objs))
+        return None
+
+    cache = RenderCache(max_renders=2, keep_jobs=False)
+    cache.offload, cache.from_answer, cache.offload_min = offload, fragment_from, 100
+    first = inputs()
+    render(first, cache)
+    assert asked and asked[0] == N // 2          # the first render: half of the ServiceMonitors' misses
+    asked.clear()
+    extra = service_monitor("sm-extra", namespace="ns-0", endpoints=[{"port": "web"}])
+    extra["metadata"].update(uid="uid-extra", resourceVersion="99999")
+    more = RenderInputs(prometheus=first.prometheus, service_monitors=[*first.service_monitors, extra],
+                        pod_monitors=first.pod_monitors, secrets=first.secrets, options=first.options)
+    same(render(more, cache), render(more))
+    assert asked == []
