@@ -18,6 +18,7 @@ from deadlines import scaled
 from promop.autoscaler.keda.activetime import persist_last_active, refresh_period
 from promop.autoscaler.keda.statuswriter import StatusWriter, patch_from, rebase
 from promop.kube.errors import ApiError
+from promop.sandbox.patch import merge_patch
 from promop.kube.rate_limiter import ItemExponentialFailureRateLimiter
 from promop.kube.rate_limiting_queue import RateLimitingQueue
 from tests.keda.runtime_harness import wait_for
@@ -245,23 +246,10 @@ def test_rebase_takes_the_reconciles_changes_and_removals_only():
 
 
 # -- statuses built on a cache that has not seen our last write yet -------------------------------------
-def merge_apply(target, patch):
-    """RFC 7386, what the apiserver does with each merge patch."""
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_apply(out.get(k), v)
-    return out
-
-
 def server_status(fake: FakeClient) -> dict:
     status: dict = {}
     for _, patch in fake.patches:
-        status = merge_apply(status, patch)
+        status = merge_patch(status, patch)  # RFC 7386, as the apiserver applies each
     return status
 
 
