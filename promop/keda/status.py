@@ -116,3 +116,13 @@ def ready_with_hpa(conditions: list[dict] | None, hpa: dict | None, namespace: s
     if broken is None or (get_condition(conditions, READY) or {}).get("status") != "True":
         return list(conditions or [])
     return set_triple(conditions, READY, broken)
+
+
+def with_hpa(conditions: list[dict] | None, hpa: dict | None, namespace: str, name: str) -> list[dict]:
+    """HPAActive mirrored from the HPA and Ready turned HPANotWorking from the same HPA, together: every
+    writer of the conditions (the scale loop, the reconcile) goes through here, so a Ready=False
+    HPANotWorking never stands beside a missing or stale HPAActive that says otherwise."""
+    active = hpa_active_condition(hpa)
+    if active is not None:
+        conditions = set_triple(conditions, HPA_ACTIVE, active)
+    return ready_with_hpa(conditions, hpa, namespace, name)

@@ -384,3 +384,32 @@ def test_a_trigger_error_keeps_keda_ready_reason_over_a_broken_hpa():
     conds = set_triple(initial_conditions(), READY, READY_TRIGGER_ERROR)
     assert get_condition(ready_with_hpa(conds, hpa, "ns", "h"), "Ready")["reason"] == "TriggerError"
     assert ready_with_hpa(conds, None, "ns", "h") == conds
+
+
+def test_ready_hpa_not_working_always_comes_with_hpa_active_from_the_same_hpa():
+    """CI caught the reconcile writing Ready=False HPANotWorking with no HPAActive (only the scale loop set
+    it): both writers now go through with_hpa, which sets the pair from one HPA."""
+    from promop.keda.status import HPA_ACTIVE, with_hpa
+
+    hpa = {"status": {"conditions": [{"type": "ScalingActive", "status": "False",
+                                      "reason": "FailedGetExternalMetric", "message": "no metrics returned"}]}}
+    got = with_hpa(initial_conditions_ready(), hpa, "ns", "keda-hpa-a")
+    assert get_condition(got, "Ready")["reason"] == "HPANotWorking"
+    assert get_condition(got, HPA_ACTIVE) == {"type": HPA_ACTIVE, "status": "False", "reason": "FailedGetExternalMetric",
+                                              "message": "HPA is not actively scaling: no metrics returned"}
+    healed = {"status": {"conditions": [{"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound"}]}}
+    again = with_hpa(got, healed, "ns", "keda-hpa-a")
+    assert get_condition(again, HPA_ACTIVE)["reason"] == "HPAActive"
+    assert with_hpa(initial_conditions_ready(), None, "ns", "keda-hpa-a") == initial_conditions_ready()
+
+
+def test_both_condition_writers_use_with_hpa():
+    """The reconcile and the scale loop must not set Ready from the HPA without HPAActive: neither calls
+    ready_with_hpa on its own."""
+    import inspect
+
+    from promop.autoscaler.keda import loop, reconcile
+
+    for mod in (loop, reconcile):
+        src = inspect.getsource(mod)
+        assert "with_hpa(" in src and "ready_with_hpa" not in src, mod.__name__

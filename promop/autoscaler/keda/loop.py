@@ -13,8 +13,8 @@ from typing import Any
 from promop.host.logs import fields
 from promop.keda.decide import decide
 from promop.keda.fallback import any_fallback_active, fallback_active, health_tracked, record_health
-from promop.keda.status import (FALLBACK, FALLBACK_FALSE, FALLBACK_TRUE, HPA_ACTIVE, READY, get_condition,
-                                hpa_active_condition, ready_with_hpa, set_condition, set_triple)
+from promop.keda.status import (FALLBACK, FALLBACK_FALSE, FALLBACK_TRUE, READY, get_condition,
+                                set_condition, set_triple, with_hpa)
 from promop.kube.errors import ApiError
 
 from promop.autoscaler.keda.last_good_values import stand_in_activity
@@ -97,10 +97,7 @@ class ScaleLoop:
         conditions = decision.conditions or status.get("conditions") or []
         conditions = self._fallback_condition(obj, state, conditions)
         hpa = ctl.hpas.store.get(f"{state.so.namespace}/{state.so.hpa_name}")
-        hpa_cond = hpa_active_condition(hpa)
-        if hpa_cond is not None:
-            conditions = set_triple(conditions, HPA_ACTIVE, hpa_cond)
-        conditions = ready_with_hpa(conditions, hpa, state.so.namespace, state.so.hpa_name)
+        conditions = with_hpa(conditions, hpa, state.so.namespace, state.so.hpa_name)
         new["conditions"] = conditions
         if state.health:
             new["health"] = dict(state.health)

@@ -17,7 +17,7 @@ from promop.keda.spec import (COMPOSITE_METRIC, FINALIZER, SCALED_OBJECT_NAME_LA
                               KedaSpecError, parse_scaled_object, pause_state)
 from promop.keda.status import (ACTIVE, FALLBACK, FALLBACK_FALSE, PAUSED, PAUSED_FALSE, PAUSED_TRUE, READY, READY_OK,
                                 are_initialized, get_condition, initial_conditions, ready_check_failed, set_condition,
-                                ready_with_hpa, set_triple)
+                                set_triple, with_hpa)
 from promop.keda.validate import validate_scaled_object
 from promop.kube.errors import ApiError
 from promop.kube.resources import Resource
@@ -228,9 +228,8 @@ class Reconciler:
         self._ensure_hpa(obj, so, pause, scale, new)
         new["hpaName"] = so.hpa_name
         was_ready = (get_condition(new["conditions"], READY) or {}).get("status") == "True"
-        new["conditions"] = ready_with_hpa(set_triple(new["conditions"], READY, READY_OK),
-                                           ctl.hpas.store.get(f"{so.namespace}/{so.hpa_name}"),
-                                           so.namespace, so.hpa_name)
+        new["conditions"] = with_hpa(set_triple(new["conditions"], READY, READY_OK),
+                                     ctl.hpas.store.get(f"{so.namespace}/{so.hpa_name}"), so.namespace, so.hpa_name)
         if not was_ready and (get_condition(new["conditions"], READY) or {}).get("status") == "True":
             ctl.recorder.event(obj, "Normal", "ScaledObjectReady",
                                "ScaledObject is ready for scaling", dedupe=False)
