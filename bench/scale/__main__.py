@@ -278,8 +278,11 @@ def sync_durations(log_path: Path, key: str, after: int) -> list[int]:
 
 # ---- one size ----------------------------------------------------------------------------------
 
+AB_FLAG = "--no-render-process"  # the default --ab-flag: without the render worker
+
+
 def run_size(n: int, edits: int, threads: int, profile_dir: Path | None, keep_log: Path | None,
-             operator_args: list[str], settle: bool = True, ab_rounds: int = 0) -> dict:
+             operator_args: list[str], settle: bool = True, ab_rounds: int = 0, ab_flag: str = AB_FLAG) -> dict:
     res: dict = {"n": n, "load_start": loadavg()}
     with control_plane() as kubeconfig:
         api = RawApi(kubeconfig)
@@ -322,7 +325,7 @@ def run_size(n: int, edits: int, threads: int, profile_dir: Path | None, keep_lo
         finally:
             end(proc)
         if ab_rounds:
-            res["ab"] = restarts(api, kubeconfig, secrets, ab_rounds, operator_args)
+            res["ab"] = restarts(api, kubeconfig, secrets, ab_rounds, operator_args, ab_flag)
         stop.set()
     return res
 
@@ -335,16 +338,16 @@ def end(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-AB_VARIANTS = {"with the render worker": [], "without (--no-render-process)": ["--no-render-process"]}
-
-
-def restarts(api: RawApi, kubeconfig: str, secrets: EventLog, rounds: int, operator_args: list[str]) -> dict:
-    """First syncs of fresh operator processes on the same objects, the variants interleaved (the
-    config Secrets deleted before each, so that each first sync writes them anew)."""
-    out: dict[str, list[float]] = {name: [] for name in AB_VARIANTS}
+def restarts(api: RawApi, kubeconfig: str, secrets: EventLog, rounds: int, operator_args: list[str],
+             ab_flag: str = AB_FLAG) -> dict:
+    """First syncs of fresh operator processes on the same objects, the variants (as run, and with
+    `ab_flag`) interleaved; the config Secrets are deleted before each, so that each first sync writes
+    them anew."""
+    variants = {"as run": [], f"with {ab_flag}": [ab_flag]}
+    out: dict[str, list[float]] = {name: [] for name in variants}
     log_dir = Path(tempfile.mkdtemp(prefix="promop-scale-ab-"))
     for r in range(rounds):
-        for name, extra in AB_VARIANTS.items():
+        for name, extra in variants.items():
             for secret in ("prometheus-p0", "prometheus-p1"):
                 api.request("DELETE", f"/api/v1/namespaces/{MON}/secrets/{secret}")
             since = len(secrets)
@@ -478,8 +481,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="edit at once after the first sync, while the status.bindings backlog is written "
                              "(at 30,000 monitors it takes many minutes), pacing edits by 0.5 s")
     parser.add_argument("--ab-first-sync", type=int, default=0, metavar="ROUNDS",
-                        help="then restart the operator ROUNDS times with and without its render worker, "
+                        help="then restart the operator ROUNDS times as run and with --ab-flag, "
                              "interleaved, and report each first sync")
+    parser.add_argument("--ab-flag", default=AB_FLAG,
+                        help=f"the `promop run` flag --ab-first-sync compares with (default {AB_FLAG}; "
+                             "--no-early-lists: without the early LISTs)")
     parser.add_argument("--operator-arg", action="append", default=[],
                         help="one more `promop run` argument (repeatable), e.g. --operator-arg=--kube-api-qps=1000")
     args = parser.parse_args(argv)
@@ -494,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     for n in sizes:
         r = run_size(n, edits, args.threads, args.profile, args.operator_log, args.operator_arg, args.settle,
-                     args.ab_first_sync)
+                     args.ab_first_sync, args.ab_flag)
         print_result(r)
         failures += missed(r)
     print("\ngoals: " + ("all met" if not failures else "MISSED: " + "; ".join(failures)))
