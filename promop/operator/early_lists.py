@@ -25,20 +25,28 @@ def start(options: Any) -> threading.Thread:
     return thread
 
 
+MAX_REQUESTS = 20   # kinds x --namespaces; past that, a long allow-list's LISTs are small: none are sent early
+
+
 def _prefetch(options: Any) -> None:
     from promop.kube import prefetch
     from promop.kube.client import KubeClient
     from promop.kube.resources import PODMONITORS, PROBES, PROMETHEUSRULES, SCRAPECONFIGS, SERVICEMONITORS
 
+    kinds = (SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, PROBES, SCRAPECONFIGS)
+    namespaces = options.namespaces or (None,)
+    if len(kinds) * len(namespaces) > MAX_REQUESTS:
+        return
     try:
+        # one connection per request, all at once: a pool smaller than that discards some, with a warning each
         client = KubeClient.from_config(options.kubeconfig, options.context, qps=options.kube_api_qps,
-                                        burst=options.kube_api_burst, component="operator")
+                                        burst=options.kube_api_burst, component="operator",
+                                        pool_size=len(kinds) * len(namespaces))
     except Exception as exc:  # the operator's own connect reports it, with its backoff
         log.debug("no early LISTs", extra={"kv": {"err": str(exc)}})
         return
-    kinds = (SERVICEMONITORS, PODMONITORS, PROMETHEUSRULES, PROBES, SCRAPECONFIGS)
     selector = options.namespace_field_selector() or None
-    threads = [t for namespace in options.namespaces or (None,)
+    threads = [t for namespace in namespaces
                for t in prefetch.first_lists(client, kinds, namespace, field_selector=selector)]
     for t in threads:
         t.join()

@@ -64,3 +64,12 @@ def test_promop_run_without_the_flag_sends_none(cluster, tmp_path):
     options = from_args(build_parser("run").parse_args(
         ["run", "--kubeconfig", cluster.write_kubeconfig(tmp_path / "kubeconfig"), "--no-early-lists"]))
     assert not options.early_lists
+
+
+def test_a_long_namespace_allow_list_sends_none_early(cluster, tmp_path):
+    many = ",".join(f"team-{i}" for i in range(early_lists.MAX_REQUESTS))
+    options = from_args(build_parser("run").parse_args(
+        ["run", "--kubeconfig", cluster.write_kubeconfig(tmp_path / "kubeconfig"), "--namespaces", many]))
+    cluster.reset_requests()
+    early_lists.start(options).join(30)
+    assert prefetch.pending() == [] and not [r for r in cluster.requests if r.verb == "list"]
