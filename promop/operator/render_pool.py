@@ -72,13 +72,15 @@ class Offload:
         self._futures, self._timeout, self._steal = futures, timeout, steal
 
     def result(self) -> list[Any]:
-        deadline = time.monotonic() + self._timeout
+        started = time.monotonic()
+        deadline = started + self._timeout
         out: list[Any] = []
         failed = None
+        stolen = 0
         for future, count in self._futures:
             answer = None
             if self._steal and not future.done() and future.cancel():
-                pass  # not started yet: this process is done with its own half, it renders these too
+                stolen += count  # not started yet: this process is done with its own half, it renders these too
             elif failed is None:
                 try:
                     answer = unpack(future.result(timeout=max(0.0, deadline - time.monotonic())))
@@ -90,6 +92,9 @@ class Offload:
             out += answer
         if failed is not None:
             log.warning("render worker failed; rendering its part here", **fields(error=str(failed) or repr(failed)))
+        else:  # once or twice in a process's life: how the first render was shared, for tuning
+            log.info("render worker answered", **fields(
+                sent=len(out), taken_back=stolen, collect_ms=round((time.monotonic() - started) * 1000)))
         return out
 
 
