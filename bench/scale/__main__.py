@@ -485,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
                              "interleaved, and report each first sync")
     parser.add_argument("--ab-flag", default=AB_FLAG,
                         help=f"the `promop run` flag --ab-first-sync compares with (default {AB_FLAG}; "
-                             "--no-early-lists: without the early LISTs)")
+                             "any hidden A/B flag of promop run)")
     parser.add_argument("--operator-arg", action="append", default=[],
                         help="one more `promop run` argument (repeatable), e.g. --operator-arg=--kube-api-qps=1000")
     args = parser.parse_args(argv)

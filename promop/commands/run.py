@@ -30,17 +30,12 @@ def run(args: argparse.Namespace) -> int:
     from promop.host import logs
     from promop.host.kubeconfig import check_kubeconfig
     from promop.host.signals import install_signal_handlers
+    from promop.operator.app import Operator
     from promop.operator.options import from_args
 
     options = from_args(args)  # UserError: one line, exit 2 (promop.cli)
     check_kubeconfig(options.kubeconfig, options.context)
     logs.setup(options.log_level, options.log_format)
-    if options.early_lists:
-        from promop.operator import early_lists
-
-        early_lists.start(options)  # answered while the rest is imported and built
-    from promop.operator.app import Operator  # after early_lists.start: its LISTs go out during this import
-
     if options.web_enable_http2:  # upstream's flag, accepted so its command lines run; we cannot honour it
         logging.getLogger("promop.operator").warning(
             "--web.enable-http2: promop's web server speaks HTTP/1.1 only; serving HTTP/1.1")

@@ -31,7 +31,7 @@ from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 
 from promop.kube.client_metrics import ClientMetrics, client_metrics
-from promop.kube import managed_fields_cut, prefetch
+from promop.kube import managed_fields_cut
 from promop.kube.client_ratelimit import TokenBucket
 from promop.kube.errors import ApiUnreachable, Gone, RequestTimeout, WatchIdleTimeout, error_from_response, error_from_status
 from promop.kube.resources import Resource
@@ -100,10 +100,6 @@ def _decode_without_managed_fields(data: bytes) -> dict | None:
     if type(items) is not list or not managed_fields_cut.verify_and_drop(items, cuts):
         return None
     return page
-
-
-def _list_accept(metadata_only: bool) -> str:
-    return f"{_META_LIST},{JSON}" if metadata_only else JSON
 
 
 def _list_query(label_selector: str | None, field_selector: str | None, limit: int | None,
@@ -369,31 +365,11 @@ class KubeClient:
         field_selector: str | None = None, limit: int | None = None, continue_token: str | None = None,
         resource_version: str | None = None, metadata_only: bool = False,
     ) -> bytes:
-        if resource_version == "0" and continue_token is None:
-            # a reflector's first LIST: `promop run` may have sent this very request already
-            data = prefetch.take(self.list_key(res, namespace, label_selector=label_selector,
-                                               field_selector=field_selector, limit=limit,
-                                               resource_version=resource_version, metadata_only=metadata_only))
-            if data is not None:
-                return data
-        return self.list_raw(res, namespace, label_selector=label_selector, field_selector=field_selector,
-                             limit=limit, continue_token=continue_token, resource_version=resource_version,
-                             metadata_only=metadata_only)
-
-    def list_key(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-                 field_selector: str | None = None, limit: int | None = None,
-                 resource_version: str | None = None, metadata_only: bool = False) -> prefetch.Key:
-        """What identifies this LIST request to promop.kube.prefetch."""
-        query = _list_query(label_selector, field_selector, limit, None, resource_version)
-        return prefetch.key(self._host, res.path(namespace), query, _list_accept(metadata_only))
-
-    def list_raw(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-                 field_selector: str | None = None, limit: int | None = None, continue_token: str | None = None,
-                 resource_version: str | None = None, metadata_only: bool = False) -> bytes:
-        """One LIST request's body, undecoded (errors raise ApiError); never answered from a prefetch."""
         query = _list_query(label_selector, field_selector, limit, continue_token, resource_version)
-        return self._request("GET", res.path(namespace), endpoint=res.endpoint(namespace), query=query,
-                             accept=_list_accept(metadata_only), raw=True)
+        return self._request(
+            "GET", res.path(namespace), endpoint=res.endpoint(namespace), query=query,
+            accept=f"{_META_LIST},{JSON}" if metadata_only else JSON, raw=True,
+        )
 
     @staticmethod
     def _list_page(data: bytes, res: Resource, metadata_only: bool, transform: Callable[[dict], Any] | None,

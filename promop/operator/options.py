@@ -68,7 +68,6 @@ class Options:
     resync_period: float = DEFAULT_RESYNC_SECONDS
     gc_freeze: bool = False  # gc.freeze() once the caches have synced (a process of its own: promop run, demo)
     render_process: bool = False  # a second process for the first renders (promop run: promop.operator.render_pool)
-    early_lists: bool = False  # the monitors' first LISTs sent before the controllers exist (promop run: early_lists)
     fast_reload: bool = False  # reloaders read config through the API (promop/render/fast_reload.py)
     config_secret_max_bytes: int = 900 * 1024  # split the config past this (promop/render/split.py)
     full_secret_informers: bool = False  # benchmark only: cache whole Secrets/ConfigMaps, as before upstream #5424
@@ -230,7 +229,6 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                      help="seconds between full resyncs of every Prometheus (default 300)")
     run.add_argument("--full-secret-informers", action="store_true", help=argparse.SUPPRESS)
     run.add_argument("--no-render-process", action="store_true", help=argparse.SUPPRESS)  # benchmark only: A/B
-    run.add_argument("--no-early-lists", action="store_true", help=argparse.SUPPRESS)  # benchmark only: A/B
     add_feature_gates_flag(run)
     add_leader_election_flags(parser, DEFAULT_LEASE_NAME)
     _add_reloader_flags(parser)
@@ -330,7 +328,6 @@ def from_args(args: argparse.Namespace) -> Options:
         full_secret_informers=args.full_secret_informers,
         gc_freeze=True,
         render_process=not args.no_render_process,
-        early_lists=not args.no_early_lists,
         alertmanager=alertmanager,
         feature_gates=gates,
         config_reloader=reloader,

@@ -194,34 +194,3 @@ def test_operator_as_the_bundles_service_account_with_manage_crds_gets_no_403(ap
     codes = running.status_codes()
     assert not {c for c in codes if c in ("401", "403")}, f"the operator was refused: {codes}"
     assert account["metadata"]["namespace"] == bundle_ns
-
-
-def test_the_early_lists_are_taken_by_the_operators_informers(api, operator):
-    """`promop run` sends the monitors' first LISTs before it builds its controllers (issue 32:
-    promop.operator.early_lists). Against the real apiserver too (its watch cache answers RV=0 whole,
-    over TLS, at the kubeconfig's host), each is taken by the informer that would have sent it, none
-    is left over, and a ServiceMonitor created after the early LIST reaches the cache by watch."""
-    from promop.kube import prefetch
-    from promop.operator import early_lists
-
-    api.need_crds()
-    kube, ns = api.admin, api.ns
-
-    def monitor(name: str) -> dict:
-        return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
-                "metadata": {"name": name, "namespace": ns},
-                "spec": {"selector": {"matchLabels": {"app": name}}, "endpoints": [{"port": "web"}]}}
-
-    prefetch.clear()
-    try:
-        kube.create(SERVICEMONITORS, monitor("before"), ns)
-        early_lists.start(Options(kubeconfig=api.kubeconfig)).join(60)
-        assert len(prefetch.pending()) == 5, prefetch.pending()
-        kube.create(SERVICEMONITORS, monitor("after"), ns)
-        running = operator()
-        assert prefetch.pending() == []
-        store = running.operator.controller.servicemonitors.store
-        eventually(lambda: {o["metadata"]["name"] for o in store.list() if o["metadata"]["namespace"] == ns}
-                   == {"before", "after"}, 30, "both ServiceMonitors in the operator's cache")
-    finally:
-        prefetch.clear()
