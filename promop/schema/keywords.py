@@ -3,7 +3,8 @@ fast path (promop.schema.compiled): OpenAPI `format`, `x-kubernetes-list-type`,
 `x-kubernetes-embedded-resource`. One copy, so the two judges cannot drift apart.
 
 `list_type` and `embedded` have jsonschema's keyword signature (validator, value, instance,
-schema) and yield ValidationError; the compiled checker only asks whether they yield any."""
+schema) and yield ValidationError; the compiled checker only asks whether they yield any. jsonschema is
+imported only when one is made (`_error`): valid objects never need it (promop.schema.jsonschema_check)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ import json
 import re
 import uuid
 from typing import Any
-
-from jsonschema import ValidationError
 
 from promop.schema.messages import show
 
@@ -84,7 +83,7 @@ def list_type(validator, list_type, instance, schema):
             ident = json.dumps(key, sort_keys=True)
             shown = json.dumps(key, ensure_ascii=False, separators=(",", ":"))
         if ident in seen:
-            yield ValidationError(f"Duplicate value: {shown}", path=[i])
+            yield _error(f"Duplicate value: {shown}", path=[i])
         else:
             seen[ident] = i
 
@@ -100,8 +99,15 @@ def embedded(validator, on, instance, schema):
     for field in ("apiVersion", "kind"):
         value = instance.get(field)
         if not isinstance(value, str) or not value:
-            yield ValidationError("Required value: must not be empty", path=[field])
+            yield _error("Required value: must not be empty", path=[field])
     if "metadata" in instance and not isinstance(instance["metadata"], dict):
-        yield ValidationError(
+        yield _error(
             f"Invalid value: {show(instance['metadata'])}: must be of type object", path=["metadata"]
         )
+
+
+def _error(message: str, **kw: Any) -> Any:
+    """jsonschema's ValidationError, imported at the first violation."""
+    from jsonschema import ValidationError
+
+    return ValidationError(message, **kw)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from promop.schema import crd_schema, load_crds, validate
 from promop.schema.compiled import compile_schema
 from promop.schema.rules import rule_violations
-from promop.schema.validate import K8sValidator
+from promop.schema.jsonschema_check import K8sValidator
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("Prometheus", "ServiceMonitor", "PodMonitor", "PrometheusRule")
