@@ -16,6 +16,7 @@ from jsonschema.validators import Draft4Validator
 from promop.goregex import go_pattern
 from promop.schema.keywords import check_format, embedded, list_type
 from promop.schema.messages import Violation, format_path, show
+from promop.schema.per_schema import PerSchema
 
 _BASE = Draft4Validator.VALIDATORS
 
@@ -164,19 +165,7 @@ def _sort_key(error: ValidationError) -> tuple:
 
 
 
-# Per schema (by identity; the entry keeps the schema alive so the id stays its own), built once.
-_validators: dict[int, tuple[dict, Any]] = {}
-
-
-def _validator_for(schema: dict) -> Any:
-    hit = _validators.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    v = K8sValidator(schema)
-    if len(_validators) > 64:
-        _validators.clear()
-    _validators[id(schema)] = (schema, v)
-    return v
+_validator_for = PerSchema(K8sValidator)  # built once per schema
 
 
 def violations(obj: Any, schema: dict) -> list[Violation]:

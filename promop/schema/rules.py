@@ -23,6 +23,7 @@ from typing import Any, Iterator
 from promop.schema import cel
 from promop.schema.cel import NO_OLD
 from promop.schema.messages import Violation
+from promop.schema.per_schema import PerSchema
 
 _FIELD_PATH_PART = re.compile(r"\.([A-Za-z_$][A-Za-z0-9_$-]*)|\[\s*'((?:[^'\\]|\\.)*)'\s*\]|\[(\d+)\]")
 
@@ -72,18 +73,7 @@ def _plan(schema: Any) -> _Plan | None:
     return plan if plan.rules or plan.props or plan.extra or plan.items else None
 
 
-_plans: dict[int, tuple[dict, _Plan | None]] = {}
-
-
-def _plan_for(schema: dict) -> _Plan | None:
-    hit = _plans.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    plan = _plan(schema)
-    if len(_plans) > 64:
-        _plans.clear()
-    _plans[id(schema)] = (schema, plan)
-    return plan
+_plan_for = PerSchema(_plan)  # a schema's plan (None: no rules), built once
 
 
 def rule_violations(obj: Any, schema: dict, old: Any = NO_OLD) -> list[Violation]:

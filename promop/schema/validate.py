@@ -30,25 +30,14 @@ from typing import Any
 from promop.schema.cel import NO_OLD
 from promop.schema.compiled import compile_schema
 from promop.schema.messages import Violation
+from promop.schema.per_schema import PerSchema
 from promop.schema.rules import rule_violations
 from promop.schema.walk import unknown_fields
 
 __all__ = ["Violation", "unknown_fields", "validate"]
 
-# Per schema (by identity; the entry keeps the schema alive so the id stays its own): the compiled
-# "is it valid" check, built once.
-_checks: dict[int, tuple[dict, Any]] = {}
-
-
-def _check_for(schema: dict) -> Any:
-    hit = _checks.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    fast = compile_schema(schema)
-    if len(_checks) > 64:
-        _checks.clear()
-    _checks[id(schema)] = (schema, fast)
-    return fast
+# the compiled "is it valid" check, built once per schema
+_check_for = PerSchema(compile_schema)
 
 
 def validate(obj: Any, schema: dict, old: Any = NO_OLD) -> list[Violation]:
