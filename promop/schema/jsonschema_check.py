@@ -164,7 +164,6 @@ def _sort_key(error: ValidationError) -> tuple:
     return tuple((0, p) if isinstance(p, int) else (1, str(p)) for p in error.absolute_path)
 
 
-
 _validator_for = PerSchema(K8sValidator)  # built once per schema
 
 
