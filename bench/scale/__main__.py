@@ -247,6 +247,14 @@ def wait_quiet(pid: int, timeout: float = 30.0, quiet: float = 0.15) -> None:
             return
 
 
+def compile_sources() -> None:
+    """Byte-compile promop as the operator's image does (Dockerfile: compileall): in a fresh
+    checkout the first operator start would otherwise compile ~300 modules (~0.5 s of CPU) inside
+    its first sync, a cost no deployed operator pays."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "promop")], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 def start_operator(kubeconfig: str, log_path: Path, profile: Path | None, extra: list[str]) -> subprocess.Popen:
     run = ["-m", "promop", "run", "--kubeconfig", kubeconfig, "--web.listen-address", "127.0.0.1:0",
            "--log-level", "info", *extra]
@@ -497,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"bench.scale: sizes {sizes}, {edits} edits each; {os.cpu_count()} CPUs, load {loadavg()}; "
           f"operator args {args.operator_arg or 'default'}", flush=True)
+    compile_sources()
     failures: list[str] = []
     for n in sizes:
         r = run_size(n, edits, args.threads, args.profile, args.operator_log, args.operator_arg, args.settle,

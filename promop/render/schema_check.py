@@ -56,14 +56,19 @@ def _schema(kind: str) -> dict | None:
 
 
 def schema_problems(kind: str, obj: Mapping[str, Any]) -> list[Problem]:
-    """Every CRD schema violation of `obj` (a `kind` object), as rejections (empty: valid)."""
+    """Every CRD schema violation of `obj` (a `kind` object), as rejections (empty: valid).
+
+    The status is not checked: nothing is rendered from it, the apiserver checks it when the
+    operator writes it, and an object must not be refused for what the operator wrote there (a
+    status kept from before a CRD upgrade). It is also most of the work: a restart finds every
+    monitor with its status.bindings."""
     schema = _schema(kind)
     if schema is None:
         return []
     ns, name = obj_meta(obj)
     return [
         Problem(kind, ns, name, v.path or "(object)", f"{_with_hint(v.message)} (CRD schema)")
-        for v in validate(dict(obj), schema)
+        for v in validate({k: v for k, v in obj.items() if k != "status"}, schema)
     ]
 
 

@@ -71,21 +71,29 @@ def list_type(validator, list_type, instance, schema):
     item_props = item_schema.get("properties", {}) if isinstance(item_schema, dict) else {}
     for i, item in enumerate(instance):
         if list_type == "set":
-            ident = json.dumps(item, sort_keys=True)
-            shown = show(item)
+            ident = _identity(item)
         else:
             if not isinstance(item, dict):
                 continue
-            key = {}
-            for k in keys:
-                v = item.get(k, _default_of(item_props.get(k)))
-                key[k] = v
-            ident = json.dumps(key, sort_keys=True)
-            shown = json.dumps(key, ensure_ascii=False, separators=(",", ":"))
+            key = {k: item.get(k, _default_of(item_props.get(k))) for k in keys}
+            ident = tuple(_identity(key[k]) for k in keys)
         if ident in seen:
+            shown = show(item) if list_type == "set" else json.dumps(key, ensure_ascii=False, separators=(",", ":"))
             yield _error(f"Duplicate value: {shown}", path=[i])
         else:
             seen[ident] = i
+
+
+def _identity(value: Any) -> Any:
+    """A hashable stand-in for a JSON value, equal for equal JSON only: scalars tagged with their
+    type (Python's 1 == 1.0 == True are three JSON values), anything else as its sorted JSON text.
+    Built per list item on every check, so the common scalar case avoids json.dumps."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return (kind, value)
+    if kind is float:
+        return (kind, repr(value))  # -0.0 and 0.0 are two JSON values
+    return (dict, json.dumps(value, sort_keys=True))
 
 
 def _default_of(prop_schema: Any) -> Any:

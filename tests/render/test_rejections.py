@@ -246,3 +246,19 @@ def test_schema_rejections_say_what_to_write_for_common_patterns():
     assert hints["spec.bodySizeLimit"].endswith("use a size such as 512MB or 1GiB (CRD schema)")
     assert hints["spec.endpoints[0].interval"].endswith("use a duration such as 30s, 5m or 1h30m (CRD schema)")
     assert "use a URL starting with http://" in hints["spec.endpoints[0].proxyUrl"]
+
+
+def test_a_status_the_schema_refuses_does_not_reject_the_monitor():
+    """The render checks what it reads, the spec: a status kept from before a CRD upgrade (here
+    one the schema refuses) must not take a monitor's jobs away."""
+    from promop.render.schema_check import schema_problems
+
+    status = {"bindings": [{"group": 5, "resource": "prometheuses"}], "unknownField": "x"}
+    sm = service_monitor("ok", endpoints=[ep()])
+    assert schema_problems("ServiceMonitor", {**sm, "status": status}) == []
+    broken = copy.deepcopy(sm)
+    broken["spec"]["endpoints"][0]["interval"] = "5 min"
+    assert [p.field for p in schema_problems("ServiceMonitor", {**broken, "status": status})] \
+        == ["spec.endpoints[0].interval"]
+    result = render(RenderInputs(prometheus=prometheus_obj(), service_monitors=[{**sm, "status": status}]))
+    assert [j["job_name"] for j in result.config["scrape_configs"]] == ["serviceMonitor/monitoring/ok/0"]

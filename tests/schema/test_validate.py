@@ -128,6 +128,21 @@ def test_list_type_set_and_map():
     ]
 
 
+def test_list_type_identity_is_the_json_value():
+    """Two items are one only when their JSON is: Python's 1 == 1.0 == True, 0.0 == -0.0 are not."""
+    s = {"type": "array", "x-kubernetes-list-type": "set"}
+    assert validate([1, 1.0, True, 0.0, -0.0, "1", None, [1], {"a": 1}], s) == []
+    assert msgs([{"a": 1, "b": [2]}, {"b": [2], "a": 1}], s) == ['[1]: Duplicate value: "object"']
+    assert msgs([1.5, 1.5, None, None], s) == ["[1]: Duplicate value: 1.5", "[3]: Duplicate value: null"]
+    m = {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "name"],
+         "items": {"type": "object"}}
+    assert validate([{"port": 1, "name": "a"}, {"port": 1.0, "name": "a"}, {"port": True, "name": "a"},
+                     {"port": 1, "name": "b"}], m) == []
+    assert msgs([{"port": 1, "name": "a", "x": 1}, {"name": "a", "port": 1, "x": 2}], m) == [
+        '[1]: Duplicate value: {"port":1,"name":"a"}'
+    ]
+
+
 def test_embedded_resource():
     s = {"type": "object", "x-kubernetes-embedded-resource": True, "x-kubernetes-preserve-unknown-fields": True}
     assert validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, s) == []
