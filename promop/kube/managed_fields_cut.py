@@ -54,16 +54,34 @@ def cut(data: bytes) -> tuple[bytes, int] | None:
     kept = [parts[0]]
     append = kept.append
     for part in parts[1:]:  # each starts just inside a managedFields array
-        end = part.find(b"]")
+        end = _array_end(part)
         if end < 0:
             return None
-        if part.find(b"\\", 0, end) >= 0 or part.count(b'"', 0, end) & 1:
-            match = _TO_ARRAY_END.match(part)
-            if match is None:
-                return None
-            end = match.end() - 1
         append(part[end + 1:])
     return _CUT.join(kept), keys
+
+
+def _array_end(part: bytes) -> int:
+    """The index of the first `]` outside any string in `part`, or -1.
+
+    Counted in C, not with the regex, while no backslash is itself escaped (no `\\\\` before the
+    `]`): then each backslash escapes the one byte after it, so the quotes that open or close a
+    string are all the quotes but the escaped ones (`\\"`), and a `]` after an even number of
+    them lies outside every string. A status with list-map keys makes managedFields hold
+    `k:{\\"type\\":...}` on every object: the regex there cost ~0.1 s per 10,000 objects."""
+    end = part.find(b"]")
+    while end >= 0:
+        if part.find(b"\\", 0, end) < 0:
+            quotes = part.count(b'"', 0, end)
+        elif part.find(b"\\\\", 0, end) < 0:
+            quotes = part.count(b'"', 0, end) - part.count(b'\\"', 0, end)
+        else:
+            match = _TO_ARRAY_END.match(part)
+            return -1 if match is None else match.end() - 1
+        if not quotes & 1:
+            return end
+        end = part.find(b"]", end + 1)
+    return -1
 
 
 def verify_and_drop(items: list, cuts: int) -> bool:

@@ -60,6 +60,19 @@ def test_brackets_quotes_and_backslashes_inside_strings():
     assert page == _expected(orjson.loads(data))
 
 
+def test_list_map_keys_of_a_status_are_cut_past_brackets_in_strings():
+    """What every monitor carries once its status.bindings are written: escaped quotes in
+    `k:{...}` keys, here with `]` inside them, before the array's own `]`."""
+    status_keys = {"f:status": {"f:bindings": {'k:{"group":"g","name":"p]0"}': {
+        "f:conditions": {'k:{"type":"Accepted]"}': {".": {}}}}}}}
+    data = _page(_item("a", [_entry({"f:spec": {}}), _entry(status_keys)], data={"k": "]"}),
+                 _item("b", [_entry(status_keys)]))
+    assert data.count(b'\\"') >= 8 and b"\\\\" not in data
+    cut, cuts = managed_fields_cut.cut(data)
+    assert cuts == 2 and b"Accepted" not in cut
+    assert _decode_without_managed_fields(data) == _expected(orjson.loads(data))
+
+
 def test_a_managed_fields_key_outside_item_metadata_means_a_whole_decode():
     spec_field = _item("a", [_entry({})], spec={"managedFields": [1, 2]})
     assert _decode_without_managed_fields(_page(spec_field)) is None
