@@ -226,7 +226,7 @@ def _render(ctx: Any, kind: str, objs: list[Mapping[str, Any]]) -> list[Any]:
             if store.touched or frag.reads:
                 out.append(None)
                 continue
-            out.append((frag.texts, frag.rejected, frag.warnings, frag.assets, [j["job_name"] for j in frag.jobs]))
+            out.append((frag.texts, frag.rejected, frag.warnings, frag.assets, list(frag.job_names)))
     finally:
         gc.enable()
     return out

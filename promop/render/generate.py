@@ -80,9 +80,19 @@ class Fragment:
     def drop_jobs(self) -> None:
         """Keep the jobs as their YAML text only (decoded again if read): the operator's render cache
         holds one fragment per monitor, and the decoded jobs were most of its memory."""
-        if self.jobs:
+        if self.__dict__.get("_jobs_value"):  # a list, or the callable that makes it: not called here
             self.job_names, self.group  # noqa: B018 - computed from the jobs while they are here
             self.jobs = functools.partial(_decode_jobs, tuple(self.texts))
+
+
+def _unshared(value: Any) -> Any:
+    """`value` with every dict and list copied, emit.Frozen ones as plain dicts: a render's config
+    holds no object twice (yaml.safe_dump would write anchors), and a reader may change it."""
+    if isinstance(value, dict):
+        return {k: _unshared(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unshared(v) for v in value]
+    return value
 
 
 def _decode_jobs(texts: Sequence[str]) -> list[dict]:
@@ -148,8 +158,10 @@ def _monitor_fragment(ctx: GenContext, kind: str, obj: Mapping[str, Any]) -> Fra
         frag.rejected = [Problem(kind, ns, name, e.field, e.message)]
         frag.reads = scope.reads
         return frag
-    frag.jobs = jobs
     frag.texts = [dump_job(j) for j in jobs]
+    frag.job_names = [j["job_name"] for j in jobs]
+    # the jobs share rule objects with every other job (emit.Frozen): read, they are plain copies
+    frag.jobs = functools.partial(_unshared, jobs)
     frag.warnings = scope.warnings
     frag.assets = scope.assets
     frag.reads = scope.reads

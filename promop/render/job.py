@@ -6,12 +6,14 @@ diffs cleanly against upstream's.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 from promop.quantity import QuantityError, approximate_float
 from promop.render import auth, relabel, topology
 from promop.render.context import GenContext
+from promop.render.emit import Frozen
 from promop.duration import DurationError, parse_size
 from promop.render.store import Reject, Scope
 from promop.render.tls_assets import tls_config
@@ -216,13 +218,28 @@ def relabel_tail(
     relabelings, the enforced namespace label, then sharding."""
     rules: list[dict] = []
     if endpoint is not None:
-        rules.append({"target_label": "endpoint", "replacement": str(endpoint)})
+        rules.append(_endpoint_rule(str(endpoint)))
     rules += relabel.to_prometheus_list(cls.get("relabelings"))
     rules += relabel.to_prometheus_list(ep.get("relabelings"))
     rules += [dict(r) for r in enforced]
     if not ctx.daemonset:  # an agent DaemonSet scrapes its own node's pods: no shards
-        rules += relabel.sharding_relabels(ctx.shards, ctx.options.shard_retention_policy, topology.for_context(ctx))
+        zones = topology.for_context(ctx)
+        if zones is None:
+            rules += _sharding(ctx.shards, bool(ctx.options.shard_retention_policy))
+        else:
+            rules += relabel.sharding_relabels(ctx.shards, ctx.options.shard_retention_policy, zones)
     return rules
+
+
+# Rules most monitor jobs share, built once and emitted once per indentation (emit.Frozen).
+@functools.lru_cache(maxsize=4096)
+def _endpoint_rule(endpoint: str) -> Frozen:
+    return Frozen({"target_label": "endpoint", "replacement": endpoint})
+
+
+@functools.lru_cache(maxsize=64)
+def _sharding(shards: int, retention: bool) -> tuple[Frozen, ...]:
+    return tuple(Frozen(rule) for rule in relabel.sharding_relabels(shards, retention))
 
 
 def _quantity_number(value: Any, field: str) -> float:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 from promop.labelselector import parse_selector
 from promop.render import relabel, topology
 from promop.render.context import GenContext
+from promop.render.emit import Frozen
 from promop.render.job import endpoint_label, enforced_namespace_rules, http_part, job_head, job_tail, relabel_tail, scrape_class
 from promop.render.model import obj_meta
 from promop.render.store import Scope
@@ -102,33 +104,18 @@ def _relabels(
     enforced: list[dict],
 ) -> list[dict]:
     san = relabel.sanitize_label_name
-    rules: list[dict] = [{"source_labels": ["job"], "target_label": "__tmp_prometheus_job_name"}]
+    rules: list[dict] = [_JOB_NAME_RULE]
     if not role_selector:
         rules += relabel.selector_relabels(spec.get("selector"), "__meta_kubernetes_service")
     port, target_port = ep.get("port"), ep.get("targetPort")
     if port:
-        rules.append({"action": "keep", "source_labels": [f"{meta}_port_name"], "regex": port})
+        rules.append(_keep_port(f"{meta}_port_name", port) if type(port) is str
+                     else {"action": "keep", "source_labels": [f"{meta}_port_name"], "regex": port})
     elif isinstance(target_port, str) and target_port:
-        rules.append({"action": "keep", "source_labels": ["__meta_kubernetes_pod_container_port_name"], "regex": target_port})
+        rules.append(_keep_port("__meta_kubernetes_pod_container_port_name", target_port))
     elif isinstance(target_port, int) and target_port:
         rules.append({"action": "keep", "source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": target_port})
-    for kind, label in (("Node", "node"), ("Pod", "pod")):
-        rules.append({
-            "source_labels": [f"{meta}_address_target_kind", f"{meta}_address_target_name"],
-            "separator": ";",
-            "regex": f"{kind};(.*)",
-            "replacement": "${1}",
-            "target_label": label,
-        })
-    for source, target in (
-        ("__meta_kubernetes_namespace", "namespace"),
-        ("__meta_kubernetes_service_name", "service"),
-        ("__meta_kubernetes_pod_name", "pod"),
-        ("__meta_kubernetes_pod_container_name", "container"),
-    ):
-        rules.append({"source_labels": [source], "target_label": target})
-    if ep.get("filterRunning") is not False:
-        rules.append({"action": "drop", "source_labels": ["__meta_kubernetes_pod_phase"], "regex": "(Failed|Succeeded)"})
+    rules += _target_rules(meta, ep.get("filterRunning") is not False)
     for label in spec.get("targetLabels") or ():
         rules.append({
             "source_labels": [f"__meta_kubernetes_service_label_{san(label)}"],
@@ -139,10 +126,43 @@ def _relabels(
             "source_labels": [f"__meta_kubernetes_pod_label_{san(label)}"],
             "target_label": san(label), "regex": "(.+)", "replacement": "${1}",
         })
-    rules.append({"source_labels": ["__meta_kubernetes_service_name"], "target_label": "job", "replacement": "${1}"})
+    rules.append(_JOB_RULE)
     if spec.get("jobLabel"):
         rules.append({
             "source_labels": [f"__meta_kubernetes_service_label_{san(spec['jobLabel'])}"],
             "target_label": "job", "regex": "(.+)", "replacement": "${1}",
         })
     return rules + relabel_tail(ctx, endpoint_label(port, target_port), cls, ep, enforced)
+
+
+# The rules every ServiceMonitor job has, built once and emitted once per indentation (Frozen).
+_JOB_NAME_RULE = Frozen({"source_labels": ["job"], "target_label": "__tmp_prometheus_job_name"})
+_JOB_RULE = Frozen({"source_labels": ["__meta_kubernetes_service_name"], "target_label": "job", "replacement": "${1}"})
+
+
+@functools.lru_cache(maxsize=4096)
+def _keep_port(source: str, name: str) -> Frozen:
+    """Keep the targets of the endpoint's port (most monitors name one of a few: web, http-metrics...)."""
+    return Frozen({"action": "keep", "source_labels": [source], "regex": name})
+
+
+@functools.lru_cache(maxsize=8)
+def _target_rules(meta: str, filter_running: bool) -> tuple[Frozen, ...]:
+    """node/pod from the endpoint's target, namespace/service/pod/container labels, and (unless
+    filterRunning is false) the drop of finished pods."""
+    rules = [Frozen({
+        "source_labels": [f"{meta}_address_target_kind", f"{meta}_address_target_name"],
+        "separator": ";",
+        "regex": f"{kind};(.*)",
+        "replacement": "${1}",
+        "target_label": label,
+    }) for kind, label in (("Node", "node"), ("Pod", "pod"))]
+    rules += [Frozen({"source_labels": [source], "target_label": target}) for source, target in (
+        ("__meta_kubernetes_namespace", "namespace"),
+        ("__meta_kubernetes_service_name", "service"),
+        ("__meta_kubernetes_pod_name", "pod"),
+        ("__meta_kubernetes_pod_container_name", "container"),
+    )]
+    if filter_running:
+        rules.append(Frozen({"action": "drop", "source_labels": ["__meta_kubernetes_pod_phase"], "regex": "(Failed|Succeeded)"}))
+    return tuple(rules)
