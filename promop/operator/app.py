@@ -22,7 +22,7 @@ from promop.host.logs import fields
 from promop.host.process import EXIT_LOST_LEADERSHIP, EXIT_OK, EXIT_STOPPED_EARLY, ControllerProcess
 from promop.kube.client import KubeClient
 from promop.kube.shared_informers import SharedInformers
-from promop.operator import gcfreeze
+from promop.operator import first_syncs, gcfreeze
 from promop.operator.controller import Controller
 from promop.operator.options import Options
 
@@ -104,7 +104,21 @@ class Operator(ControllerProcess):
             self.render_pool = kwargs["render_pool"] = RenderPool()
         controllers = build_controllers(client, self.options, self.registry, **kwargs)
         self.controller = controllers[0]
+        reporters = [c.reporter for c in controllers if hasattr(getattr(c, "reporter", None), "hold")]
+        if reporters:  # feedback waits for the first syncs (Reporter.hold says why)
+            for reporter in reporters:
+                reporter.hold()
+            threading.Thread(target=self._release_feedback, args=(controllers, reporters),
+                             name="operator-feedback-release", daemon=True).start()
         return controllers
+
+    def _release_feedback(self, controllers: list[Any], reporters: list[Any]) -> None:
+        queues = [c.queue for c in controllers if getattr(c, "queue", None) is not None]
+        why = first_syncs.wait_first_syncs(queues, self.leading, lambda: any(q.shutting_down() for q in queues))
+        for reporter in reporters:
+            reporter.release()
+        if why != "stopped":
+            log.info("feedback released", **fields(after=why))
 
     def after_sync(self) -> None:
         # Once (`promop run` and `promop demo` only: a process of its own): what the caches hold now

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from operator_testlib import eventually, modify, operator_writes, scaled
 from operator_fakes import decode, fake_references, fake_render
@@ -228,3 +230,42 @@ def test_the_echo_of_our_own_statefulset_create_still_refreshes_the_status(kube)
     assert ctl._work_for(f"{NS}/p")[0] == STATUS
     add({**sts, "metadata": {**sts["metadata"], "resourceVersion": "8"}}, False)  # not our write
     assert ctl._work_for(f"{NS}/p")[0] == SYNC
+
+
+def test_held_feedback_waits_queued_until_released(kube, cluster):
+    """Reporter.hold: a worker takes the item and writes nothing until release(); stop() is not
+    kept waiting by a held item."""
+    from prometheus_client import CollectorRegistry
+
+    from promop.operator.metrics import OperatorMetrics
+    from promop.operator.reporter import Outcome
+    from promop.operator.sync import Stores, Syncer
+    from promop.render.model import RenderOptions
+
+    kube.create(NAMESPACES, {"metadata": {"name": NS}})
+    key = f"{NS}/p"
+    proms = DictStore({key: kube.create(PROMETHEUSES, prom())})
+    sms = DictStore({f"{NS}/a": kube.create(SERVICEMONITORS, sm("a"))})
+    stores = Stores(proms, sms, DictStore(), DictStore(), DictStore(), DictStore(), DictStore(), DictStore())
+    syncer = Syncer(kube, stores, RenderOptions(), OperatorMetrics(CollectorRegistry()), fake_render, fake_references)
+    feedback = syncer.reporter
+    feedback.workers = 1
+    feedback.hold()
+    feedback.start()
+    try:
+        syncer.sync(key)
+        assert jobs(kube) == ["serviceMonitor/mon/a/0"]  # the config does not wait
+        eventually(lambda: feedback.queue.processing() == 1, what="the worker holding an item")
+        assert feedback.held() and feedback.written == 0
+        assert "status" not in kube.get(SERVICEMONITORS, "a", NS)
+        feedback.release()
+        eventually(lambda: "status" in kube.get(SERVICEMONITORS, "a", NS), what="the binding, once released")
+        eventually(lambda: "status" in kube.get(PROMETHEUSES, "p", NS), what="the Prometheus status")
+        feedback.hold()
+        assert feedback.status(key, Outcome("render failed", "")), "a changed outcome is queued"
+        eventually(lambda: feedback.queue.processing() == 1, what="the worker holding the new status")
+    finally:
+        stopped = threading.Thread(target=feedback.stop, kwargs={"timeout": 5.0})
+        stopped.start()
+        stopped.join(scaled(5))
+        assert not stopped.is_alive(), "stop() waited for a held item"
