@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from operator_testlib import eventually, modify, operator_writes, scaled
@@ -269,3 +270,17 @@ def test_held_feedback_waits_queued_until_released(kube, cluster):
         stopped.start()
         stopped.join(scaled(5))
         assert not stopped.is_alive(), "stop() waited for a held item"
+
+
+def test_the_operator_releases_feedback_once_its_first_syncs_are_done(cluster, kube, fake_operator):
+    """`promop run` holds feedback at start-up (first_syncs.py) and releases it when its queues
+    drain: well before the 30 s cap, so the binding is there soon after the config."""
+    kube.create(PROMETHEUSES, prom())
+    kube.create(SERVICEMONITORS, sm("a"))
+    started = time.monotonic()
+    op = fake_operator()
+    reporter = op.controller.reporter
+    eventually(lambda: jobs(kube) == ["serviceMonitor/mon/a/0"], what="job a in the config")
+    eventually(lambda: not reporter.held(), 40, "feedback released")
+    assert time.monotonic() - started < 25, "released by the 30 s cap, not by the drained queues"
+    eventually(lambda: "status" in kube.get(SERVICEMONITORS, "a", NS), what="the binding")
